@@ -1,0 +1,1 @@
+"""Lightning callbacks of pdx_lightning, installed as ``pdx_lightning.callbacks``."""

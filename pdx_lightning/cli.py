@@ -1,0 +1,95 @@
+"""The ``pdx`` command.
+
+``pdx fit|validate`` are LightningCLI subcommands on :class:`PDXModule`
+(any ``--trainer.*`` flag works, e.g. ``--trainer.strategy ddp``);
+``pdx pretrain`` is LightningCLI ``fit`` on the distillation module; every
+other subcommand is a plain argparse tool living in its own module, which
+exposes ``add_arguments(parser)`` and ``run(args) -> int | None``.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# name -> (module implementing add_arguments/run, one-line help)
+TOOLS: dict[str, tuple[str, str]] = {
+    "data positions": ("pdx_lightning.datagen.positions", "Stockfish-labelled training positions (sharded, resumable)"),
+    "data mates": ("pdx_lightning.datagen.mates", "exact mate-in-N suites in Lichess puzzle CSV format"),
+    "data puzzles": ("pdx_lightning.datagen.puzzles", "tactics suites in Lichess puzzle CSV format"),
+    "data openings": ("pdx_lightning.datagen.openings", "slightly unbalanced opening suites (EPD)"),
+    "eval puzzles": ("pdx_lightning.evaluation.puzzles", "puzzle accuracy, solution probability p*"),
+    "eval mates": ("pdx_lightning.evaluation.mates", "mate-in-N accuracy and p* by depth"),
+    "eval coverage": ("pdx_lightning.evaluation.coverage", "trajectory coverage (Eq. 8)"),
+    "eval diagnostics": ("pdx_lightning.evaluation.diagnostics", "entropy, KLs to base, cov5 over self-play positions"),
+    "eval recovery": ("pdx_lightning.evaluation.recovery", "what fine-tuning recovers vs. the base"),
+    "arena": ("pdx_lightning.evaluation.arena", "batched searchless matches and Elo ladder"),
+    "sweep": ("pdx_lightning.sweep", "the beta x term x temperature matrix"),
+    "report": ("pdx_lightning.evaluation.report", "the paper's tables and figures from stored JSON"),
+    "uci": ("pdx_lightning.uci", "the network as a UCI engine"),
+    "export lc0": ("pdx_lightning.nets.lc0", "write a network as an Lc0 .pb.gz"),
+}
+LIGHTNING = {
+    "fit": "self-play RL fine-tuning (LightningCLI; see `pdx fit --help`)",
+    "validate": "validate a checkpoint (LightningCLI)",
+    "pretrain": "supervised search distillation of a base network (LightningCLI fit)",
+}
+
+
+def _available(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pdx",
+        description="Prior-directed self-play fine-tuning of searchless chess networks.",
+        epilog="Run `pdx <command> --help` for a command's options.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="<command>")
+    for name, help_ in LIGHTNING.items():
+        sub.add_parser(name, help=help_, add_help=False)
+    groups: dict[str, argparse._SubParsersAction] = {}
+    for name, (module, help_) in TOOLS.items():
+        if not _available(module):
+            continue
+        parts = name.split()
+        target = sub
+        if len(parts) == 2:
+            if parts[0] not in groups:
+                g = sub.add_parser(parts[0], help=f"{parts[0]} tools")
+                groups[parts[0]] = g.add_subparsers(dest="tool", metavar="<tool>", required=True)
+            target = groups[parts[0]]
+        p = target.add_parser(parts[-1], help=help_, description=help_)
+        p.set_defaults(_module=module)
+        importlib.import_module(module).add_arguments(p)
+    return parser
+
+
+def _lightning(command: str, argv: list[str]) -> None:
+    if command == "pretrain":
+        from pdx_lightning.distill import run_pretrain_cli
+
+        run_pretrain_cli(argv)
+    else:
+        from pdx_lightning.module import run_cli
+
+        run_cli([command, *argv])
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in LIGHTNING:
+        _lightning(argv[0], argv[1:])
+        return 0
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_module", None):
+        parser.print_help()
+        return 0 if not argv else 2
+    rc = importlib.import_module(args._module).run(args)
+    return int(rc or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

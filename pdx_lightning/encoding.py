@@ -1,0 +1,214 @@
+"""Lc0's classic 112-plane input, batched from python-chess bitboards.
+
+Planes (all 8×8, square a1 = row 0 / col 0 in the side-to-move frame):
+
+* ``13 * h + 0..5``   history step ``h`` (0 = current, 7 = seven plies ago):
+  the side to move's pawns, knights, bishops, rooks, queens, king;
+* ``13 * h + 6..11``  the opponent's, same order;
+* ``13 * h + 12``     ones if that position occurred before (repetition);
+* ``104..107``        castling rights: we O-O-O, we O-O, they O-O-O, they O-O;
+* ``108``             ones if Black is to move;
+* ``109``             the rule-50 ply count, raw (Lc0 classic; the network
+  scales it, see ``ModelConfig.rule50_scale``);
+* ``110``             zeros (Lc0's former move-count plane);
+* ``111``             ones (board edge).
+
+Side-to-move canonical: every history plane is drawn from the *current*
+mover's point of view; when Black is to move the board is mirrored
+vertically (``sq ^ 56``), as in Lc0. Missing history (fewer than 8 positions)
+is zero-filled when the game started from the standard position and filled by
+repeating the earliest known position otherwise (Lc0's behaviour for games
+set up from a FEN).
+
+Deviation from Lc0, documented: a position counts as a repetition when piece
+placement, side to move, castling rights and a *pseudo-legally* capturable
+en-passant square match (python-chess's transposition key uses full
+legality; the two differ only when a pinned pawn is the sole en-passant
+capturer).
+
+Two paths share the vectorized plane construction:
+``encode_boards`` reads each board's own state stack (no copies, no
+push/pop); ``GameHistory`` is the per-game ring buffer self-play keeps, so a
+step costs one snapshot per game instead of a history walk.
+"""
+from __future__ import annotations
+
+from collections import Counter, deque
+from typing import Iterable, NamedTuple, Sequence
+
+import chess
+import numpy as np
+
+N_PLANES = 112
+HISTORY = 8
+_ALL_CASTLING = chess.BB_A1 | chess.BB_H1 | chess.BB_A8 | chess.BB_H8
+_START_KEY = None  # filled lazily below
+
+
+class Snapshot(NamedTuple):
+    """One position of a game: 12 absolute bitboards (White P..K, Black P..K) + its key."""
+
+    bbs: tuple[int, ...]
+    key: tuple
+
+
+def _snap(pawns, knights, bishops, rooks, queens, kings, occ_w, occ_b, turn, castling, ep) -> Snapshot:
+    bbs = (
+        pawns & occ_w, knights & occ_w, bishops & occ_w, rooks & occ_w, queens & occ_w, kings & occ_w,
+        pawns & occ_b, knights & occ_b, bishops & occ_b, rooks & occ_b, queens & occ_b, kings & occ_b,
+    )
+    if ep is not None and not (chess.BB_PAWN_ATTACKS[not turn][ep] & pawns & (occ_w if turn else occ_b)):
+        ep = None  # an en-passant square nobody can capture on does not distinguish positions
+    return Snapshot(bbs, (bbs, turn, castling, ep))
+
+
+def snapshot_board(board: chess.Board) -> Snapshot:
+    """Snapshot of the board's current position."""
+    return _snap(board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings,
+                 board.occupied_co[chess.WHITE], board.occupied_co[chess.BLACK], board.turn,
+                 board.castling_rights & _ALL_CASTLING, board.ep_square)
+
+
+def _snapshot_state(state) -> Snapshot:
+    # python-chess's _BoardState: the position before each move of the stack.
+    return _snap(state.pawns, state.knights, state.bishops, state.rooks, state.queens, state.kings,
+                 state.occupied_w, state.occupied_b, state.turn,
+                 state.castling_rights & _ALL_CASTLING, state.ep_square)
+
+
+def _is_start(snap: Snapshot) -> bool:
+    global _START_KEY
+    if _START_KEY is None:
+        _START_KEY = snapshot_board(chess.Board()).key
+    return snap.key == _START_KEY
+
+
+class EncodedRow(NamedTuple):
+    """What one board contributes to the batched plane construction."""
+
+    bbs: list             # 8 tuples of 12 absolute bitboards, history step 0 = current
+    rep: list             # 8 bools
+    turn: bool            # side to move (chess.WHITE = True)
+    castling: int         # castling-rights bitmask (rook squares)
+    rule50: int
+
+
+_EMPTY = (0,) * 12
+
+
+def _row_from_history(snaps: Sequence[Snapshot], reps: Sequence[bool], from_start: bool,
+                      turn: bool, castling: int, rule50: int) -> EncodedRow:
+    """``snaps``/``reps``: newest first, at most 8 entries."""
+    n = len(snaps)
+    bbs = [s.bbs for s in snaps]
+    rep = list(reps)
+    if n < HISTORY:
+        # zero-fill from the standard start; else Lc0 repeats the earliest known position
+        fill_b, fill_r = (_EMPTY, False) if from_start else (bbs[-1], rep[-1])
+        bbs += [fill_b] * (HISTORY - n)
+        rep += [fill_r] * (HISTORY - n)
+    return EncodedRow(bbs, rep, turn, castling, rule50)
+
+
+def row_from_board(board: chess.Board) -> EncodedRow:
+    """History of ``board`` read from its move stack (no copy, no push/pop)."""
+    stack = board._stack  # _BoardState before each move; positions are stack[0..n-1] + the board
+    n = len(stack)
+    cache: dict[int, Snapshot] = {}
+    hm: dict[int, int] = {}
+
+    def pos(p: int) -> Snapshot:
+        if p not in cache:
+            if p == n:
+                cache[p] = snapshot_board(board)
+                hm[p] = board.halfmove_clock
+            else:
+                cache[p] = _snapshot_state(stack[p])
+                hm[p] = stack[p].halfmove_clock
+        return cache[p]
+
+    snaps, reps = [], []
+    for j in range(min(HISTORY, n + 1)):
+        p = n - j
+        s = pos(p)
+        # earlier occurrences can only lie within this position's rule-50 window
+        lo = max(0, p - hm[p])
+        reps.append(any(pos(q).key == s.key for q in range(p - 2, lo - 1, -2)))
+        snaps.append(s)
+    return _row_from_history(snaps, reps, _is_start(pos(0)), board.turn,
+                             board.clean_castling_rights(), board.halfmove_clock)
+
+
+class GameHistory:
+    """Ring buffer of one game's last 8 positions, for the self-play fast path.
+
+    ``push(board)`` after every move made on ``board`` (the board is read, not
+    stored). Repetition counts are kept only since the last irreversible move,
+    which is all a repetition can reach back to.
+    """
+
+    def __init__(self, board: chess.Board) -> None:
+        self.reset(board)
+
+    def reset(self, board: chess.Board) -> None:
+        """Start over from ``board`` (its move stack is taken as the game so far)."""
+        positions = [_snapshot_state(st) for st in board._stack] + [snapshot_board(board)]
+        self.from_start = _is_start(positions[0])
+        newest = positions[::-1][:HISTORY]
+        self.snaps: deque[Snapshot] = deque(newest, maxlen=HISTORY)
+        self.reps: deque[bool] = deque(row_from_board(board).rep[: len(newest)], maxlen=HISTORY)
+        window = positions[max(0, len(positions) - 1 - board.halfmove_clock):]
+        self.counts = Counter(s.key for s in window)
+
+    def push(self, board: chess.Board) -> None:
+        """Record the position ``board`` reached after its last move."""
+        s = snapshot_board(board)
+        if board.halfmove_clock == 0:
+            self.counts.clear()
+        self.reps.appendleft(self.counts[s.key] > 0)
+        self.counts[s.key] += 1
+        self.snaps.appendleft(s)
+
+    def row(self, board: chess.Board) -> EncodedRow:
+        return _row_from_history(list(self.snaps), list(self.reps), self.from_start, board.turn,
+                                 board.clean_castling_rights(), board.halfmove_clock)
+
+
+def encode_rows(rows: Sequence[EncodedRow], out: np.ndarray | None = None) -> np.ndarray:
+    """Batched plane construction: ``(B, 112, 8, 8)`` float32.
+
+    ``out``: an optional preallocated float32 buffer of that shape, fully
+    overwritten. Fresh 28 KB-per-position memory costs more page faults than
+    the encoding itself, so hot loops pass a reused buffer.
+    """
+    B = len(rows)
+    bbs = np.array([r.bbs for r in rows], dtype=np.uint64).reshape(B, HISTORY, 12)
+    rep = np.array([r.rep for r in rows], dtype=bool).reshape(B, HISTORY)
+    black = np.fromiter((not r.turn for r in rows), dtype=bool, count=B)
+    # side to move first, then mirror ranks for Black (byteswap of a bitboard = vertical flip)
+    bbs[black] = bbs[black][:, :, [6, 7, 8, 9, 10, 11, 0, 1, 2, 3, 4, 5]].byteswap()
+    bits = np.unpackbits(bbs.view(np.uint8).reshape(B, HISTORY, 12, 8, 1), axis=-1, bitorder="little")  # (B,8,12,8,8)
+    if out is None:
+        out = np.empty((B, N_PLANES, 8, 8), dtype=np.float32)
+    elif out.shape != (B, N_PLANES, 8, 8) or out.dtype != np.float32:
+        raise ValueError(f"out buffer has shape {out.shape} {out.dtype}, need {(B, N_PLANES, 8, 8)} float32")
+    hist = out[:, :104].reshape(B, HISTORY, 13, 8, 8)
+    hist[:, :, :12] = bits
+    hist[:, :, 12] = rep[:, :, None, None]
+    castling = np.fromiter((r.castling for r in rows), dtype=np.uint64, count=B)
+    rights = np.stack([castling & np.uint64(sq) != 0 for sq in (chess.BB_A1, chess.BB_H1, chess.BB_A8, chess.BB_H8)], axis=1)
+    # white: we = (A1, H1), they = (A8, H8); black: swapped
+    ours = np.where(black[:, None], rights[:, 2:], rights[:, :2])
+    theirs = np.where(black[:, None], rights[:, :2], rights[:, 2:])
+    out[:, 104:106] = ours[:, :, None, None]
+    out[:, 106:108] = theirs[:, :, None, None]
+    out[:, 108] = black[:, None, None]
+    out[:, 109] = np.fromiter((r.rule50 for r in rows), dtype=np.float32, count=B)[:, None, None]
+    out[:, 110] = 0.0
+    out[:, 111] = 1.0
+    return out
+
+
+def encode_boards(boards: Iterable[chess.Board]) -> np.ndarray:
+    """Encode boards (with their move stacks) as float32 ``(B, 112, 8, 8)``."""
+    return encode_rows([row_from_board(b) for b in boards])
