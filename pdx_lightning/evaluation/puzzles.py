@@ -1,0 +1,373 @@
+"""Puzzle scoring (Section 3.1): argmax accuracy, multi-solution credit, solution NLL ℓ and p* (Eq. 9).
+
+Scoring is teacher-forced along each puzzle's marked line, batched across the
+whole suite: solver ply ``k`` of every puzzle whose line reaches it is one
+network call (boards encoded with their true move history, evaluated in
+micro-batches). Every solver position is scored, so p* and the per-position
+results exist for failed puzzles too.
+
+Multi-solution rule. At solver position ``s_k`` the accepted set ``W(s_k)`` is
+the marked move ∪ the suite's ``AltMoves`` for that ply (generated suites:
+every mate-preserving move, found by Stockfish) ∪ every move that checkmates
+at once (lichess accepts any mating move). For Lichess and Ruoss rows, which
+carry no ``AltMoves``, this is the paper's "optimal mate or the marked move"
+with optimal mates found only for mate-in-1; the full set needs ``AltMoves``.
+
+* ply ``k`` is correct iff ``argmax π(·|s_k) ∈ W(s_k)``;
+* a puzzle is solved iff every solver ply is correct, except that an argmax
+  that checkmates ends the puzzle won (later plies are not required, as in
+  lichess and Ruoss et al.'s scorer); a correct non-mating alternative is
+  followed by the marked line's next position (positions are scored
+  independently: the policy is Markovian);
+* ``ℓ = −Σ_k log Σ_{a∈W(s_k)} π(a|s_k)`` (Eq. 9), ``p* = e^{−ℓ}``, under the
+  untempered policy; geometric mean = ``exp(−mean ℓ)``, arithmetic = mean p*.
+* Paired comparisons are per-puzzle log-ratios ``log p*_B − log p*_A`` (= ℓ_A − ℓ_B),
+  reported as the probability ratio ``exp(mean)`` with a t-interval.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+
+from pdx_lightning.evaluation.stats import (RATING_BINS, assign_bins, bin_edges_labels, mcnemar_exact,
+                                            mean_interval, wilson_interval)
+from pdx_lightning.evaluation.suite import Puzzle, Suite, load_suite
+from pdx_lightning.inference import evaluate_boards
+from pdx_lightning.moves import index_to_move, move_to_index
+
+MULTI_SOLUTION_RULE = ("accepted = marked move + AltMoves + any immediate checkmate; solved = every solver "
+                       "ply's argmax accepted, an argmax checkmate ends the puzzle won")
+
+
+@dataclass
+class SuiteResult:
+    """Per-puzzle and per-position results of :func:`score_suite`.
+
+    Per-position arrays are flat over all solver positions; puzzle ``i``'s
+    plies are ``offsets[i]:offsets[i+1]`` (see :meth:`plies`).
+    """
+
+    ids: list[str]
+    rating: np.ndarray        # (N,) float64, NaN when unrated
+    difficulty: np.ndarray    # (N,) float64 binning value (Difficulty, else Rating), NaN if none
+    depth: np.ndarray         # (N,) int64 solver moves
+    solved: np.ndarray        # (N,) bool
+    first_fail: np.ndarray    # (N,) int64 0-based solver ply of the first wrong argmax; -1 when solved
+    log_p_star: np.ndarray    # (N,) float64, −ℓ of Eq. 9
+    offsets: np.ndarray       # (N+1,) int64
+    ply_correct: np.ndarray   # (P,) bool: argmax ∈ W(s)
+    ply_mate: np.ndarray      # (P,) bool: the argmax checkmates at once
+    ply_log_p: np.ndarray     # (P,) float64 log Σ_{a∈W(s)} π(a|s)
+    ply_rank: np.ndarray      # (P,) int64 1 + number of moves strictly more probable than the best accepted
+    ply_top_log_p: np.ndarray  # (P,) float64 log π of the argmax
+    ply_value: np.ndarray     # (P,) float64 W − L of the value head, side to move's view
+    ply_move: list[str]       # (P,) UCI of the argmax
+    seconds: float = 0.0
+
+    @property
+    def n_positions(self) -> int:
+        return int(self.offsets[-1])
+
+    def plies(self, i: int) -> slice:
+        return slice(int(self.offsets[i]), int(self.offsets[i + 1]))
+
+    def ply_puzzle(self) -> np.ndarray:
+        """(P,) puzzle index of each solver position."""
+        return np.repeat(np.arange(len(self.ids)), self.depth)
+
+
+def _indices(moves, turn) -> list[int]:
+    return [move_to_index(m, turn) for m in moves]
+
+
+def _padded(rows: list[list[int]]) -> torch.Tensor:
+    out = torch.full((len(rows), max(1, max(map(len, rows)))), -1, dtype=torch.long)
+    for r, idx in enumerate(rows):
+        out[r, :len(idx)] = torch.tensor(idx, dtype=torch.long)
+    return out
+
+
+def score_suite(model: torch.nn.Module, puzzles: Sequence[Puzzle], micro_batch: int = 512,
+                chunk: int = 8192) -> SuiteResult:
+    """Score ``puzzles`` with ``model`` (used as given: pass it in eval mode, on its device).
+
+    One pass per solver ply over every puzzle whose line reaches it; boards are
+    encoded ``chunk`` at a time (bounding the (chunk, 112, 8, 8) input and
+    (chunk, 4288) output memory on 100k-puzzle suites) and evaluated in
+    ``micro_batch`` network calls.
+    """
+    t0 = time.perf_counter()
+    N = len(puzzles)
+    depth = np.array([p.depth for p in puzzles], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(depth)]).astype(np.int64)
+    P = int(offsets[-1])
+    correct, mate = np.zeros(P, bool), np.zeros(P, bool)
+    log_w, top_lp, value = np.zeros(P), np.zeros(P), np.zeros(P)
+    rank = np.zeros(P, np.int64)
+    top_uci = [""] * P
+    boards = [p.board.copy() for p in puzzles]  # advanced along each marked line
+    for k in range(int(depth.max()) if N else 0):
+        alive = np.flatnonzero(depth > k)
+        for start in range(0, len(alive), chunk):
+            ids = alive[start:start + chunk]
+            bs = [boards[i] for i in ids]
+            logp, wdl = evaluate_boards(model, bs, micro_batch)              # (C, 4288), (C, 3)
+            acc = _padded([_indices(puzzles[i].accepted[k], b.turn) for i, b in zip(ids, bs)])  # (C, A)
+            mts = _padded([_indices(puzzles[i].mates[k], b.turn) for i, b in zip(ids, bs)])     # (C, M)
+            g = logp.gather(1, acc.clamp(min=0)).masked_fill(acc < 0, -math.inf)                # (C, A)
+            top = logp.argmax(dim=1)                                                            # (C,)
+            best = g.max(dim=1).values
+            rows = offsets[ids] + k
+            correct[rows] = (acc == top[:, None]).any(1).numpy()
+            mate[rows] = (mts == top[:, None]).any(1).numpy()
+            log_w[rows] = torch.logsumexp(g, dim=1).double().numpy()
+            rank[rows] = ((logp > best[:, None]).sum(1) + 1).numpy()
+            top_lp[rows] = logp.gather(1, top[:, None])[:, 0].double().numpy()
+            value[rows] = (wdl[:, 0] - wdl[:, 2]).double().numpy()
+            for r, b, t in zip(rows, bs, top.tolist()):
+                top_uci[r] = index_to_move(t, b).uci()
+        for i in alive:
+            line = puzzles[i].line
+            boards[i].push(line[2 * k])
+            if 2 * k + 1 < len(line):
+                boards[i].push(line[2 * k + 1])
+    solved, first_fail = np.zeros(N, bool), np.full(N, -1, np.int64)
+    for i in range(N):
+        for j in range(offsets[i], offsets[i + 1]):
+            if not correct[j]:
+                first_fail[i] = j - offsets[i]
+                break
+            if mate[j]:  # the argmax checkmated: the puzzle ends won
+                break
+        solved[i] = first_fail[i] < 0
+    log_p_star = np.add.reduceat(log_w, offsets[:-1]) if P else np.zeros(N)
+
+    def num(v):
+        return math.nan if v is None else float(v)
+
+    return SuiteResult(
+        ids=[p.puzzle_id for p in puzzles], rating=np.array([num(p.rating) for p in puzzles]),
+        difficulty=np.array([num(p.difficulty) for p in puzzles]), depth=depth, solved=solved,
+        first_fail=first_fail, log_p_star=log_p_star, offsets=offsets, ply_correct=correct, ply_mate=mate,
+        ply_log_p=log_w, ply_rank=rank, ply_top_log_p=top_lp, ply_value=value, ply_move=top_uci,
+        seconds=time.perf_counter() - t0)
+
+
+# ---------------------------------------------------------------- summaries
+
+def _group(r: SuiteResult, sel: np.ndarray) -> dict:
+    n, k = int(sel.sum()), int(r.solved[sel].sum())
+    lo, hi = wilson_interval(k, n)
+    m, nlo, nhi = mean_interval(-r.log_p_star[sel])
+    ply_sel = sel[r.ply_puzzle()]
+    n_pos = int(ply_sel.sum())
+    return {"n": n, "solved": k, "acc": k / n if n else math.nan, "acc_ci": [lo, hi],
+            "nll": m, "nll_ci": [nlo, nhi], "p_star_geo": math.exp(-m) if n else math.nan,
+            "p_star_geo_ci": [math.exp(-nhi), min(1.0, math.exp(-nlo))],  # ℓ >= 0, so p* <= 1
+            "p_star_arith": float(np.exp(r.log_p_star[sel]).mean()) if n else math.nan,
+            "positions": n_pos, "position_acc": float(r.ply_correct[ply_sel].mean()) if n_pos else math.nan}
+
+
+def _breakdowns(r: SuiteResult, bins: Sequence[float], group: Callable[[np.ndarray], dict]) -> dict:
+    b = assign_bins(r.difficulty, bins)
+    by_bin = [{"bin": label, "lo": lo, "hi": hi, **group(b == j)}
+              for j, (lo, hi, label) in enumerate(bin_edges_labels(bins)) if (b == j).any()]
+    by_depth = [{"depth": int(d), **group(r.depth == d)} for d in np.unique(r.depth)]
+    return {"by_bin": by_bin, "by_depth": by_depth, "unbinned": int((b < 0).sum())}
+
+
+def summarize(result: SuiteResult, bins: Sequence[float] = RATING_BINS) -> dict:
+    """Overall, per difficulty bin and per mate depth: acc + Wilson CI, ℓ, p* (geo, arith)."""
+    out = _group(result, np.ones(len(result.ids), bool))
+    out.update(_breakdowns(result, bins, lambda sel: _group(result, sel)))
+    out["seconds"] = result.seconds
+    out["positions_per_s"] = result.n_positions / result.seconds if result.seconds > 0 else math.nan
+    return out
+
+
+def compare(base: SuiteResult, other: SuiteResult, bins: Sequence[float] = RATING_BINS) -> dict:
+    """Paired comparison of ``other`` against ``base`` on the same puzzles (log domain)."""
+    if base.ids != other.ids:
+        raise ValueError("paired comparison needs both models scored on the same puzzles in the same order")
+
+    def group(sel: np.ndarray) -> dict:
+        m, lo, hi = mean_interval(other.log_p_star[sel] - base.log_p_star[sel])
+        gained = int((other.solved & ~base.solved & sel).sum())
+        lost = int((base.solved & ~other.solved & sel).sum())
+        n = int(sel.sum())
+        return {"n": n, "log_ratio": m, "log_ratio_ci": [lo, hi], "p_star_ratio": math.exp(m),
+                "p_star_ratio_ci": [math.exp(lo), math.exp(hi)],
+                "acc_diff": (int(other.solved[sel].sum()) - int(base.solved[sel].sum())) / n,
+                "gained": gained, "lost": lost, "mcnemar_p": mcnemar_exact(gained, lost)}
+
+    out = group(np.ones(len(base.ids), bool))
+    out.update(_breakdowns(base, bins, group))
+    return out
+
+
+def evaluate_for_validation(model: torch.nn.Module, puzzles: Sequence[Puzzle],
+                            mates: Sequence[Puzzle] | None = None, micro_batch: int = 512) -> dict[str, float]:
+    """Scalars for the ``PuzzleValidation`` callback (TensorBoard names).
+
+    ``puzzles`` → ``puzzles/acc``, ``puzzles/p_star_geo``, ``puzzles/p_star_arith``,
+    ``puzzles/nll``; ``mates`` (optional, depth = solver moves) →
+    ``mates/acc_N``, ``mates/p_star_geo_N`` per depth N. The model is put in
+    eval mode for the call and its mode restored.
+    """
+    was_training = model.training
+    model.eval()
+    try:
+        out: dict[str, float] = {}
+        if puzzles:
+            s = _group(r := score_suite(model, puzzles, micro_batch), np.ones(len(r.ids), bool))
+            out.update({"puzzles/acc": s["acc"], "puzzles/p_star_geo": s["p_star_geo"],
+                        "puzzles/p_star_arith": s["p_star_arith"], "puzzles/nll": s["nll"]})
+        if mates:
+            r = score_suite(model, mates, micro_batch)
+            for d in np.unique(r.depth):
+                s = _group(r, r.depth == d)
+                out[f"mates/acc_{d}"] = s["acc"]
+                out[f"mates/p_star_geo_{d}"] = s["p_star_geo"]
+        return {k: float(v) for k, v in out.items()}
+    finally:
+        model.train(was_training)
+
+
+# ---------------------------------------------------------------- CLI (shared with `pdx eval mates`)
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Flags of ``pdx eval puzzles`` (``pdx eval mates`` uses the same)."""
+    parser.add_argument("--model", action="append", required=True,
+                        help="model name or file (repeat to compare; paired stats are against the first)")
+    parser.add_argument("--weights", choices=("ema", "online"), default="ema",
+                        help="which weights of a Lightning checkpoint to score")
+    parser.add_argument("--suite", action="append", required=True,
+                        help="puzzle CSV or .csv.zst (Lichess, Ruoss or generated format); repeatable")
+    parser.add_argument("--rating-min", type=float, help="keep puzzles rated >= this")
+    parser.add_argument("--rating-max", type=float, help="keep puzzles rated <= this")
+    parser.add_argument("--themes", nargs="+", help="keep puzzles with any of these Lichess themes")
+    parser.add_argument("--sample", type=int, help="seeded uniform sample of N puzzles per suite file")
+    parser.add_argument("--seed", type=int, default=0, help="seed of --sample")
+    parser.add_argument("--skip-bad", action="store_true", help="skip and count malformed rows instead of failing")
+    parser.add_argument("--bins", type=lambda s: [float(v) for v in s.split(",")], default=list(RATING_BINS),
+                        help="inner rating/difficulty bin edges, comma-separated (default: 600,800,...,2600)")
+    parser.add_argument("--micro-batch", type=int, default=512, help="positions per network call")
+    parser.add_argument("--device", default="auto", help="torch device (default: cuda if available, else cpu)")
+    parser.add_argument("--json", metavar="OUT", help="write summaries, paired comparisons and per-puzzle arrays")
+
+
+def _clean(x):
+    """JSON-safe: NaN/inf → null, numpy scalars → Python."""
+    if isinstance(x, dict):
+        return {k: _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    if isinstance(x, (np.floating, float)):
+        return float(x) if math.isfinite(x) else None
+    if isinstance(x, np.integer):
+        return int(x)
+    return x
+
+
+def per_puzzle(r: SuiteResult) -> dict:
+    """Per-puzzle arrays (per-ply ones nested per puzzle), enough to rebuild every table."""
+    def split(a):
+        return [a[r.plies(i)].tolist() for i in range(len(r.ids))]
+
+    return {"solved": r.solved.tolist(), "first_fail": r.first_fail.tolist(), "log_p_star": r.log_p_star.tolist(),
+            "ply_correct": split(r.ply_correct), "ply_mate": split(r.ply_mate),
+            "ply_log_p": split(r.ply_log_p), "ply_rank": split(r.ply_rank), "ply_top_log_p": split(r.ply_top_log_p),
+            "ply_value": split(r.ply_value), "ply_move": split(np.array(r.ply_move, dtype=object))}
+
+
+def load_from_args(args: argparse.Namespace) -> Suite:
+    suite = load_suite(args.suite, rating_min=args.rating_min, rating_max=args.rating_max, themes=args.themes,
+                       sample=args.sample, seed=args.seed, skip_bad=args.skip_bad)
+    print(f"suite: {len(suite)} puzzles from {', '.join(suite.paths)} ({suite.n_selected} of {suite.n_rows} rows "
+          f"matched the filters; {suite.n_bad} malformed rows skipped)")
+    return suite
+
+
+def run_eval(args: argparse.Namespace, command: str, render: Callable[[list[str], list[dict], list[dict]], str]) -> int:
+    """Load the suite, score every model, print ``render``'s markdown, write ``--json``."""
+    from pdx_lightning.nets import load_model  # noqa: PLC0415
+
+    suite = load_from_args(args)
+    if not suite.puzzles:
+        print("no puzzles to score")
+        return 1
+    device = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device)
+    results = []
+    for name in args.model:
+        model = load_model(name, weights=args.weights).to(device).eval()
+        evaluate_boards(model, [suite.puzzles[0].board])  # warm-up, so positions/s excludes one-off setup
+        results.append(score_suite(model, suite.puzzles, micro_batch=args.micro_batch))
+    summaries = [summarize(r, args.bins) for r in results]
+    paired = [{"baseline": args.model[0], "model": m, **compare(results[0], r, args.bins)}
+              for m, r in zip(args.model[1:], results[1:])]
+    print(render(args.model, summaries, paired))
+    if args.json:
+        ps = suite.puzzles
+        doc = {"command": command, "multi_solution": MULTI_SOLUTION_RULE,
+               "suite": {"files": suite.paths, "rows": suite.n_rows, "selected": suite.n_selected,
+                         "puzzles": len(ps), "skipped_bad": suite.n_bad, "bad_rows": suite.bad,
+                         "filters": {"rating_min": args.rating_min, "rating_max": args.rating_max,
+                                     "themes": args.themes, "sample": args.sample, "seed": args.seed}},
+               "bins": list(args.bins),
+               "puzzles": {"id": [p.puzzle_id for p in ps], "rating": [p.rating for p in ps],
+                           "difficulty": [p.difficulty for p in ps], "depth": [p.depth for p in ps],
+                           "themes": [" ".join(p.themes) for p in ps], "source": [p.source for p in ps],
+                           "line": [" ".join(m.uci() for m in p.line) for p in ps]},
+               "models": [{"name": n, "weights": args.weights, "summary": s, "per_puzzle": per_puzzle(r)}
+                          for n, s, r in zip(args.model, summaries, results)],
+               "paired": paired}
+        with open(args.json, "w") as f:
+            json.dump(_clean(doc), f)
+        print(f"wrote {args.json}")
+    return 0
+
+
+def fmt_acc(s: dict) -> str:
+    lo, hi = s["acc_ci"]
+    return f"{100 * s['acc']:.2f} ({100 * lo:.2f}-{100 * hi:.2f})"
+
+
+def fmt_ratio(c: dict) -> str:
+    lo, hi = c["p_star_ratio_ci"]
+    return f"{c['p_star_ratio']:.3f} ({lo:.3f}-{hi:.3f})" if math.isfinite(lo) else f"{c['p_star_ratio']:.3f}"
+
+
+def table(header: list[str], rows: list[list]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(str(c) for c in r) + " |" for r in rows])
+
+
+def render_puzzles(names: list[str], summaries: list[dict], paired: list[dict]) -> str:
+    out = ["## Puzzle accuracy (multi-solution scored, 95% Wilson intervals) and solution probability p*", "",
+           table(["Model", "n", "Acc. (%)", "p* geo", "p* arith", "ℓ (nats)", "positions/s"],
+                 [[n, s["n"], fmt_acc(s), f"{s['p_star_geo']:.3f}", f"{s['p_star_arith']:.3f}", f"{s['nll']:.3f}",
+                   f"{s['positions_per_s']:.0f}"] for n, s in zip(names, summaries)])]
+    bins = [b["bin"] for b in summaries[0]["by_bin"]]
+    if bins:
+        cell = {(i, b["bin"]): b for i, s in enumerate(summaries) for b in s["by_bin"]}
+        out += ["", "## By rating/difficulty bin: Acc. (%) / p* geo", "",
+                table(["Bin", "n", *names], [[b, cell[0, b]["n"], *[
+                    f"{100 * cell[i, b]['acc']:.1f} / {cell[i, b]['p_star_geo']:.3f}" for i in range(len(names))]]
+                    for b in bins])]
+    if paired:
+        out += ["", f"## Paired vs {names[0]} (p* ratio = exp mean per-puzzle log-ratio, 95% t-interval)", "",
+                table(["Model", "Δacc (pts)", "gained", "lost", "McNemar p", "p* ratio"],
+                      [[c["model"], f"{100 * c['acc_diff']:+.2f}", c["gained"], c["lost"], f"{c['mcnemar_p']:.3g}",
+                        fmt_ratio(c)] for c in paired])]
+    return "\n".join(out)
+
+
+def run(args: argparse.Namespace) -> int:
+    return run_eval(args, "eval puzzles", render_puzzles)
