@@ -1,0 +1,49 @@
+"""Supervised distillation on a committed 400-position shard fixture
+(made by `pdx data positions --out … --positions 400 --workers 1 --nodes 300 --shard-size 200`)."""
+import lightning as L
+import numpy as np
+import torch
+
+from pdx_lightning.distill import DistillModule, ShardDataModule, pack_shard
+from pdx_lightning.encoding import encode_boards, encode_packed
+from pdx_lightning.nets import load_model
+from pdx_lightning.shards import load_all
+
+torch.set_num_threads(1)
+SHARDS = "tests/fixtures/shards_small"
+
+
+def test_packing_replays_games_into_the_same_planes_as_the_boards():
+    shard, _ = load_all(SHARDS)
+    sub = shard.subset(np.arange(40))
+    packed = pack_shard(sub)
+    np.testing.assert_array_equal(encode_packed(packed.rows), encode_boards(sub.boards()))
+    for i, b in enumerate(sub.boards()):
+        assert packed.legal_off[i + 1] - packed.legal_off[i] == b.legal_moves.count()
+    np.testing.assert_allclose(packed.cand_p.sum(1), 1.0, rtol=1e-5)
+
+
+def test_heldout_split_is_by_game():
+    dm = ShardDataModule(shards=SHARDS, val_fraction=0.25, batch_size=16)
+    dm.setup()
+    train_games = set(dm.data.game[dm.train_index].tolist())
+    val_games = set(dm.data.game[dm.val_index].tolist())
+    assert val_games and not (train_games & val_games)
+
+
+def test_short_distillation_lowers_the_heldout_loss(tmp_path):
+    L.seed_everything(0)
+    dm = ShardDataModule(shards=SHARDS, val_fraction=0.2, batch_size=32)
+    m = DistillModule(preset="tiny", lr=1e-3, warmup_steps=5, export=str(tmp_path / "net.pt"))
+    t = L.Trainer(max_steps=60, accelerator="cpu", logger=False, enable_checkpointing=False,
+                  enable_progress_bar=False, enable_model_summary=False, check_val_every_n_epoch=None,
+                  val_check_interval=30)
+    before = t.validate(m, datamodule=dm, verbose=False)[0]
+    t.fit(m, datamodule=dm)
+    after = t.validate(m, datamodule=dm, verbose=False)[0]
+    # 320 training positions: a small but real held-out gain (measured 3.265 -> 3.221, top-1 0.015 -> 0.088)
+    assert after["val/policy_ce"] < before["val/policy_ce"] - 0.02, (before, after)
+    assert after["val/top1_agreement"] > before["val/top1_agreement"] + 0.03
+    net = load_model(str(tmp_path / "net.pt"))     # the exported network loads as a model name
+    x = torch.from_numpy(encode_boards([__import__("chess").Board()]))
+    torch.testing.assert_close(net(x).policy, m.model.eval()(x).policy)
