@@ -48,6 +48,9 @@ class PDXModule(L.LightningModule):
         weight_decay: float = 0.0,
         is_cap: float = 1.0,
         selfplay: SelfPlayConfig | None = None,
+        val_suite: str | None = None,
+        val_mates: list[str] | None = None,
+        val_sample: int | None = None,
     ) -> None:
         """
         Args:
@@ -67,6 +70,10 @@ class PDXModule(L.LightningModule):
             weight_decay: AdamW weight decay.
             is_cap: truncation of the importance weight ρ = min(cap, π_θ/μ) (Eq. 12; the paper uses 1).
             selfplay: self-play settings (games, temperature, restarts, cap; see SelfPlayConfig).
+            val_suite: puzzle CSV scored on the EMA weights by ``pdx validate`` (and Lightning's
+                validation loop); None = no validation loop (use the PuzzleValidation callback in fit).
+            val_mates: mate-suite CSVs scored alongside ``val_suite`` (``mates/acc_N``).
+            val_sample: score a seeded sample of this many puzzles per file (None = all).
         """
         super().__init__()
         if exploration not in EXPLORATION_TERMS:
@@ -78,6 +85,8 @@ class PDXModule(L.LightningModule):
             raise ValueError(f"ema_decay must lie in [0, 1], got {ema_decay}")
         if is_cap != 1.0:
             raise ValueError("is_cap other than 1 is not supported (objectives.importance_weight default)")
+        if isinstance(selfplay, dict):  # from a checkpoint's hyperparameters
+            selfplay = SelfPlayConfig(**selfplay)
         selfplay = selfplay or SelfPlayConfig()
         self.save_hyperparameters(ignore=["selfplay"])
         self.hparams["selfplay"] = asdict(selfplay)  # plain dict: checkpoints stay weights_only-loadable
@@ -106,6 +115,23 @@ class PDXModule(L.LightningModule):
     def train_dataloader(self) -> DataLoader:
         # batch_size=None: each dataset item is already a whole batch of positions
         return DataLoader(self.dataset, batch_size=None, num_workers=0, collate_fn=lambda b: b)
+
+    def val_dataloader(self):
+        """The whole validation suite as one item (scored batched by the puzzle scorer)."""
+        if not self.hparams.val_suite and not self.hparams.val_mates:
+            return []
+        from pdx_lightning.evaluation.suite import load_suite  # noqa: PLC0415
+
+        hp = self.hparams
+        puzzles = load_suite(hp.val_suite, sample=hp.val_sample).puzzles if hp.val_suite else []
+        mates = load_suite(hp.val_mates, sample=hp.val_sample).puzzles if hp.val_mates else []
+        return DataLoader([_SuiteBatch(puzzles, mates)], batch_size=None, collate_fn=lambda b: b)
+
+    def validation_step(self, batch, batch_idx) -> None:
+        from pdx_lightning.evaluation.puzzles import evaluate_for_validation  # noqa: PLC0415
+
+        metrics = evaluate_for_validation(self.ema, batch.puzzles, batch.mates, self.dataset.cfg.micro_batch)
+        self.log_dict(metrics, batch_size=max(1, len(batch.puzzles) + len(batch.mates)))
 
     # ---- optimization -----------------------------------------------------------------------
     def configure_optimizers(self):
@@ -212,11 +238,19 @@ class PDXModule(L.LightningModule):
         sd = checkpoint["state_dict"]
         sd.update({f"base.{k}": v for k, v in self.base.state_dict().items()})
         self.param_version = checkpoint.get("pdx_param_version", 0)
-        states = checkpoint.get("pdx_selfplay") or [None]
+        states = checkpoint.get("pdx_selfplay") or []
         rank = dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
-        if len(states) > rank and states[rank] is not None:
-            self.dataset.load_state_dict(states[rank])
-        self._last_stats = dict((states[rank] or {}).get("stats", self.dataset.stats)) if len(states) > rank else self._last_stats
+        state = states[rank] if rank < len(states) else None
+        if state is not None:
+            self.dataset.load_state_dict(state)
+            self._last_stats = dict(state["stats"])
+
+
+class _SuiteBatch:
+    """Opaque to Lightning's batch transfer (which cannot walk frozen dataclasses)."""
+
+    def __init__(self, puzzles: list, mates: list) -> None:
+        self.puzzles, self.mates = puzzles, mates
 
 
 def _bad_grads(model: torch.nn.Module):

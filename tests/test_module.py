@@ -152,3 +152,14 @@ def test_ddp_two_cpu_processes_identical_ema_different_games(tmp_path):
     assert r0[1] == r1[1] == "4", "each rank owns N / world_size games"
     assert r0[2] != r1[2], "ranks play the same games"
     assert r0[3] == r1[3] == "3"
+
+
+def test_validate_scores_the_ema_on_the_validation_suite(tmp_path):
+    m = module(val_suite="tests/fixtures/lichess_sample.csv", val_mates=["tests/fixtures/generated_altmoves.csv"])
+    out = trainer(1).validate(m, verbose=False)[0]
+    assert {"puzzles/acc", "puzzles/p_star_geo", "mates/acc_1"} <= set(out)
+    # a checkpoint's hyperparameters (plain dicts) rebuild the module
+    ckpt = ModelCheckpoint(dirpath=tmp_path, save_last=True, every_n_train_steps=1)
+    trainer(1, callbacks=[ckpt], enable_checkpointing=True).fit(m)
+    again = PDXModule.load_from_checkpoint(tmp_path / "last.ckpt", weights_only=True)
+    assert again.dataset.cfg.n_games == 8
