@@ -7,7 +7,7 @@ from pdx_lightning.nets.chessformer import PRESETS, Chessformer, ModelConfig, co
 from pdx_lightning.objectives import masked_log_softmax
 
 # Stated parameter counts (the README's preset table quotes these).
-EXPECTED_PARAMS = {"tiny": 115_859, "small": 468_131, "bt4": 180_923_683}
+EXPECTED_PARAMS = {"tiny": 115_859, "small": 468_131, "bt4": 184_958_851}
 
 
 @pytest.mark.parametrize("name", list(PRESETS))

@@ -44,11 +44,38 @@ class ModelConfig:
     # Lc0 nets use mish; on CPU torch's mish costs ~12× silu (measured 18 ms vs 1.5 ms on a
     # (256, 64, 192) tensor, 2 cores), so the CPU presets use silu.
 
+    # --- Lc0 attention-body structure (nets/lc0.py). The defaults are the original pdx
+    # Chessformer, so the tiny/small presets and their saved weights compute what they always did.
+    input_posenc: bool = False     # append Lc0's fixed 64-wide square table to each square's input
+                                   # (T82's INPUT_EMBEDDING_PE_MAP)
+    embed_ln: bool = True          # LayerNorm after the input embedding's activation (Lc0: PE_DENSE only)
+    embed_ffn_dim: int = 0         # BT4's FFN sublayer after the gates, with its own LayerNorm (0 = off)
+    ln_eps: float = 1e-5           # embedding and encoder LayerNorms (Lc0: 1e-3 for PE_DENSE nets, else 1e-6)
+    smolgen_ln_eps: float = 1e-5   # smolgen's two LayerNorms (Lc0: always 1e-3)
+    deepnorm: Literal["scale_skip", "scale_sublayer"] = "scale_skip"
+    # scale_skip: LN(α·x + f(x)), α = (2L)^¼ (lczero-training's training graph);
+    # scale_sublayer: LN(x + f(x)/α) (what the Lc0 engine computes). Equal up to the LN epsilon.
+    promo_offsets_scaled: bool = True  # promotion offsets scaled by 1/√policy_dim with the q·k logits
+                                       # (pdx); Lc0 adds them unscaled to the scaled logits
+    policy_embed_dim: int = 0      # width of the policy head's embedding (0 = policy_dim; Lc0 may differ)
+    policy_castling: Literal["king_to", "king_takes_rook"] = "king_to"
+    # which square pair the raw attention logits score castling on: the king's destination
+    # (e1g1, moves.py) or Lc0's king-takes-rook (e1h1). The output is always in moves.py's layout.
+    moves_left_dim: int = 0        # Lc0 moves-left head, carried (buffers, never trained); 0 = none
+    moves_left_hidden: int = 128
+
     def __post_init__(self) -> None:
         for f in ("embed_dim", "n_layers", "n_heads", "ffn_dim", "smolgen_compress", "smolgen_hidden",
-                  "smolgen_gen", "policy_dim", "value_dim"):
+                  "smolgen_gen", "policy_dim", "value_dim", "moves_left_hidden", "ln_eps", "smolgen_ln_eps"):
             if getattr(self, f) <= 0:
                 raise ValueError(f"ModelConfig.{f} must be positive, got {getattr(self, f)}")
+        for f in ("embed_ffn_dim", "policy_embed_dim", "moves_left_dim"):
+            if getattr(self, f) < 0:
+                raise ValueError(f"ModelConfig.{f} must be >= 0, got {getattr(self, f)}")
+        if self.deepnorm not in ("scale_skip", "scale_sublayer"):
+            raise ValueError(f"deepnorm must be 'scale_skip' or 'scale_sublayer', got {self.deepnorm!r}")
+        if self.policy_castling not in ("king_to", "king_takes_rook"):
+            raise ValueError(f"policy_castling must be 'king_to' or 'king_takes_rook', got {self.policy_castling!r}")
         if self.embed_dim % self.n_heads:
             raise ValueError(f"embed_dim {self.embed_dim} is not divisible by n_heads {self.n_heads}")
         if self.input_dense < 0:
@@ -76,18 +103,48 @@ PRESETS: dict[str, ModelConfig] = {
     # the bundled CPU base: sized so a 256-game self-play step stays under ~1 s on 2 cores
     "small": ModelConfig("small", embed_dim=64, n_layers=4, n_heads=4, ffn_dim=128, smolgen_compress=8,
                          smolgen_hidden=64, smolgen_gen=32, policy_dim=64, value_dim=32),
-    # BT4-1024x15x32h, the paper's network (Lc0 structure: pos_info dense, flatten value head)
+    # BT4-1024x15x32h, the paper's network, as Lc0 computes it (nets/lc0.py): PE_DENSE embedding
+    # (512-wide board preprocessing, LayerNorm, gates, embedding FFN), post-LN encoders with
+    # DeepNorm on the sublayer, LayerNorm eps 1e-3, unscaled promotion offsets, king-takes-rook
+    # castling, raw rule-50 input, flatten value head, moves-left head. A real BT4 file is read
+    # with its own sizes (load_lc0); this preset fixes the shapes for tests and benchmarks.
     "bt4": ModelConfig("bt4", embed_dim=1024, n_layers=15, n_heads=32, ffn_dim=1536, smolgen_compress=32,
-                       smolgen_hidden=256, smolgen_gen=256, input_dense=512, policy_dim=1024, value_dim=32,
-                       value_pool="flatten", activation="mish"),
+                       smolgen_hidden=256, smolgen_gen=256, input_dense=512, policy_dim=1024, value_dim=128,
+                       value_pool="flatten", rule50_scale=1.0, activation="mish", embed_ffn_dim=1536,
+                       ln_eps=1e-3, smolgen_ln_eps=1e-3, deepnorm="scale_sublayer", promo_offsets_scaled=False,
+                       policy_castling="king_takes_rook", moves_left_dim=32),
 }
 # Parameter counts of the presets (pinned by tests/test_chessformer.py).
-PRESET_PARAMS = {"tiny": 0, "small": 0, "bt4": 0}
+PRESET_PARAMS = {"tiny": 115_859, "small": 468_131, "bt4": 184_958_851}
 
 
 class NetOutput(NamedTuple):
     policy: torch.Tensor  # (B, 4288) logits
     wdl: torch.Tensor     # (B, 3) logits, side to move's view: win, draw, loss
+
+
+class DeepNorm:
+    """The pre-LayerNorm residual sum of cfg's DeepNorm variant: ``α·x + f`` (scale_skip,
+    α = (2L)^¼) or ``x + f·β`` (scale_sublayer, β = (2L)^-¼, Lc0's ``alpha``)."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        self.alpha = (2.0 * cfg.n_layers) ** 0.25 if cfg.deepnorm == "scale_skip" else None
+        self.beta = (2.0 * cfg.n_layers) ** -0.25
+
+    def __call__(self, x: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
+        return x * self.alpha + f if self.alpha is not None else x + f * self.beta
+
+
+def lc0_position_table() -> torch.Tensor:
+    """Lc0's fixed ``kPosEncoding`` (64, 64) square table (PE_MAP embedding): row ``s`` is −1 at
+    ``s``, 1 on every square a queen or a knight on ``s`` reaches, 0 elsewhere."""
+    sq = torch.arange(64)
+    df = (sq[:, None] % 8 - sq[None, :] % 8).abs()
+    dr = (sq[:, None] // 8 - sq[None, :] // 8).abs()
+    reach = (df == 0) | (dr == 0) | (df == dr) | ((df == 1) & (dr == 2)) | ((df == 2) & (dr == 1))
+    table = reach.float()
+    table.fill_diagonal_(-1.0)
+    return table
 
 
 class Smolgen(nn.Module):
@@ -98,9 +155,9 @@ class Smolgen(nn.Module):
         self.n_heads, self.gen = cfg.n_heads, cfg.smolgen_gen
         self.compress = nn.Linear(cfg.embed_dim, cfg.smolgen_compress, bias=False)
         self.dense1 = nn.Linear(64 * cfg.smolgen_compress, cfg.smolgen_hidden)
-        self.ln1 = nn.LayerNorm(cfg.smolgen_hidden)
+        self.ln1 = nn.LayerNorm(cfg.smolgen_hidden, eps=cfg.smolgen_ln_eps)
         self.dense2 = nn.Linear(cfg.smolgen_hidden, cfg.n_heads * cfg.smolgen_gen)
-        self.ln2 = nn.LayerNorm(cfg.n_heads * cfg.smolgen_gen)
+        self.ln2 = nn.LayerNorm(cfg.n_heads * cfg.smolgen_gen, eps=cfg.smolgen_ln_eps)
         self.shared = [shared]  # a list, so the shared map is registered once, on the model
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -119,14 +176,14 @@ class EncoderLayer(nn.Module):
         super().__init__()
         d = cfg.embed_dim
         self.n_heads = cfg.n_heads
-        self.alpha = (2.0 * cfg.n_layers) ** 0.25
+        self.residual = DeepNorm(cfg)
         self.qkv = nn.Linear(d, 3 * d)
         self.out = nn.Linear(d, d)
         self.smolgen = Smolgen(cfg, shared)
-        self.ln1 = nn.LayerNorm(d)
+        self.ln1 = nn.LayerNorm(d, eps=cfg.ln_eps)
         self.ffn1 = nn.Linear(d, cfg.ffn_dim)
         self.ffn2 = nn.Linear(cfg.ffn_dim, d)
-        self.ln2 = nn.LayerNorm(d)
+        self.ln2 = nn.LayerNorm(d, eps=cfg.ln_eps)
         self.act = ACTIVATIONS[cfg.activation]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -135,8 +192,8 @@ class EncoderLayer(nn.Module):
         bias = self.smolgen(x)                                           # (B, H, 64, 64)
         a = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)      # (B, H, T, dh)
         a = self.out(a.transpose(1, 2).reshape(B, T, d))                 # (B, T, d)
-        x = self.ln1(x * self.alpha + a)
-        x = self.ln2(x * self.alpha + self.ffn2(self.act(self.ffn1(x))))
+        x = self.ln1(self.residual(x, a))
+        x = self.ln2(self.residual(x, self.ffn2(self.act(self.ffn1(x)))))
         return x
 
 
@@ -146,20 +203,24 @@ class PolicyHead(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         p = cfg.policy_dim
-        self.embed = nn.Linear(cfg.embed_dim, p)
-        self.wq = nn.Linear(p, p)
-        self.wk = nn.Linear(p, p)
+        pe = cfg.policy_embed_dim or p
+        self.embed = nn.Linear(cfg.embed_dim, pe)
+        self.wq = nn.Linear(pe, p)
+        self.wk = nn.Linear(pe, p)
         self.promo = nn.Linear(p, 4, bias=False)
         self.scale = p ** -0.5
+        self.promo_scale = self.scale if cfg.promo_offsets_scaled else None
         self.act = ACTIVATIONS[cfg.activation]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B = x.shape[0]
-        e = self.act(self.embed(x))                                    # (B, 64, p)
+        e = self.act(self.embed(x))                                    # (B, 64, pe)
         q, k = self.wq(e), self.wk(e)
         logits = torch.matmul(q, k.transpose(1, 2)) * self.scale    # (B, 64 from, 64 to)
-        off = self.promo(k[:, 56:64]).transpose(1, 2) * self.scale   # (B, 4, 8 to-files)
-        off = off[:, :3] + off[:, 3:4]                               # (B, 3: q r b, 8)
+        off = self.promo(k[:, 56:64]).transpose(1, 2)                # (B, 4, 8 to-files)
+        if self.promo_scale is not None:
+            off = off * self.promo_scale
+        off = off[:, :3] + off[:, 3:4]                               # (B, 3: q r b, 8); knight offset added
         base = logits[:, 48:56, 56:64]                               # (B, 8 from-files, 8 to-files)
         promo = base.unsqueeze(-1) + off.permute(0, 2, 1).unsqueeze(1)  # (B, 8, 8, 3)
         return torch.cat([logits.reshape(B, N_FROM_TO), promo.reshape(B, -1)], dim=1)  # (B, 4288)
@@ -181,36 +242,105 @@ class ValueHead(nn.Module):
         return self.out(self.act(self.fc(v)))                          # (B, 3)
 
 
+class MovesLeftHead(nn.Module):
+    """Lc0's moves-left head (expected plies to the end), carried so an imported network
+    exports whole. Its weights are buffers: the fine-tuning objective has no moves-left
+    term, so they are never in an optimizer and never need a DDP gradient."""
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        m, h, d = cfg.moves_left_dim, cfg.moves_left_hidden, cfg.embed_dim
+        for name, shape in (("embed_weight", (m, d)), ("embed_bias", (m,)), ("fc1_weight", (h, 64 * m)),
+                            ("fc1_bias", (h,)), ("fc2_weight", (1, h)), ("fc2_bias", (1,))):
+            self.register_buffer(name, torch.zeros(shape))
+        self.act = ACTIVATIONS[cfg.activation]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        m = self.act(F.linear(x, self.embed_weight, self.embed_bias)).flatten(1)  # (B, 64*m)
+        m = self.act(F.linear(m, self.fc1_weight, self.fc1_bias))                # (B, hidden)
+        return F.relu(F.linear(m, self.fc2_weight, self.fc2_bias)).squeeze(-1)   # (B,) plies
+
+
+# Castling logits (side-to-move frame): ours (king's destination) and Lc0's (king takes rook).
+_E1 = 4
+_CASTLE_OURS = (_E1 * 64 + 6, _E1 * 64 + 2)   # e1g1, e1c1
+_CASTLE_LC0 = (_E1 * 64 + 7, _E1 * 64 + 0)    # e1h1, e1a1
+
+
+def castling_to_ours(policy: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """Lc0 king-takes-rook castling logits → moves.py's layout (and back: it is an involution).
+
+    Wherever the side to move's king stands on e1 (plane 5 of ``x``), e1g1↔e1h1 and e1c1↔e1a1
+    are swapped. With the king on e1 the king-destination slots are only castling and the
+    rook-square slots are never legal, so every legal move keeps its logit.
+    """
+    king_e1 = x[:, 5, 0, _E1] > 0.5                                   # (B,)
+    cols = list(_CASTLE_OURS + _CASTLE_LC0)
+    swapped = list(_CASTLE_LC0 + _CASTLE_OURS)
+    out = policy.clone()
+    out[:, cols] = torch.where(king_e1[:, None], policy[:, swapped], policy[:, cols])
+    return out
+
+
 class Chessformer(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.cfg = cfg
         d = cfg.embed_dim
         self.input_dense = nn.Linear(64 * 12, 64 * cfg.input_dense) if cfg.input_dense else None
-        self.embed = nn.Linear(N_PLANES + cfg.input_dense, d)
-        self.embed_ln = nn.LayerNorm(d)
+        n_in = N_PLANES + cfg.input_dense + (64 if cfg.input_posenc else 0)
+        self.embed = nn.Linear(n_in, d)
+        self.embed_ln = nn.LayerNorm(d, eps=cfg.ln_eps) if cfg.embed_ln else None
         self.gate_mul = nn.Parameter(torch.ones(64, d))
         self.gate_add = nn.Parameter(torch.zeros(64, d))
+        if cfg.embed_ffn_dim:
+            self.embed_ffn1 = nn.Linear(d, cfg.embed_ffn_dim)
+            self.embed_ffn2 = nn.Linear(cfg.embed_ffn_dim, d)
+            self.embed_ln2 = nn.LayerNorm(d, eps=cfg.ln_eps)
+            self.embed_residual = DeepNorm(cfg)
         self.smolgen_shared = nn.Linear(cfg.smolgen_gen, 64 * 64, bias=False)
         self.layers = nn.ModuleList(EncoderLayer(cfg, self.smolgen_shared) for _ in range(cfg.n_layers))
         self.policy_head = PolicyHead(cfg)
         self.value_head = ValueHead(cfg)
+        self.moves_left_head = MovesLeftHead(cfg) if cfg.moves_left_dim else None
         scale = torch.ones(N_PLANES)
         scale[109] = cfg.rule50_scale  # the raw rule-50 ply count (encoding.py)
         self.register_buffer("plane_scale", scale, persistent=False)
+        if cfg.input_posenc:
+            self.register_buffer("posenc", lc0_position_table(), persistent=False)
         self.act = ACTIVATIONS[cfg.activation]
 
-    def forward(self, x: torch.Tensor) -> NetOutput:
+    def body(self, x: torch.Tensor) -> torch.Tensor:
+        """Input planes ``(B, 112, 8, 8)`` → encoder output ``(B, 64, d)``."""
         B = x.shape[0]
         t = x.reshape(B, N_PLANES, 64).transpose(1, 2) * self.plane_scale  # (B, 64, 112)
         if self.input_dense is not None:
             pos = self.input_dense(t[:, :, :12].reshape(B, 64 * 12))       # (B, 64*input_dense)
             t = torch.cat([t, pos.reshape(B, 64, -1)], dim=2)
-        h = self.embed_ln(self.act(self.embed(t)))                            # (B, 64, d)
+        if self.cfg.input_posenc:
+            t = torch.cat([t, self.posenc.expand(B, 64, 64)], dim=2)       # (B, 64, 112+64)
+        h = self.act(self.embed(t))                                         # (B, 64, d)
+        if self.embed_ln is not None:
+            h = self.embed_ln(h)
         h = h * self.gate_mul + self.gate_add
+        if self.cfg.embed_ffn_dim:
+            h = self.embed_ln2(self.embed_residual(h, self.embed_ffn2(self.act(self.embed_ffn1(h)))))
         for layer in self.layers:
             h = layer(h)
-        return NetOutput(self.policy_head(h), self.value_head(h))
+        return h
+
+    def forward(self, x: torch.Tensor) -> NetOutput:
+        h = self.body(x)
+        policy = self.policy_head(h)
+        if self.cfg.policy_castling == "king_takes_rook":
+            policy = castling_to_ours(policy, x)
+        return NetOutput(policy, self.value_head(h))
+
+    def moves_left(self, x: torch.Tensor) -> torch.Tensor:
+        """Lc0's moves-left estimate ``(B,)`` in plies (networks imported with that head)."""
+        if self.moves_left_head is None:
+            raise ValueError("this network has no moves-left head (ModelConfig.moves_left_dim = 0)")
+        return self.moves_left_head(self.body(x))
 
     def param_groups(self) -> dict[str, list[nn.Parameter]]:
         """Parameters by learning-rate group (paper Appendix G): backbone, final block, heads."""
