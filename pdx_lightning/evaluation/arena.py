@@ -1,0 +1,436 @@
+"""Batched searchless arena: many games at once, one forward pass per network per ply.
+
+``pdx arena --model A --model B [...] --openings FILE --games N`` plays a round
+robin (App. F): every pair plays ``N`` games, ``N/2`` openings each played
+from both colours; optionally every model plays ``--base-games`` against
+``--base``. All games run together; at each ply every network makes **one**
+batched forward pass over all games in which it is to move (history from
+``GameHistory`` ring buffers, planes by ``encode_rows``) and plays the
+argmax of its policy, or with ``--sample`` a draw from its play distribution
+μ ∝ π^{1/τ} (Eq. 6; ``--temperature adaptive`` for τ = H(own WDL), Eq. 5,
+the adaptive arms' behaviour policy; ``1`` for raw π). ``sf:...`` players are
+Stockfish anchors (``pdx_lightning.stockfish``), one move at a time.
+
+Game end, decided on python-chess's rules after every move: checkmate,
+stalemate, insufficient material, 75-move rule, fivefold repetition; with
+``--claim-draws`` (default, as cutechess-cli and the paper's reference
+implementation) also the 50-move rule and threefold repetition of the
+position on the board, claimed at once; ``--max-plies`` (512, counted from
+the standard start, opening line included) scores a draw. Optional
+adjudication when both players are networks: ``--adjudicate K`` ends a game
+as a draw when the movers' value heads put P(draw) ≥ ``--adjudicate-draw``
+for K consecutive plies (both heads agree for K ≥ 2), or as a win when they
+give the same side an expected score ≥ ``--adjudicate-win`` for K plies.
+PGN ``Termination`` is ``normal`` for rules (the specific rule is the last
+move's comment) and ``adjudication`` for the ply cap and adjudication.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import random
+import time
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import chess
+import chess.pgn
+import numpy as np
+import torch
+
+from pdx_lightning.datagen.openings import DEFAULT_SUITE, Opening, load_openings
+from pdx_lightning.encoding import N_PLANES, GameHistory, encode_rows
+from pdx_lightning.evaluation import elo
+from pdx_lightning.inference import evaluate
+from pdx_lightning.moves import POLICY_SIZE, index_to_move, legal_indices
+from pdx_lightning.objectives import tempered_log_probs, wdl_entropy
+from pdx_lightning.stockfish import is_stockfish_spec, open_engine, parse_stockfish_spec
+
+MAX_PLIES = 512
+DRAW, WHITE_WINS, BLACK_WINS = "1/2-1/2", "1-0", "0-1"
+
+
+class ArenaError(ValueError):
+    """An arena configuration that cannot be played (says which option)."""
+
+
+def game_outcome(board: chess.Board, legal: list[chess.Move], claim_draws: bool = True) -> tuple[str, str] | None:
+    """``(result, reason)`` if the game is over on python-chess's rules, else None.
+
+    ``legal`` is the list of legal moves of ``board`` (generated once per ply).
+    The order of checks is ``Board.outcome``'s; a claimed threefold is the
+    position on the board occurring for the third time.
+    """
+    if not legal:
+        if board.is_check():
+            return (BLACK_WINS if board.turn == chess.WHITE else WHITE_WINS), "checkmate"
+        return DRAW, "stalemate"
+    if board.is_insufficient_material():
+        return DRAW, "insufficient material"
+    if board.halfmove_clock >= 150:
+        return DRAW, "75-move rule"
+    seen = _occupancy_repeats(board)
+    if seen >= 5 and board.is_repetition(5):
+        return DRAW, "fivefold repetition"
+    if claim_draws:
+        if board.halfmove_clock >= 100:
+            return DRAW, "50-move rule"
+        if seen >= 3 and board.is_repetition(3):
+            return DRAW, "threefold repetition"
+    return None
+
+
+def _occupancy_repeats(board: chess.Board) -> int:
+    """Occurrences of the board's occupancy since the last irreversible move (an upper bound on its
+    repetitions): a cheap filter before python-chess's exact ``is_repetition``, which scans the whole game."""
+    occ, hm = board.occupied, board.halfmove_clock
+    return 1 + sum(st.occupied == occ for st in board._stack[len(board._stack) - hm:]) if hm >= 4 else 1
+
+
+@dataclass(eq=False)
+class Game:
+    """One game in flight."""
+
+    id: int
+    white: int
+    black: int
+    opening: Opening
+    round: str
+    board: chess.Board = None
+    hist: GameHistory = None
+    legal: list = None
+    moves: list = field(default_factory=list)
+    result: str | None = None
+    reason: str | None = None
+    streak_draw: int = 0   # consecutive plies the movers' value heads agreed on a draw,
+    streak_white: int = 0  # on a White win,
+    streak_black: int = 0  # on a Black win (adjudication)
+
+    def __post_init__(self) -> None:
+        self.board = self.opening.start()
+        self.hist = GameHistory(self.board)
+        self.legal = list(self.board.legal_moves)
+
+
+class NetPlayer:
+    """A network: one batched forward over all its games, argmax or sampled from μ."""
+
+    def __init__(self, label: str, model: torch.nn.Module, sample: bool = False,
+                 temperature: str | float = 1.0, seed: int = 0) -> None:
+        self.label, self.model, self.sample = label, model, sample
+        self.adaptive = temperature == "adaptive"
+        self.tau = None if self.adaptive else float(temperature)
+        self.gen = torch.Generator().manual_seed(seed)
+        self.forwards = 0
+        self._buf = np.empty((0, N_PLANES, 8, 8), dtype=np.float32)
+
+    def choose(self, games: list[Game]) -> list[tuple[chess.Move, np.ndarray | None]]:
+        B = len(games)
+        if self._buf.shape[0] < B:
+            self._buf = np.empty((max(B, 2 * self._buf.shape[0]), N_PLANES, 8, 8), dtype=np.float32)
+        x = encode_rows([g.hist.row(g.board) for g in games], out=self._buf[:B])  # (B, 112, 8, 8)
+        idx = [legal_indices(g.board, g.legal) for g in games]
+        mask = torch.zeros(B, POLICY_SIZE, dtype=torch.bool)
+        mask[torch.from_numpy(np.repeat(np.arange(B), [len(i) for i in idx])),
+             torch.from_numpy(np.concatenate(idx))] = True
+        logp, wdl = evaluate(self.model, torch.from_numpy(x), mask)  # (B, 4288), (B, 3)
+        self.forwards += 1
+        if self.sample:
+            tau = wdl_entropy(wdl) if self.adaptive else self.tau
+            probs = tempered_log_probs(logp, mask, tau).exp()
+            pick = torch.multinomial(probs, 1, generator=self.gen).squeeze(1)
+        else:
+            pick = logp.argmax(dim=1)
+        wdl = wdl.numpy()
+        return [(index_to_move(int(k), g.board), wdl[i]) for i, (k, g) in enumerate(zip(pick.tolist(), games))]
+
+    def close(self) -> None:
+        pass
+
+
+class StockfishPlayer:
+    """Stockfish at a fixed limit; hash cleared at every switch of game (reproducible)."""
+
+    def __init__(self, label: str, spec: str, path: str | None = None) -> None:
+        self.label = label
+        self.limit, options = parse_stockfish_spec(spec)
+        self.engine = open_engine(path, threads=1, hash_mb=options.pop("Hash", 16), options=options)
+        self.version = self.engine.id.get("name", "Stockfish")
+
+    def choose(self, games: list[Game]) -> list[tuple[chess.Move, None]]:
+        return [(self.engine.play(g.board, self.limit, game=g.id).move, None) for g in games]
+
+    def close(self) -> None:
+        self.engine.quit()
+
+
+def make_player(spec: str, label: str | None = None, *, sample: bool = False, temperature: str | float = 1.0,
+                seed: int = 0, device: str = "cpu", stockfish: str | None = None):
+    """A player from a model name (``pdx_lightning.nets.load_model``) or an ``sf:`` spec."""
+    label = label or spec
+    if is_stockfish_spec(spec):
+        return StockfishPlayer(label, spec, stockfish)
+    from pdx_lightning.nets import load_model  # noqa: PLC0415
+
+    return NetPlayer(label, load_model(spec).to(device), sample, temperature, seed)
+
+
+def round_robin(n_players: int, n_openings: int, games: int, base: int | None = None,
+                base_games: int = 0) -> list[tuple[int, int, int]]:
+    """``(white, black, opening)`` for every pair; each opening played from both colours."""
+    sched = []
+    for i in range(n_players):
+        for j in range(i + 1, n_players):
+            g = max(games, base_games) if base in (i, j) else games
+            if g % 2:
+                raise ArenaError(f"games per pair must be even (paired openings), got {g}")
+            for k in range(g // 2):
+                o = k % n_openings
+                sched += [(i, j, o), (j, i, o)]
+    return sched
+
+
+def _apply(g: Game, move: chess.Move, wdl: np.ndarray | None, both_nets: bool, cfg: dict) -> None:
+    if not move:  # net moves come from the legal mask, Stockfish's are checked by python-chess
+        raise RuntimeError(f"game {g.id}: player returned no move in {g.board.fen()}")
+    g.board.push(move)
+    g.hist.push(g.board)
+    g.moves.append(move)
+    g.legal = list(g.board.legal_moves)
+    over = game_outcome(g.board, g.legal, cfg["claim_draws"])
+    if over is None and g.board.ply() >= cfg["max_plies"]:
+        over = DRAW, f"{cfg['max_plies']}-ply cap"
+    if over is None and cfg["adjudicate"] and both_nets and wdl is not None:
+        mover_white = not g.board.turn  # the side that just moved evaluated the position before its move
+        s = float(wdl[0] + 0.5 * wdl[1])
+        s_white = s if mover_white else 1.0 - s
+        g.streak_draw = g.streak_draw + 1 if wdl[1] >= cfg["adj_draw"] else 0
+        g.streak_white = g.streak_white + 1 if s_white >= cfg["adj_win"] else 0
+        g.streak_black = g.streak_black + 1 if 1.0 - s_white >= cfg["adj_win"] else 0
+        k = cfg["adjudicate"]
+        if g.streak_draw >= k:
+            over = DRAW, "adjudication: value heads agree on a draw"
+        elif g.streak_white >= k:
+            over = WHITE_WINS, "adjudication: value heads agree White wins"
+        elif g.streak_black >= k:
+            over = BLACK_WINS, "adjudication: value heads agree Black wins"
+    if over:
+        g.result, g.reason = over
+
+
+def play_games(players: list, openings: list[Opening], schedule: list[tuple[int, int, int]], *,
+               max_plies: int = MAX_PLIES, claim_draws: bool = True, adjudicate: int = 0,
+               adjudicate_draw: float = 0.9, adjudicate_win: float = 0.97, concurrency: int = 1024,
+               progress: bool = True) -> list[Game]:
+    """Play ``schedule`` with up to ``concurrency`` games in flight; finished games in schedule order."""
+    cfg = dict(max_plies=max_plies, claim_draws=claim_draws, adjudicate=adjudicate, adj_draw=adjudicate_draw,
+               adj_win=adjudicate_win)
+    pending = deque(enumerate(schedule))
+    active: list[Game] = []
+    done: list[Game] = []
+    bar = None
+    if progress:
+        from tqdm import tqdm  # noqa: PLC0415
+
+        bar = tqdm(total=len(schedule), desc="arena", unit="game")
+    try:
+        while pending or active:
+            while pending and len(active) < concurrency:
+                gid, (w, b, o) = pending.popleft()
+                g = Game(gid, w, b, openings[o], f"{gid // 2 + 1}.{gid % 2 + 1}")
+                over = game_outcome(g.board, g.legal, claim_draws)
+                if over:
+                    g.result, g.reason = over
+                    done.append(g)
+                else:
+                    active.append(g)
+            by_player: dict[int, list[Game]] = {}
+            for g in active:
+                by_player.setdefault(g.white if g.board.turn else g.black, []).append(g)
+            for p, gs in by_player.items():  # one batched call per player per ply
+                for g, (move, wdl) in zip(gs, players[p].choose(gs)):
+                    both = isinstance(players[g.white], NetPlayer) and isinstance(players[g.black], NetPlayer)
+                    _apply(g, move, wdl, both, cfg)
+            finished = [g for g in active if g.result]
+            if finished:
+                active = [g for g in active if not g.result]
+                done += finished
+                if bar:
+                    bar.update(len(finished))
+    finally:
+        if bar:
+            bar.close()
+    return sorted(done, key=lambda g: g.id)
+
+
+def to_pgn(g: Game, labels: list[str], event: str = "pdx arena") -> chess.pgn.Game:
+    """The game as PGN: FEN/SetUp from the opening position, the opening line in the game comment."""
+    game = chess.pgn.Game()
+    game.setup(g.opening.board.copy(stack=False))
+    game.headers.update({"Event": event, "Site": "pdx_lightning", "Round": g.round,
+                         "Date": datetime.date.today().strftime("%Y.%m.%d"),
+                         "White": labels[g.white], "Black": labels[g.black], "Result": g.result,
+                         "Termination": "adjudication" if "cap" in g.reason or "adjudication" in g.reason
+                         else "normal", "PlyCount": str(len(g.moves)), "Opening": g.opening.id})
+    if g.opening.line:
+        game.comment = f"opening {g.opening.id}: {' '.join(g.opening.line)}"
+    node = game
+    for m in g.moves:
+        node = node.add_variation(m)
+    node.comment = g.reason
+    return game
+
+
+def tally(games: list[Game], n: int) -> np.ndarray:
+    """``(n, n, 3)`` counts: [white, black] = (White wins, draws, Black wins)."""
+    counts = np.zeros((n, n, 3), dtype=np.int64)
+    col = {WHITE_WINS: 0, DRAW: 1, BLACK_WINS: 2}
+    for g in games:
+        counts[g.white, g.black, col[g.result]] += 1
+    return counts
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    a = parser.add_argument
+    a("--model", action="append", required=True, help="a model (base:small, .ckpt, .pt, random:tiny) or a "
+      "Stockfish anchor (sf:nodes=1000, sf:elo=1500); repeat for every player (>= 2)")
+    a("--label", action="append", help="display names, one per --model (default: the model strings)")
+    a("--openings", default=str(DEFAULT_SUITE), help="EPD/FEN opening suite (default: the bundled UHO-like suite)")
+    a("--games", type=int, default=20, help="games per pair, even: games/2 openings, each from both colours")
+    a("--base", help="the base model (label or model string; default the first)")
+    a("--base-games", type=int, default=0, help="games of every model against --base (if more than --games)")
+    a("--sample", action="store_true", help="sample moves from mu ∝ pi^(1/tau) instead of the argmax")
+    a("--temperature", nargs="+", help="tau per model (one value for all): 'adaptive' (tau = H(WDL)) or a "
+      "number (1 = raw pi); needs --sample")
+    a("--max-plies", type=int, default=MAX_PLIES, help="ply cap counted from the standard start (draw)")
+    a("--claim-draws", action=argparse.BooleanOptionalAction, default=True,
+      help="end at threefold repetition / 50-move rule (else only fivefold / 75-move)")
+    a("--adjudicate", type=int, default=0, metavar="K", help="adjudicate after K agreeing value-head plies (0: off)")
+    a("--adjudicate-draw", type=float, default=0.9, help="P(draw) both heads must exceed")
+    a("--adjudicate-win", type=float, default=0.97, help="expected score for one side both heads must exceed")
+    a("--concurrency", type=int, default=1024, help="games in flight (the networks' batch size)")
+    a("--seed", type=int, default=0, help="opening order and sampling seed")
+    a("--device", default="cpu", help="torch device of the networks")
+    a("--threads", type=int, help="torch CPU threads (default: torch's; use 1 on a shared, oversubscribed "
+      "machine, where intra-op threads stall)")
+    a("--stockfish", help="Stockfish binary for sf: players")
+    a("--elo-model", choices=elo.MODELS, default="bayeselo")
+    a("--anchor", help="player fixed at --anchor-elo (default the base)")
+    a("--anchor-elo", type=float, default=0.0)
+    a("--prior-draws", type=float, default=2.0, help="virtual draws per pair that met (BayesElo's prior)")
+    a("--pgn", help="write all games as PGN here")
+    a("--json", help="write results as JSON here")
+    a("--md", help="write the markdown report here (it is also printed)")
+    a("--quiet", action="store_true", help="no progress bar")
+
+
+def _resolve(name: str | None, labels: list[str], specs: list[str], what: str) -> str | None:
+    if name is None:
+        return None
+    for lab, spec in zip(labels, specs):
+        if name in (lab, spec):
+            return lab
+    raise ArenaError(f"{what} {name!r} is not one of the players {labels}")
+
+
+def _temperatures(args: argparse.Namespace, n: int) -> list[str | float]:
+    temps = args.temperature or ["1"]
+    if args.temperature and not args.sample:
+        raise ArenaError("--temperature sets the sampling temperature: it needs --sample")
+    if len(temps) not in (1, n):
+        raise ArenaError(f"--temperature takes one value or one per --model ({n}), got {len(temps)}")
+    def tau(t: str) -> str | float:
+        try:
+            v = t if t == "adaptive" else float(t)
+        except ValueError:
+            v = -1.0
+        if v != "adaptive" and not v >= 0:
+            raise ArenaError(f"--temperature {t!r}: use 'adaptive' or a number >= 0")
+        return v
+
+    return [tau(t) for t in (temps * n if len(temps) == 1 else temps)]
+
+
+def run(args: argparse.Namespace) -> int:
+    specs = args.model
+    if len(specs) < 2:
+        raise ArenaError("an arena needs at least two --model players")
+    labels = args.label or list(specs)
+    if len(labels) != len(specs):
+        raise ArenaError(f"{len(labels)} --label for {len(specs)} --model")
+    labels = [lab if labels.count(lab) == 1 else f"{lab}#{labels[:k + 1].count(lab)}" for k, lab in enumerate(labels)]
+    temps = _temperatures(args, len(specs))
+    base = _resolve(args.base, labels, specs, "--base") or labels[0]
+    anchor = _resolve(args.anchor, labels, specs, "--anchor") or base
+    openings = load_openings(args.openings)
+    random.Random(args.seed).shuffle(openings)
+    bi = labels.index(base)
+    sched = round_robin(len(specs), len(openings), args.games, bi if args.base_games else None, args.base_games)
+    if max(args.games, args.base_games) // 2 > len(openings) and not args.sample:
+        raise ArenaError(f"{max(args.games, args.base_games) // 2} paired openings needed, the suite has "
+                         f"{len(openings)}: argmax games from a reused opening would be duplicates")
+    torch.manual_seed(args.seed)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    players = []
+    try:
+        for k, (spec, lab, t) in enumerate(zip(specs, labels, temps)):
+            players.append(make_player(spec, lab, sample=args.sample, temperature=t, seed=args.seed + k,
+                                       device=args.device, stockfish=args.stockfish))
+        t0 = time.perf_counter()
+        games = play_games(players, openings, sched, max_plies=args.max_plies, claim_draws=args.claim_draws,
+                           adjudicate=args.adjudicate, adjudicate_draw=args.adjudicate_draw,
+                           adjudicate_win=args.adjudicate_win, concurrency=args.concurrency,
+                           progress=not args.quiet)
+        seconds = time.perf_counter() - t0
+    finally:
+        for p in players:
+            p.close()
+    counts = tally(games, len(specs))
+    report = summarize(games, counts, labels, specs, base, anchor, args, seconds)
+    # the UCI_Elo scale moved between Stockfish versions: keep the version with the ratings
+    report["stockfish"] = {p.label: p.version for p in players if isinstance(p, StockfishPlayer)}
+    if args.pgn:
+        with open(args.pgn, "w") as f:
+            for g in games:
+                print(to_pgn(g, labels), file=f, end="\n\n")
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=1))
+    md = report["markdown"]
+    if args.md:
+        Path(args.md).write_text(md)
+    print(md)
+    return 0
+
+
+def summarize(games: list[Game], counts: np.ndarray, labels: list[str], specs: list[str], base: str,
+              anchor: str, args: argparse.Namespace, seconds: float) -> dict:
+    """The JSON report (with its markdown rendering under ``"markdown"``)."""
+    plies = sum(len(g.moves) for g in games)
+    mode = "sampled" if args.sample else "argmax"
+    head = (f"## Arena: {len(games)} games, {len(labels)} players, {mode}; openings {Path(args.openings).name}; "
+            f"{seconds:.1f} s ({len(games) / max(seconds, 1e-9):.2f} games/s, {plies / max(seconds, 1e-9):.0f} "
+            f"plies/s)\n\n")
+    reasons = Counter(g.reason for g in games)
+    head += "Terminations: " + ", ".join(f"{k} {v}" for k, v in reasons.most_common())
+    report = {"config": {k: v for k, v in vars(args).items() if not k.startswith("_")},
+              "players": [{"label": lab, "model": s} for lab, s in zip(labels, specs)],
+              "base": base, "seconds": seconds, "games_per_s": len(games) / max(seconds, 1e-9),
+              "plies": plies, "terminations": dict(reasons), "counts": counts.tolist(),
+              "games": [{"white": labels[g.white], "black": labels[g.black], "opening": g.opening.id,
+                         "round": g.round, "result": g.result, "reason": g.reason, "plies": len(g.moves)}
+                        for g in games],
+              "head_to_head": elo.head_to_head(labels, counts, base),
+              "los_direct": elo.matrix_dict(labels, elo.direct_los_matrix(counts))}
+    try:
+        fit = elo.fit_elo(labels, counts, model=args.elo_model, anchor=anchor, anchor_rating=args.anchor_elo,
+                          prior_draws=args.prior_draws)
+        report["elo"] = fit.as_dict()
+        md = head + "\n\n" + elo.ladder_markdown(fit, counts, base)
+    except elo.EloFitError as e:
+        report["elo"] = {"error": str(e)}
+        md = head + f"\n\nElo fit failed: {e}\n"
+    report["markdown"] = md
+    return report
