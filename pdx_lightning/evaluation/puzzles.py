@@ -242,6 +242,16 @@ def evaluate_for_validation(model: torch.nn.Module, puzzles: Sequence[Puzzle],
 
 # ---------------------------------------------------------------- CLI (shared with `pdx eval mates`)
 
+def add_suite_filter_arguments(parser: argparse.ArgumentParser) -> None:
+    """The suite-selection flags shared by ``pdx eval puzzles|mates|recovery`` (see ``load_suite``)."""
+    parser.add_argument("--rating-min", type=float, help="keep puzzles rated >= this")
+    parser.add_argument("--rating-max", type=float, help="keep puzzles rated <= this")
+    parser.add_argument("--themes", nargs="+", help="keep puzzles with any of these Lichess themes")
+    parser.add_argument("--sample", type=int, help="seeded uniform sample of N puzzles per suite file")
+    parser.add_argument("--seed", type=int, default=0, help="seed of --sample")
+    parser.add_argument("--skip-bad", action="store_true", help="skip and count malformed rows instead of failing")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags of ``pdx eval puzzles`` (``pdx eval mates`` uses the same)."""
     parser.add_argument("--model", action="append", required=True,
@@ -250,12 +260,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="which weights of a Lightning checkpoint to score")
     parser.add_argument("--suite", action="append", required=True,
                         help="puzzle CSV or .csv.zst (Lichess, Ruoss or generated format); repeatable")
-    parser.add_argument("--rating-min", type=float, help="keep puzzles rated >= this")
-    parser.add_argument("--rating-max", type=float, help="keep puzzles rated <= this")
-    parser.add_argument("--themes", nargs="+", help="keep puzzles with any of these Lichess themes")
-    parser.add_argument("--sample", type=int, help="seeded uniform sample of N puzzles per suite file")
-    parser.add_argument("--seed", type=int, default=0, help="seed of --sample")
-    parser.add_argument("--skip-bad", action="store_true", help="skip and count malformed rows instead of failing")
+    add_suite_filter_arguments(parser)
     parser.add_argument("--bins", type=lambda s: [float(v) for v in s.split(",")], default=list(RATING_BINS),
                         help="inner rating/difficulty bin edges, comma-separated (default: 600,800,...,2600)")
     parser.add_argument("--micro-batch", type=int, default=512, help="positions per network call")

@@ -47,7 +47,8 @@ from typing import Sequence
 import numpy as np
 
 from pdx_lightning.evaluation.play import ModelCache, add_model_arguments, device_of, write_json
-from pdx_lightning.evaluation.puzzles import MULTI_SOLUTION_RULE, SuiteResult, load_from_args, score_suite, table
+from pdx_lightning.evaluation.puzzles import (MULTI_SOLUTION_RULE, SuiteResult, add_suite_filter_arguments,
+                                           load_from_args, score_suite, table)
 from pdx_lightning.evaluation.stats import assign_bins, bin_edges_labels, wilson_interval
 
 PROB_BINS: tuple[float, ...] = (0.05, 0.15, 0.3)
@@ -151,12 +152,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base", required=True, help="the base model the failures are counted against")
     add_model_arguments(parser, play=False)
     parser.add_argument("--suite", action="append", required=True, help="puzzle CSV / .csv.zst; repeatable")
-    parser.add_argument("--rating-min", type=float, help="keep puzzles rated >= this")
-    parser.add_argument("--rating-max", type=float, help="keep puzzles rated <= this")
-    parser.add_argument("--themes", nargs="+", help="keep puzzles with any of these Lichess themes")
-    parser.add_argument("--sample", type=int, help="seeded uniform sample of N puzzles per suite file")
-    parser.add_argument("--seed", type=int, default=0, help="seed of --sample")
-    parser.add_argument("--skip-bad", action="store_true", help="skip and count malformed rows instead of failing")
+    add_suite_filter_arguments(parser)
     parser.add_argument("--prob-bins", type=_floats, default=list(PROB_BINS),
                         help="inner edges of the base solution-probability bins (default 0.05,0.15,0.3)")
     parser.add_argument("--rank-bins", type=lambda s: [int(v) for v in s.split(",")], default=list(RANK_BINS),
