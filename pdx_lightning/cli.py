@@ -80,13 +80,28 @@ def _lightning(command: str, argv: list[str]) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in LIGHTNING:
-        _lightning(argv[0], argv[1:])
+        from pdx_lightning.preflight import PreflightError  # noqa: PLC0415
+        from pdx_lightning.resume import CheckpointLoadError  # noqa: PLC0415
+
+        try:
+            _lightning(argv[0], argv[1:])
+        except (PreflightError, CheckpointLoadError) as e:  # before any work: a message, not a traceback
+            print(f"pdx {argv[0]}: error: {e}", file=sys.stderr)
+            return 2
         return 0
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "_module", None):
         parser.print_help()
         return 0 if not argv else 2
+    from pdx_lightning.preflight import PreflightError, check_tool_outputs  # noqa: PLC0415
+
+    try:  # unwritable or full output locations fail now, not after the work
+        check_tool_outputs(args._module, args)
+    except PreflightError as e:
+        name = " ".join(filter(None, [args.command, getattr(args, "tool", None)]))
+        print(f"pdx {name}: error: {e}", file=sys.stderr)
+        return 2
     rc = importlib.import_module(args._module).run(args)
     return int(rc or 0)
 

@@ -212,7 +212,7 @@ class DistillModule(L.LightningModule):
 
 def run_pretrain_cli(argv: list[str]) -> None:
     """``pdx pretrain [LightningCLI fit flags]``."""
-    from lightning.pytorch.cli import LightningCLI  # noqa: PLC0415
+    from pdx_lightning.resume import PDXLightningCLI as LightningCLI  # noqa: PLC0415  (atomic, safe resume)
 
     if argv and argv[0] in ("-h", "--help"):
         print("pdx pretrain: supervised search distillation (LightningCLI `fit` on DistillModule + ShardDataModule)\n")

@@ -25,6 +25,7 @@ import torch
 import torch.distributed as dist
 from torch.utils.data import DataLoader
 
+from pdx_lightning.guards import check_finite
 from pdx_lightning.nets import file_sha256, load_model, resolve_model_path
 from pdx_lightning.objectives import (EXPLORATION_TERMS, UnknownExplorationTerm, entropy, forward_kl,
                                       masked_log_softmax, pdx_loss, reverse_kl, score)
@@ -99,6 +100,7 @@ class PDXModule(L.LightningModule):
         self.dataset = SelfPlayDataset(selfplay)
         self.dataset.attach(self.online, self.ema, self.base, lambda: self.param_version)
         self._last_stats = dict(self.dataset.stats)
+        self._game_metrics: dict[str, float] = {}  # per-finished-game metrics of the last step that had any
 
     # ---- roles ------------------------------------------------------------------------------
     def train(self, mode: bool = True) -> "PDXModule":
@@ -165,10 +167,16 @@ class PDXModule(L.LightningModule):
             sl = slice(start, min(n, start + mb))
             x, mask = batch.x[sl].to(self.device), batch.mask[sl].to(self.device)
             out = self.online(x)
+            log_p_base = batch.log_p_base[sl].to(self.device)
+            check_finite(self.global_step, {"online policy logits (π_θ)": (out.policy, mask),
+                                            "online WDL logits (p_θ)": out.wdl,
+                                            "π_base log-probabilities": (log_p_base, mask),
+                                            "τ(s) from the EMA's WDL": batch.tau[sl]})
             log_p = masked_log_softmax(out.policy, mask)                          # (b, P)
             v_theta = score(torch.softmax(out.wdl, dim=-1))                        # (b,)
             done = batch.complete(sl, log_p, v_theta)
-            log_p_base = batch.log_p_base[sl].to(self.device)
+            check_finite(self.global_step, {"advantage A": done.advantage, "importance weight ρ": done.rho,
+                                            "value target p̂": done.target})
             loss = pdx_loss(out.policy, out.wdl, mask, done.action.to(self.device), done.rho.to(self.device),
                             done.advantage.to(self.device), done.target.to(self.device), log_p_base,
                             kind=self.hparams.exploration, beta=self.beta, c_v=self.hparams.c_v)
@@ -204,9 +212,13 @@ class PDXModule(L.LightningModule):
                    "selfplay/games_finished": float(s["games_finished"]), "selfplay/beta": self.beta,
                    "perf/transitions_per_s": n * world / seconds}
         if finished:
-            metrics["selfplay/game_length"] = (s["length_sum"] - last["length_sum"]) / finished
-            for k in ("white_win", "draw", "black_win"):
-                metrics[f"selfplay/{k}"] = (s[k] - last[k]) / finished
+            self._game_metrics = {"selfplay/game_length": (s["length_sum"] - last["length_sum"]) / finished,
+                                  **{f"selfplay/{k}": (s[k] - last[k]) / finished
+                                     for k in ("white_win", "draw", "black_win")}}
+        # Held until the next step in which games finish: Lightning re-logs a key's last value at every
+        # step anyway (the train results are reset per epoch, never here); holding them explicitly, and
+        # in checkpoints, makes a resumed run log exactly what an uninterrupted one does.
+        metrics.update(self._game_metrics)
         self._last_stats = dict(s)
         self.log_dict(metrics, on_step=True, prog_bar=False, sync_dist=False, batch_size=n)
         self.log("loss", sums["loss/total"], prog_bar=True, logger=False, batch_size=n)
@@ -228,6 +240,7 @@ class PDXModule(L.LightningModule):
         else:
             states = [state]
         checkpoint["pdx_selfplay"] = states
+        checkpoint["pdx_game_metrics"] = dict(self._game_metrics)
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         ref = checkpoint.get("pdx_base", {})
@@ -238,6 +251,7 @@ class PDXModule(L.LightningModule):
         sd = checkpoint["state_dict"]
         sd.update({f"base.{k}": v for k, v in self.base.state_dict().items()})
         self.param_version = checkpoint.get("pdx_param_version", 0)
+        self._game_metrics = dict(checkpoint.get("pdx_game_metrics") or {})
         states = checkpoint.get("pdx_selfplay") or []
         rank = dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
         state = states[rank] if rank < len(states) else None
@@ -261,7 +275,7 @@ def _bad_grads(model: torch.nn.Module):
 
 def run_cli(args: list[str] | None = None) -> None:
     """``pdx fit|validate``: LightningCLI on PDXModule with the project's trainer defaults."""
-    from lightning.pytorch.cli import LightningCLI  # noqa: PLC0415
+    from pdx_lightning.resume import PDXLightningCLI as LightningCLI  # noqa: PLC0415  (atomic, safe resume)
 
     os.environ.setdefault("PYTHONWARNINGS", "ignore::UserWarning")
     cli = LightningCLI(PDXModule, args=args, save_config_kwargs={"overwrite": True},

@@ -105,7 +105,7 @@ def _check_wdl(wdl: torch.Tensor) -> None:
 def wdl_entropy(wdl_probs: torch.Tensor) -> torch.Tensor:
     """τ(s) = H(p(s)) = −Σ_{o∈{W,D,L}} p^o ln p^o ∈ [0, ln 3] nats, Eq. 5. Returns (B,)."""
     _check_wdl(wdl_probs)
-    pos = wdl_probs > 0
+    pos = ~(wdl_probs <= 0)  # True for NaN too: a NaN WDL gives a NaN τ (caught), never a silent τ = 0
     p_s = torch.where(pos, wdl_probs, torch.ones_like(wdl_probs))
     return -torch.where(pos, p_s * p_s.log(), torch.zeros_like(wdl_probs)).sum(dim=-1)
 

@@ -17,6 +17,7 @@ micro-batch's graph alive.
 from __future__ import annotations
 
 import random
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Iterator, Literal
@@ -53,7 +54,8 @@ class SelfPlayConfig:
             (k ~ U{0..restart_max_moves} base-sampled full moves, as at start), or "openings"
             (a random line from ``openings_file``, an EPD/text file of UCI lines).
         restart_max_moves: k's upper bound for restart="random_plies".
-        openings_file: UCI lines (one per line, EPD `c0 "..."`/`id` opcodes ignored) for restart="openings".
+        openings_file: for restart="openings": UCI lines from the start position, one per line, or EPD
+            records with the line in their ``c0`` opcode (``pdx data openings``); see read_opening_lines.
         max_plies: game cap; a game reaching it ends.
         cap_result: "draw" scores a capped game as a draw (the paper); "bootstrap" keeps the EMA's
             value of s' as the target (truncation, the authors' code).
@@ -135,7 +137,8 @@ class SelfPlayDataset(IterableDataset):
         self.boards: list[chess.Board] = []
         self.stats = {"games_finished": 0, "white_win": 0, "draw": 0, "black_win": 0, "length_sum": 0}
         self._pending_state: dict | None = None
-        self._openings: list[list[str]] | None = None
+        # read now: a bad openings file fails at construction, not at the first restart hours in
+        self._openings = read_opening_lines(config.openings_file) if config.restart == "openings" else None
 
     # ---- wiring -----------------------------------------------------------------------------
     def attach(self, online: torch.nn.Module, ema: torch.nn.Module, base: torch.nn.Module,
@@ -346,24 +349,47 @@ def _index_of(board: chess.Board, uci: str) -> int:
     return move_to_index(chess.Move.from_uci(uci), board.turn)
 
 
+_UCI_TOKEN = re.compile(r"[a-h][1-8][a-h][1-8][qrbn]?")
+
+
 def read_opening_lines(path: str) -> list[list[str]]:
-    """UCI lines, one per line; in EPD files the ``c0``/``pv`` opcode holding the line is used."""
+    """UCI lines from the start position, one per line (blank lines and ``#`` comments skipped).
+
+    A line is plain UCI moves (``e2e4 e7e5 g1f3``) or an EPD record whose ``c0`` opcode holds the
+    UCI line that reaches it (as ``pdx data openings`` writes them; the line must reach the EPD's
+    position). Moves come back normalized (king-takes-rook castling as the king's move). A file
+    that cannot be read, a line that is neither, an illegal move, or a line ending in a finished
+    game raises :class:`~pdx_lightning.datagen.openings.OpeningFormatError` naming ``file:line``.
+    """
+    from pdx_lightning.datagen.openings import OpeningFormatError, parse_opening  # noqa: PLC0415
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            text_all = f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        raise OpeningFormatError(f"{path}: cannot read opening lines ({type(e).__name__}: {e})") from e
     lines = []
-    with open(path) as f:
-        for n, raw in enumerate(f, 1):
-            text = raw.strip()
-            if not text or text.startswith("#"):
-                continue
-            if '"' in text:  # EPD: take the quoted UCI line
-                text = text.split('"')[1]
-            moves = text.split()
-            b = chess.Board()
-            try:
-                for m in moves:
-                    b.push_uci(m)
-            except ValueError as e:
-                raise ValueError(f"{path}:{n}: not a legal UCI line from the start position: {e}") from e
-            lines.append(moves)
+    for n, raw in enumerate(text_all.split("\n"), 1):
+        text = raw.strip()
+        if not text or text.startswith("#"):
+            continue
+        tokens = text.split()
+        b = chess.Board()
+        if all(_UCI_TOKEN.fullmatch(t) for t in tokens):
+            for k, uci in enumerate(tokens):
+                try:
+                    b.push_uci(uci)
+                except ValueError:
+                    raise OpeningFormatError(f"{path}:{n}: move {k + 1} {uci!r} is illegal in {b.fen()}") from None
+        else:
+            opening = parse_opening(text, f"{path}:{n}")
+            if not opening.line:
+                raise OpeningFormatError(f"{path}:{n}: neither UCI moves nor an EPD with a c0 UCI line "
+                                         f"(restarts replay lines from the start position)")
+            b = opening.board
+        if b.is_game_over():
+            raise OpeningFormatError(f"{path}:{n}: the line ends in a finished game ({b.fen()})")
+        lines.append([m.uci() for m in b.move_stack])
     if not lines:
-        raise ValueError(f"{path}: no opening lines")
+        raise OpeningFormatError(f"{path}: no opening lines")
     return lines

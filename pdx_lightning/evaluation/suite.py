@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import random
 import re
 from dataclasses import dataclass, field
@@ -216,39 +217,62 @@ def open_text(path: str | Path) -> io.TextIOBase:
     return open(path, encoding="utf-8-sig", newline="")
 
 
+def _read_errors() -> tuple[type[BaseException], ...]:
+    errors: tuple[type[BaseException], ...] = (UnicodeDecodeError, csv.Error, OSError, EOFError)
+    try:
+        import zstandard  # noqa: PLC0415
+
+        errors += (zstandard.ZstdError,)
+    except ImportError:
+        pass
+    return errors
+
+
 def iter_rows(path: str | Path) -> Iterator[tuple[int, dict[str, str] | PuzzleFormatError]]:
     """``(line, row dict)`` per data row, or ``(line, PuzzleFormatError)`` for a wrong column count.
 
-    Adds ``"_format"``: ``"ruoss"`` or ``"lichess"`` (generated suites are Lichess-format).
+    Adds ``"_format"``: ``"ruoss"`` or ``"lichess"`` (generated suites are Lichess-format). A file
+    that cannot be decoded (invalid UTF-8, a corrupt ``.zst``, a CSV syntax error) raises
+    :class:`PuzzleFormatError` at the line where reading failed: the rest of such a file cannot be
+    trusted, so this is not skipped by ``skip_bad``.
     """
-    with open_text(path) as f:
-        reader = csv.reader(f)
-        first = next(reader, None)
-        if first is None:
-            return
-        if first and first[0] == "PuzzleId":
-            columns, fmt, pending = tuple(first), ("ruoss" if "PGN" in first else "lichess"), None
-            need = ("PuzzleId", "PGN", "Moves") if fmt == "ruoss" else ("PuzzleId", "FEN", "Moves")
-            missing = [c for c in need if c not in columns]
-            if missing:
-                raise PuzzleFormatError(str(path), 1, "", f"header lacks column(s) {missing}")
-        elif len(first) in (9, 10):
-            columns, fmt, pending = LICHESS_COLUMNS[: len(first)], "lichess", first
-        else:
-            raise PuzzleFormatError(str(path), 1, first[0] if first else "",
-                                    f"no header and {len(first)} columns (headerless Lichess dumps have 9 or 10)")
-        rows = reader if pending is None else _chain([pending], reader)
-        for row in rows:
-            line = reader.line_num
-            if not row:
-                continue  # blank line
-            if len(row) != len(columns):
-                yield line, PuzzleFormatError(str(path), line, row[0],
-                                              f"{len(row)} columns, expected {len(columns)} ({','.join(columns)})")
-                continue
-            d = dict(zip(columns, row))
-            d["_format"] = fmt
-            yield line, d
+    reader = None
+    try:
+        with open_text(path) as f:
+            reader = csv.reader(f)
+            yield from _rows(reader, path)
+    except _read_errors() as e:
+        line = reader.line_num + 1 if reader is not None else 1
+        raise PuzzleFormatError(str(path), line, "", f"unreadable ({type(e).__name__}: {e})") from e
+
+
+def _rows(reader, path: str | Path) -> Iterator[tuple[int, dict[str, str] | PuzzleFormatError]]:
+    first = next(reader, None)
+    if first is None:
+        return
+    if first and first[0] == "PuzzleId":
+        columns, fmt, pending = tuple(first), ("ruoss" if "PGN" in first else "lichess"), None
+        need = ("PuzzleId", "PGN", "Moves") if fmt == "ruoss" else ("PuzzleId", "FEN", "Moves")
+        missing = [c for c in need if c not in columns]
+        if missing:
+            raise PuzzleFormatError(str(path), 1, "", f"header lacks column(s) {missing}")
+    elif len(first) in (9, 10):
+        columns, fmt, pending = LICHESS_COLUMNS[: len(first)], "lichess", first
+    else:
+        raise PuzzleFormatError(str(path), 1, first[0] if first else "",
+                                f"no header and {len(first)} columns (headerless Lichess dumps have 9 or 10)")
+    rows = reader if pending is None else _chain([pending], reader)
+    for row in rows:
+        line = reader.line_num
+        if not row:
+            continue  # blank line
+        if len(row) != len(columns):
+            yield line, PuzzleFormatError(str(path), line, row[0],
+                                          f"{len(row)} columns, expected {len(columns)} ({','.join(columns)})")
+            continue
+        d = dict(zip(columns, row))
+        d["_format"] = fmt
+        yield line, d
 
 
 def _chain(first, rest):
@@ -262,8 +286,8 @@ def _parse_rating(d: dict, path: str, line: int) -> int | None:
         return None
     try:
         return int(float(r))
-    except ValueError:
-        raise PuzzleFormatError(path, line, d["PuzzleId"], f"rating {r!r} is not a number") from None
+    except (ValueError, OverflowError):  # OverflowError: "inf"
+        raise PuzzleFormatError(path, line, d["PuzzleId"], f"rating {r!r} is not a finite number") from None
 
 
 def _parse_uci(board: chess.Board, uci: str, what: str) -> chess.Move:
@@ -324,7 +348,9 @@ def parse_row(d: dict[str, str], path: str, line: int) -> Puzzle:
         try:
             difficulty = float(diff) if diff else None
         except ValueError:
-            raise ValueError(f"Difficulty {diff!r} is not a number") from None
+            difficulty = math.nan
+        if difficulty is not None and not math.isfinite(difficulty):
+            raise ValueError(f"Difficulty {diff!r} is not a finite number")
         return make_puzzle(pid, board, moves, alternatives, rating=rating, difficulty=difficulty,
                            themes=tuple(d.get("Themes", "").split()), source=f"{path}:{line}")
     except PuzzleFormatError:

@@ -74,8 +74,29 @@ def _safe_load(path: Path) -> dict:
 
 
 def _build(config: dict, state: dict, where: str) -> Chessformer:
+    for k, v in state.items():  # a NaN/inf weight would only surface later as a NaN loss or a silent bad move
+        if isinstance(v, torch.Tensor) and v.is_floating_point() and not bool(torch.isfinite(v).all()):
+            raise ModelLoadError(f"{where}: tensor {k!r} holds NaN or infinite values")
+    # The stored config is checked against the stored tensors on the meta device before anything is
+    # allocated: a config claiming a huge network must not allocate (or loop over) what the file lacks.
+    layers = {str(k).split(".")[1] for k in state if str(k).startswith("layers.")}
+    if not isinstance(config, dict) or config.get("n_layers", len(layers)) != len(layers):
+        raise ModelLoadError(f"{where}: the stored model config does not describe the stored weights "
+                             f"({len(layers)} encoder layers stored)")
     try:
-        model = Chessformer(ModelConfig(**config))
+        cfg = ModelConfig(**config)
+        with torch.device("meta"):
+            want = {k: tuple(v.shape) for k, v in Chessformer(cfg).state_dict().items()}
+    except (TypeError, ValueError, KeyError, RuntimeError) as e:
+        raise ModelLoadError(f"{where}: unusable stored model config: {e}") from e
+    got = {str(k): tuple(v.shape) for k, v in state.items() if isinstance(v, torch.Tensor)}
+    if want != got:
+        bad = sorted(k for k in want.keys() & got.keys() if want[k] != got[k])[:3]
+        raise ModelLoadError(f"{where}: weights do not fit the stored model config (missing "
+                             f"{sorted(want.keys() - got.keys())[:3]}, unexpected {sorted(got.keys() - want.keys())[:3]}, "
+                             f"shape mismatches {[(k, got[k], want[k]) for k in bad]})")
+    try:
+        model = Chessformer(cfg)
         model.load_state_dict(state)
     except (TypeError, ValueError, RuntimeError) as e:
         raise ModelLoadError(f"{where}: weights do not fit the stored model config: {e}") from e
@@ -86,22 +107,30 @@ def load_model(name: str, weights: str = "ema") -> Chessformer:
     """Load the network named ``name`` (see module docstring), in eval mode on the CPU."""
     if name.startswith("random:"):
         parts = name.split(":")
-        torch.manual_seed(int(parts[2]) if len(parts) > 2 else 0)
-        return Chessformer(ModelConfig.from_name(parts[1])).eval()
+        try:
+            seed = int(parts[2]) if len(parts) > 2 else 0
+            cfg = ModelConfig.from_name(parts[1])
+        except (KeyError, ValueError) as e:
+            raise ModelLoadError(f"model {name!r}: expected random:<preset>[:<int seed>] ({e})") from None
+        torch.manual_seed(seed)
+        return Chessformer(cfg).eval()
     path = resolve_model_path(name)
     if path.name.endswith(".pb.gz"):
         from pdx_lightning.nets import lc0  # noqa: PLC0415  (optional protobuf dependency)
 
         return lc0.load_lc0(path).eval()
     blob = _safe_load(path)
+    if not isinstance(blob, dict) or not isinstance(blob.get("state_dict"), dict):
+        what = f"keys: {sorted(map(str, blob))[:8]}" if isinstance(blob, dict) else f"a {type(blob).__name__}"
+        raise ModelLoadError(f"{path}: not a pdx network or pdx checkpoint ({what})")
     if blob.get("format") == "pdx_network/1":
         return _build(blob["config"], blob["state_dict"], str(path))
     if "state_dict" in blob and "pdx_model_config" in blob:  # Lightning checkpoint of PDXModule
         if weights not in ("ema", "online"):
             raise ModelLoadError(f"weights must be 'ema' or 'online', got {weights!r}")
         prefix = f"{weights}."
-        state = {k[len(prefix):]: v for k, v in blob["state_dict"].items() if k.startswith(prefix)}
+        state = {k[len(prefix):]: v for k, v in blob["state_dict"].items() if str(k).startswith(prefix)}
         if not state:
             raise ModelLoadError(f"{path}: checkpoint has no {weights!r} weights")
         return _build(blob["pdx_model_config"], state, str(path))
-    raise ModelLoadError(f"{path}: not a pdx network or pdx checkpoint (keys: {sorted(blob)[:8]})")
+    raise ModelLoadError(f"{path}: not a pdx network or pdx checkpoint (keys: {sorted(map(str, blob))[:8]})")
