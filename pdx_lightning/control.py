@@ -173,15 +173,9 @@ class PuzzleControl(L.LightningModule):
                           collate_fn=collate, drop_last=len(self.dataset) >= self.hparams.batch_size)
 
     def configure_optimizers(self):
-        hp = self.hparams
-        lrs = {"backbone": hp.lr_backbone, "final_block": hp.lr_final_block,
-               "policy_head": hp.lr_policy_head, "value_head": hp.lr_value_head}
-        opt = torch.optim.AdamW([{"params": ps, "lr": lrs[name], "name": name}
-                                 for name, ps in self.online.param_groups().items()],
-                                betas=tuple(hp.adam_betas), weight_decay=hp.weight_decay)
-        warm = max(1, hp.warmup_steps)
-        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: min(1.0, (step + 1) / warm))
-        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+        from pdx_lightning.module import layerwise_adamw  # noqa: PLC0415
+
+        return layerwise_adamw(self.online, self.hparams)
 
     def configure_callbacks(self):
         from pdx_lightning.callbacks import EMAUpdate  # noqa: PLC0415

@@ -137,15 +137,7 @@ class PDXModule(L.LightningModule):
 
     # ---- optimization -----------------------------------------------------------------------
     def configure_optimizers(self):
-        hp = self.hparams
-        groups = self.online.param_groups()
-        lrs = {"backbone": hp.lr_backbone, "final_block": hp.lr_final_block,
-               "policy_head": hp.lr_policy_head, "value_head": hp.lr_value_head}
-        opt = torch.optim.AdamW([{"params": ps, "lr": lrs[name], "name": name} for name, ps in groups.items()],
-                                betas=tuple(hp.adam_betas), weight_decay=hp.weight_decay)
-        warm = max(1, hp.warmup_steps)
-        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: min(1.0, (step + 1) / warm))
-        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+        return layerwise_adamw(self.online, self.hparams)
 
     def configure_callbacks(self):
         from pdx_lightning.callbacks import EMAUpdate  # noqa: PLC0415
@@ -258,6 +250,20 @@ class PDXModule(L.LightningModule):
         if state is not None:
             self.dataset.load_state_dict(state)
             self._last_stats = dict(state["stats"])
+
+
+def layerwise_adamw(net, hp) -> dict:
+    """AdamW over the four layerwise-LR groups (Appendix G) with a linear warmup, then constant.
+
+    ``hp`` carries lr_backbone, lr_final_block, lr_policy_head, lr_value_head, adam_betas,
+    weight_decay and warmup_steps (PDXModule's and PuzzleControl's hyperparameters)."""
+    lrs = {"backbone": hp.lr_backbone, "final_block": hp.lr_final_block,
+           "policy_head": hp.lr_policy_head, "value_head": hp.lr_value_head}
+    opt = torch.optim.AdamW([{"params": ps, "lr": lrs[name], "name": name} for name, ps in net.param_groups().items()],
+                            betas=tuple(hp.adam_betas), weight_decay=hp.weight_decay)
+    warm = max(1, hp.warmup_steps)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: min(1.0, (step + 1) / warm))
+    return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
 
 
 class _SuiteBatch:
