@@ -316,13 +316,17 @@ def train_cell(cfg: SweepConfig, cell: Cell, cell_dir: Path, fit_args: list[str]
 
 # ---------------------------------------------------------------- the whole sweep
 
-def preflight(cfg: SweepConfig) -> list[str]:
-    """What would make a cell fail late: missing suite or pool files, an unknown base (checked before training)."""
+def preflight(cfg: SweepConfig, cells: list[Cell] | None = None, evaluate: bool = True) -> list[str]:
+    """What would make a cell fail late: missing suite or pool files, an unknown base (checked before training).
+
+    ``cells``: the cells about to run (default all); ``evaluate=False`` (``--train-only``) skips the suites.
+    """
     from pdx_lightning.nets import ModelLoadError, resolve_model_path  # noqa: PLC0415
 
-    paths = dict.fromkeys(p for s in eval_suites(cfg) for p in s["path"])
+    paths = dict.fromkeys(p for s in eval_suites(cfg) for p in s["path"]) if evaluate else {}
     problems = [f"suite file {p} not found" for p in paths if not Path(p).is_file()]
-    problems += [f"control pool {p} not found" for p in cfg.control.pool if cfg.control.enabled and not Path(p).is_file()]
+    control = any(c.kind == "control" for c in (plan(cfg) if cells is None else cells))
+    problems += [f"control pool {p} not found" for p in cfg.control.pool if control and not Path(p).is_file()]
     try:
         resolve_model_path(cfg.base)
     except ModelLoadError as e:
@@ -365,7 +369,7 @@ def run(args: argparse.Namespace) -> int:
         cells = [c for c in cells if any(fnmatch.fnmatch(c.name, p) for p in args.only)]
     fit_args = list(args.fit_args or [])
     fit_args = fit_args[1:] if fit_args[:1] == ["--"] else fit_args
-    problems = preflight(cfg)
+    problems = preflight(cfg, cells, evaluate=not args.train_only)
     if problems and not args.dry_run:
         raise SweepConfigError(f"{args.config}: " + "; ".join(problems))
     if args.dry_run:
@@ -379,8 +383,18 @@ def run(args: argparse.Namespace) -> int:
         return 0
     out.mkdir(parents=True, exist_ok=True)
     check_lock(cfg, out)
-    ev = Evaluator(cfg, out)
     t0 = time.perf_counter()
+    if args.train_only:  # train/resume to final.ckpt; a later run without the flag evaluates (state "evaluate")
+        for cell in cells:
+            cell_dir = out / "cells" / cell.name
+            if (cell_dir / "checkpoints" / "final.ckpt").is_file():
+                print(f"[sweep] {cell.name}: trained, skipped", flush=True)
+            else:
+                train_cell(cfg, cell, cell_dir, fit_args)
+        print(f"[sweep] trained {len(cells)} cells in {time.perf_counter() - t0:.0f} s (not evaluated: rerun "
+              f"without --train-only)", flush=True)
+        return 0
+    ev = Evaluator(cfg, out)
     for cell in cells:
         run_cell(cfg, cell, out, fit_args, ev)
     finish(cfg, out, plan(cfg), stages=not (args.control_only or args.only or args.no_stages))
@@ -398,6 +412,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--only", action="append", metavar="GLOB", help="run only cells whose name matches")
     parser.add_argument("--control-only", action="store_true", help="train and evaluate only the control cell")
     parser.add_argument("--no-stages", action="store_true", help="skip the arena and analysis stages")
+    parser.add_argument("--train-only", action="store_true",
+                        help="only train (or resume) cells to their final checkpoint; evaluate later by rerunning "
+                             "without it (e.g. several --only processes or machines train, one evaluates)")
     parser.add_argument("--dry-run", action="store_true", help="print every cell, its state and its command")
     parser.epilog = ("Any other flag (e.g. --trainer.strategy ddp --trainer.devices 2) is passed to every "
                      "cell's fit; `--` may separate them.")

@@ -102,6 +102,21 @@ def test_an_interrupted_cell_resumes_from_its_last_checkpoint(tmp_path, launches
     assert torch.load(ckpts / "final.ckpt", weights_only=True)["global_step"] == 2
 
 
+def test_train_only_trains_every_cell_once_and_a_later_run_only_evaluates(tmp_path, launches):
+    cfg = write_config(tmp_path)
+    assert run_sweep("--config", str(cfg), "--train-only") == 0
+    out = tmp_path / "out" / "cells"
+    names = ["none-adaptive", "forward_kl-adaptive-b0.01"]
+    assert len(launches.calls) == 2
+    assert all((out / n / "checkpoints" / "final.ckpt").is_file() and not (out / n / "result.json").exists()
+               for n in names)  # trained, not evaluated
+    assert run_sweep("--config", str(cfg), "--train-only") == 0
+    assert len(launches.calls) == 2  # trained cells are skipped
+    assert run_sweep("--config", str(cfg)) == 0
+    assert len(launches.calls) == 2  # evaluation needs no further fit
+    assert all(json.loads((out / n / "result.json").read_text())["seconds"]["train"] == 0.0 for n in names)
+
+
 def test_unknown_flags_go_to_every_fit_and_dry_run_launches_nothing(tmp_path, launches, capsys):
     cfg = write_config(tmp_path)
     args = cli.build_parser().parse_args(["sweep", "--config", str(cfg), "--trainer.strategy", "ddp",
@@ -262,6 +277,9 @@ def test_missing_suites_or_base_fail_before_any_training(tmp_path, launches):
     cfg = write_config(tmp_path, base="base:nonexistent", eval={"selection": str(tmp_path / "nope.csv")})
     with pytest.raises(SweepConfigError, match=r"suite file .*nope.csv not found; bundled network 'base:nonexistent'"):
         run_sweep("--config", str(cfg))
+    with pytest.raises(SweepConfigError) as err:  # --train-only needs no suite, still the base
+        run_sweep("--config", str(cfg), "--train-only")
+    assert "base:nonexistent" in str(err.value) and "nope.csv" not in str(err.value)
     assert launches.calls == []
 
 
