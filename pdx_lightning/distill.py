@@ -21,7 +21,7 @@ import lightning as L
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
 from pdx_lightning.encoding import GameHistory, PackedRows, encode_packed, pack_rows
 from pdx_lightning.moves import POLICY_SIZE, legal_indices
@@ -90,6 +90,44 @@ class PositionDataset(Dataset):
                 "cand_p": torch.from_numpy(d.cand_p[sel]), "wdl": torch.from_numpy(d.wdl[sel])}
 
 
+class ResumableSampler(DistributedSampler):
+    """The epoch's seeded permutation (``DistributedSampler``: seed + epoch, this rank's share), able to
+    start part-way through it: a resumed run sees exactly the batches the interrupted epoch had left."""
+
+    def __init__(self, dataset: Dataset, seed: int, num_replicas: int = 1, rank: int = 0) -> None:
+        super().__init__(dataset, num_replicas=num_replicas, rank=rank, shuffle=True, seed=seed, drop_last=True)
+        self.skip = 0
+
+    def resume(self, epoch: int, samples: int) -> None:
+        """The next iteration is epoch ``epoch`` without its first ``samples`` indices."""
+        self.set_epoch(epoch)
+        self.skip = samples
+
+    def __iter__(self):
+        skip, self.skip = self.skip, 0
+        return iter(list(super().__iter__())[skip:])
+
+
+class ResumableLoader(DataLoader):
+    """A DataLoader with Lightning's ``state_dict``/``load_state_dict`` protocol: checkpoints store the
+    epoch and the batches of it already trained on (from the fit loop's progress, so the fetcher's
+    prefetched batch is not counted), and a resumed fit continues the epoch where it stopped."""
+
+    def __init__(self, dataset: Dataset, *, progress, sampler: ResumableSampler, **kw) -> None:
+        super().__init__(dataset, sampler=sampler, **kw)
+        self.progress = progress
+
+    def state_dict(self) -> dict:
+        epoch, batches = self.progress()
+        return {"epoch": int(epoch), "batches": int(batches)}
+
+    def load_state_dict(self, state: dict) -> None:
+        epoch, batches = int(state["epoch"]), int(state["batches"])
+        if batches >= len(self):  # saved at the end of an epoch: the next one starts from its beginning
+            epoch, batches = epoch + 1, 0
+        self.sampler.resume(epoch, batches * self.batch_size)
+
+
 class ShardDataModule(L.LightningDataModule):
     def __init__(self, shards: str = "shards/base_v1", val_fraction: float = 0.02, batch_size: int = 256,
                  temperature: float = DEFAULT_TEMPERATURE, cp_weight: float = CP_WEIGHT,
@@ -104,7 +142,7 @@ class ShardDataModule(L.LightningDataModule):
             cp_weight: λ, centipawn-logistic weight in the expected score (teacher.py).
             mate_bonus: b, bonus for mating moves in the expected score (teacher.py).
             max_positions: use at most this many positions (None = all).
-            seed: seed of the held-out split.
+            seed: seed of the held-out split and of each epoch's shuffle (seed + epoch).
         """
         super().__init__()
         if not 0.0 < val_fraction < 1.0:
@@ -130,8 +168,14 @@ class ShardDataModule(L.LightningDataModule):
         print(f"[pretrain] {json.dumps(self.stats)}")
 
     def train_dataloader(self) -> DataLoader:
-        return DataLoader(PositionDataset(self.data, self.train_index), batch_size=self.hparams.batch_size,
-                          shuffle=True, drop_last=True, collate_fn=lambda b: b)
+        trainer = self.trainer
+        ds = PositionDataset(self.data, self.train_index)
+        world, rank = (trainer.world_size, trainer.global_rank) if trainer is not None else (1, 0)
+
+        def progress() -> tuple[int, int]:  # (epoch, batches of it done) at checkpoint time
+            return trainer.current_epoch, trainer.fit_loop.epoch_loop.batch_progress.current.ready
+        return ResumableLoader(ds, progress=progress, sampler=ResumableSampler(ds, self.hparams.seed, world, rank),
+                               batch_size=self.hparams.batch_size, drop_last=True, collate_fn=lambda b: b)
 
     def val_dataloader(self) -> DataLoader:
         return DataLoader(PositionDataset(self.data, self.val_index), batch_size=self.hparams.batch_size,
