@@ -307,11 +307,19 @@ def train_cell(cfg: SweepConfig, cell: Cell, cell_dir: Path, fit_args: list[str]
     cmd = fit_command(cell, cell_dir, fit_args)
     print(f"[sweep] {cell.name}: {'resume' if '--ckpt_path' in cmd else 'train'} ({cfg.steps} steps)", flush=True)
     rc = launch(cmd, cell_dir / "fit.log")
+    seconds = time.perf_counter() - t0 + train_seconds(cell_dir)  # summed over the cell's (resumed) launches
+    (cell_dir / "train.json").write_text(json.dumps({"seconds": seconds}))
     if rc != 0 or not (cell_dir / "checkpoints" / "final.ckpt").is_file():
         log = cell_dir / "fit.log"
         tail = "".join(log.read_text().splitlines(True)[-25:]) if log.is_file() else "(no log)\n"
         raise SweepError(f"cell {cell.name}: training failed (exit {rc}); log {cell_dir / 'fit.log'}:\n{tail}")
-    return time.perf_counter() - t0
+    return seconds
+
+
+def train_seconds(cell_dir: Path) -> float:
+    """Wall seconds spent training the cell so far, over every launch (``train.json``; 0 if never trained here)."""
+    path = cell_dir / "train.json"
+    return float(json.loads(path.read_text())["seconds"]) if path.is_file() else 0.0
 
 
 # ---------------------------------------------------------------- the whole sweep

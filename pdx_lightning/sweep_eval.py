@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from pdx_lightning import sweep
-from pdx_lightning.sweep import ANALYSES, Cell, SuiteSpec, SweepConfig, SweepError, train_cell
+from pdx_lightning.sweep import ANALYSES, Cell, SuiteSpec, SweepConfig, SweepError, train_cell, train_seconds
 
 SUITES = ("selection", "tactics", "hard", "mates")
 
@@ -186,7 +186,9 @@ def run_cell(cfg: SweepConfig, cell: Cell, out: Path, fit_args: list[str], ev: E
         print(f"[sweep] {cell.name}: done, skipped", flush=True)
         return json.loads((cell_dir / "result.json").read_text())
     final = cell_dir / "checkpoints" / "final.ckpt"
-    train_s = 0.0 if final.is_file() else train_cell(cfg, cell, cell_dir, fit_args)
+    if not final.is_file():
+        train_cell(cfg, cell, cell_dir, fit_args)
+    train_s = train_seconds(cell_dir)  # also when another process (--train-only) trained it
     t0 = time.perf_counter()
     doc = ev.evaluate(str(final))
     (cell_dir / "eval.json").write_text(json.dumps(doc))

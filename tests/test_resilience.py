@@ -61,9 +61,12 @@ def test_crash_after_a_checkpoint_before_its_metrics_resumes_exactly(tmp_path, m
 @pytest.mark.slow
 def test_kill_9_at_a_random_step_then_resume(tmp_path):
     """A real SIGKILL of `pdx fit` (subprocess) and `--ckpt_path last` (tests/soak_crash_resume.py)."""
-    result = soak.soak(tmp_path, steps=6, kills=1, seed=1)
-    assert result["problems"] == [], result
-    assert any(r["killed"] for r in result["runs"]), result
+    for seed in (1, 2, 3):  # on a loaded machine a run can finish inside the kill delay (tests nothing): next seed
+        result = soak.soak(tmp_path / f"seed{seed}", steps=6, kills=1, seed=seed)
+        assert result["problems"] == [], result
+        if any(r["killed"] for r in result["runs"]):
+            return
+    pytest.fail(f"no run was killed before it finished: {result}")
 
 
 def test_last_with_no_checkpoint_yet_starts_fresh_and_a_bad_path_is_named(tmp_path, monkeypatch):
