@@ -134,3 +134,18 @@ def test_a_stored_recovery_json_is_used_as_is(tmp_path):
 def test_a_directory_without_sweep_json_is_refused(tmp_path):
     with pytest.raises(ReportError, match="no sweep.json"):
         load_runs(tmp_path)
+
+
+def test_the_committed_cpu_matrix_report_rebuilds_from_its_json_archive(tmp_path):
+    """reports/sweep_cpu/report.md is exactly what `pdx report` makes of reports/sweep_cpu/runs_json.tar.xz."""
+    import tarfile
+
+    from pdx_lightning import cli
+
+    shipped = Path(__file__).parents[1] / "reports" / "sweep_cpu"
+    with tarfile.open(shipped / "runs_json.tar.xz") as tar:
+        tar.extractall(tmp_path / "runs", filter="data")
+    assert cli.main(["report", "--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "out")]) == 0
+    body = lambda p: p.read_text().splitlines()[1:]  # noqa: E731 (line 1 names the runs directory)
+    assert body(tmp_path / "out" / "report.md") == body(shipped / "report.md")
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.png")) == sorted(p.name for p in shipped.glob("*.png"))
