@@ -29,24 +29,24 @@ class Timer(L.Callback):
         self.passes, self.steps, self.calls = passes, [], []
 
     def on_train_batch_start(self, *a):
-        self.t, self.c = time.perf_counter(), self.passes["eval_calls"]
+        self.t, self.c = time.perf_counter(), self.passes["eval_positions"]
 
     def on_train_batch_end(self, *a):
         self.steps.append(time.perf_counter() - self.t)
-        self.calls.append(self.passes["eval_calls"] - self.c)
+        self.calls.append(self.passes["eval_positions"] - self.c)
 
 
 def run(model: str, games: int, steps: int, micro_batch: int, reuse: bool) -> dict:
     sp = SelfPlayConfig(n_games=games, micro_batch=micro_batch, opening_max_moves=20, reuse_successor_eval=reuse)
     m = PDXModule(base=model, selfplay=sp)
-    passes = {"eval": 0.0, "eval_calls": 0, "online": 0.0, "opt": 0.0}
+    passes = {"eval": 0.0, "eval_positions": 0, "online": 0.0, "opt": 0.0}
     ev = m.dataset._eval
 
     def timed_eval(name, x, mask):
         t = time.perf_counter()
         r = ev(name, x, mask)
         passes["eval"] += time.perf_counter() - t
-        passes["eval_calls"] += 1
+        passes["eval_positions"] += x.shape[0]  # positions: a pass over the whole batch counts once
         return r
     m.dataset._eval = timed_eval
     fwd = m.online.forward
@@ -92,8 +92,8 @@ def run(model: str, games: int, steps: int, micro_batch: int, reuse: bool) -> di
     opt_t = time.perf_counter() - t
     minimal = inf + train + opt_t
     return {"games": games, "step_s": step, "transitions_per_s": games / step,
-            # no-grad network calls per step (in micro-batch units) + the online fwd+bwd pass
-            "passes_per_step": sum(timer.calls[1:]) / steps / -(-games // micro_batch) + 1,
+            # no-grad positions evaluated per step, in units of the N games, + the online fwd+bwd pass
+            "passes_per_step": sum(timer.calls[1:]) / steps / games + 1,
             "minimal_s": minimal, "ratio": step / minimal}
 
 
