@@ -36,8 +36,10 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
+import os
 import subprocess
 import sys
+import tempfile
 import time
 import types
 import typing
@@ -353,9 +355,17 @@ def check_lock(cfg: SweepConfig, out: Path) -> None:
     """
     now = json.loads(json.dumps({k: asdict(cfg)[k] for k in LOCKED}))
     path = out / "config.lock.json"
-    if not path.is_file():
-        path.write_text(json.dumps(now, indent=1))
+    fd, name = tempfile.mkstemp(prefix=".config.lock.", dir=out)
+    tmp = Path(name)
+    with os.fdopen(fd, "w") as f:
+        f.write(json.dumps(now, indent=1))
+    try:  # link = create-if-absent with the whole content: of two sweeps started together, exactly one locks
+        os.link(tmp, path)
         return
+    except FileExistsError:
+        pass
+    finally:
+        tmp.unlink()
     old = json.loads(path.read_text())
     if changed := [k for k in LOCKED if old.get(k) != now[k]]:
         diff = "; ".join(f"{k}: {old.get(k)!r} -> {now[k]!r}" for k in changed)

@@ -144,6 +144,21 @@ def test_changing_the_budget_of_an_existing_sweep_is_refused(tmp_path):
         sweep.check_lock(load_config(write_config(tmp_path, steps=3)), out)
 
 
+def test_two_sweeps_started_together_on_one_directory_lock_it_once(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    a = load_config(write_config(tmp_path))
+    b = load_config(write_config(tmp_path, steps=3))
+    for trial in range(20):
+        out = tmp_path / f"out{trial}"
+        out.mkdir()
+        with ThreadPoolExecutor(2) as pool:
+            futures = [pool.submit(sweep.check_lock, cfg, out) for cfg in (a, b)]
+        errors = [f.exception() for f in futures]
+        assert sum(isinstance(e, SweepConfigError) for e in errors) == 1 and errors.count(None) == 1, errors
+        assert [p.name for p in out.iterdir()] == ["config.lock.json"]  # no temporary file left
+
+
 @pytest.mark.parametrize("over, message", [
     ({"betas": [0.01], "bogus": 1}, r"unknown key\(s\) \['bogus'\]"),
     ({"eval": {"selection": SAMPLE, "hrad": SAMPLE}}, r"eval: unknown key\(s\) \['hrad'\]; valid keys: selection"),
