@@ -364,6 +364,13 @@ def check_lock(cfg: SweepConfig, out: Path) -> None:
         return
     except FileExistsError:
         pass
+    except OSError:  # a file system without hard links: exclusive create (a reader may briefly see it empty)
+        try:
+            with open(path, "x") as f:
+                f.write(json.dumps(now, indent=1))
+            return
+        except FileExistsError:
+            pass
     finally:
         tmp.unlink()
     old = json.loads(path.read_text())

@@ -159,6 +159,19 @@ def test_two_sweeps_started_together_on_one_directory_lock_it_once(tmp_path):
         assert [p.name for p in out.iterdir()] == ["config.lock.json"]  # no temporary file left
 
 
+def test_the_lock_works_on_a_file_system_without_hard_links(tmp_path, monkeypatch):
+    def no_links(*a):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(sweep.os, "link", no_links)
+    out = tmp_path / "out"
+    out.mkdir()
+    sweep.check_lock(load_config(write_config(tmp_path)), out)
+    with pytest.raises(SweepConfigError, match=r"steps: 2 -> 3"):
+        sweep.check_lock(load_config(write_config(tmp_path, steps=3)), out)
+    assert [p.name for p in out.iterdir()] == ["config.lock.json"]
+
+
 @pytest.mark.parametrize("over, message", [
     ({"betas": [0.01], "bogus": 1}, r"unknown key\(s\) \['bogus'\]"),
     ({"eval": {"selection": SAMPLE, "hrad": SAMPLE}}, r"eval: unknown key\(s\) \['hrad'\]; valid keys: selection"),
