@@ -44,7 +44,7 @@ def batched(model: str, openings, sched, max_plies: int):
 
 
 def via_uci(model: str, openings, sched, max_plies: int):
-    cmd = [sys.executable, "-m", "pdx_lightning.uci", "--model", model, "--threads", "1"]
+    cmd = [sys.executable, "-m", "pdx_lightning.engines.uci", "--model", model, "--threads", "1"]
     t0 = time.perf_counter()
     engines = [chess.engine.SimpleEngine.popen_uci(cmd, timeout=300) for _ in range(2)]
     for e in engines:

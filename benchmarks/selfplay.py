@@ -17,9 +17,9 @@ import time
 import lightning as L
 import torch
 
-from pdx_lightning.module import PDXModule
-from pdx_lightning.objectives import masked_log_softmax
-from pdx_lightning.selfplay import SelfPlayConfig
+from pdx_lightning.rl.module import PDXModule
+from pdx_lightning.rl.objectives import masked_log_softmax
+from pdx_lightning.rl.selfplay import SelfPlayConfig
 
 
 class Timer(L.Callback):

@@ -24,9 +24,9 @@ TOOLS: dict[str, tuple[str, str]] = {
     "eval diagnostics": ("pdx_lightning.evaluation.diagnostics", "entropy, KLs to base, cov5 over self-play positions"),
     "eval recovery": ("pdx_lightning.evaluation.recovery", "what fine-tuning recovers vs. the base"),
     "arena": ("pdx_lightning.evaluation.arena", "batched searchless matches and Elo ladder"),
-    "sweep": ("pdx_lightning.sweep", "the beta x term x temperature matrix"),
-    "report": ("pdx_lightning.evaluation.report", "the paper's tables and figures from stored JSON"),
-    "uci": ("pdx_lightning.uci", "the network as a UCI engine"),
+    "sweep": ("pdx_lightning.experiments.sweep", "the beta x term x temperature matrix"),
+    "report": ("pdx_lightning.experiments.report", "the paper's tables and figures from stored JSON"),
+    "uci": ("pdx_lightning.engines.uci", "the network as a UCI engine"),
     "export lc0": ("pdx_lightning.nets.lc0", "write a network as an Lc0 .pb.gz"),
 }
 LIGHTNING = {
@@ -68,11 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _lightning(command: str, argv: list[str]) -> None:
     if command == "pretrain":
-        from pdx_lightning.distill import run_pretrain_cli
+        from pdx_lightning.supervised.distill import run_pretrain_cli
 
         run_pretrain_cli(argv)
     else:
-        from pdx_lightning.module import run_cli
+        from pdx_lightning.rl.module import run_cli
 
         run_cli([command, *argv])
 
@@ -80,8 +80,8 @@ def _lightning(command: str, argv: list[str]) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in LIGHTNING:
-        from pdx_lightning.preflight import PreflightError  # noqa: PLC0415
-        from pdx_lightning.resume import CheckpointLoadError  # noqa: PLC0415
+        from pdx_lightning.runtime.preflight import PreflightError  # noqa: PLC0415
+        from pdx_lightning.runtime.resume import CheckpointLoadError  # noqa: PLC0415
 
         try:
             _lightning(argv[0], argv[1:])
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "_module", None):
         parser.print_help()
         return 0 if not argv else 2
-    from pdx_lightning.preflight import PreflightError, check_tool_outputs  # noqa: PLC0415
+    from pdx_lightning.runtime.preflight import PreflightError, check_tool_outputs  # noqa: PLC0415
 
     try:  # unwritable or full output locations fail now, not after the work
         check_tool_outputs(args._module, args)

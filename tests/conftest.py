@@ -1,7 +1,7 @@
 """Shared fixtures. Stockfish is a required test dependency (CI installs the Debian package)."""
 import pytest
 
-from pdx_lightning.stockfish import find_stockfish
+from pdx_lightning.engines.stockfish import find_stockfish
 
 
 @pytest.fixture(scope="session")

@@ -38,9 +38,9 @@ import chess  # noqa: E402
 import lightning as L  # noqa: E402
 import torch  # noqa: E402
 
-from pdx_lightning.module import PDXModule  # noqa: E402
-from pdx_lightning.objectives import TAU_MIN  # noqa: E402
-from pdx_lightning.selfplay import SelfPlayConfig  # noqa: E402
+from pdx_lightning.rl.module import PDXModule  # noqa: E402
+from pdx_lightning.rl.objectives import TAU_MIN  # noqa: E402
+from pdx_lightning.rl.selfplay import SelfPlayConfig  # noqa: E402
 
 ARMS = ("none", "entropy", "reverse_kl", "forward_kl")
 TAU_EXTREMES = (0.0, 1e-30, 1e-7, TAU_MIN, 1.01 * TAU_MIN, 1e-3)

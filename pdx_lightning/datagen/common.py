@@ -43,7 +43,7 @@ from typing import Callable, Iterator
 import chess
 import chess.engine
 
-from pdx_lightning.stockfish import open_engine
+from pdx_lightning.engines.stockfish import open_engine
 
 FIELDS = ("PuzzleId", "FEN", "Moves", "Rating", "RatingDeviation", "Popularity", "NbPlays",
           "Themes", "GameUrl", "OpeningTags", "AltMoves")

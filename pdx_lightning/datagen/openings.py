@@ -39,7 +39,7 @@ from pathlib import Path
 import chess
 import chess.engine
 
-from pdx_lightning.stockfish import open_engine
+from pdx_lightning.engines.stockfish import open_engine
 
 DEFAULT_SUITE = Path(__file__).resolve().parents[2] / "data" / "openings_uho.epd"
 MATE_CP = 100_000

@@ -17,7 +17,7 @@ afresh for it (single thread, node/depth bounds: deterministic), so a
 rerun regenerates identical shards: finished shards are kept, corrupt or
 missing ones are (re)made, and temp files of an interrupted write are
 removed. Positions are unique within a shard; the reader
-(:func:`pdx_lightning.shards.iter_shards`) drops a position already present
+(:func:`pdx_lightning.supervised.shards.iter_shards`) drops a position already present
 in a lower-index shard, so the union is duplicate-free whatever order shards
 finish in. Every shard holds exactly ``shard_size`` records.
 """
@@ -40,8 +40,8 @@ import chess.polyglot
 import numpy as np
 from tqdm import tqdm
 
-from pdx_lightning.shards import CorruptShard, Shard, encode_move, iter_shards, load_shard, shard_path, write_shard
-from pdx_lightning.teacher import CP_WEIGHT, Teacher, TeacherError
+from pdx_lightning.supervised.shards import CorruptShard, Shard, encode_move, iter_shards, load_shard, shard_path, write_shard
+from pdx_lightning.supervised.teacher import CP_WEIGHT, Teacher, TeacherError
 
 log = logging.getLogger(__name__)
 SETTINGS_FILE = "generation.json"

@@ -9,7 +9,7 @@ batched forward pass over all games in which it is to move (history from
 argmax of its policy, or with ``--sample`` a draw from its play distribution
 μ ∝ π^{1/τ} (Eq. 6; ``--temperature adaptive`` for τ = H(own WDL), Eq. 5,
 the adaptive arms' behaviour policy; ``1`` for raw π). ``sf:...`` players are
-Stockfish anchors (``pdx_lightning.stockfish``), one move at a time.
+Stockfish anchors (``pdx_lightning.engines.stockfish``), one move at a time.
 
 Game end, decided on python-chess's rules after every move: checkmate,
 stalemate, insufficient material, 75-move rule, fivefold repetition; with
@@ -41,12 +41,12 @@ import numpy as np
 import torch
 
 from pdx_lightning.datagen.openings import DEFAULT_SUITE, Opening, load_openings
-from pdx_lightning.encoding import N_PLANES, GameHistory, encode_rows
+from pdx_lightning.chess.encoding import N_PLANES, GameHistory, encode_rows
 from pdx_lightning.evaluation import elo
-from pdx_lightning.inference import evaluate
-from pdx_lightning.moves import POLICY_SIZE, index_to_move, legal_indices
-from pdx_lightning.objectives import tempered_log_probs, wdl_entropy
-from pdx_lightning.stockfish import is_stockfish_spec, open_engine, parse_stockfish_spec
+from pdx_lightning.nets.inference import evaluate
+from pdx_lightning.chess.moves import POLICY_SIZE, index_to_move, legal_indices
+from pdx_lightning.rl.objectives import tempered_log_probs, wdl_entropy
+from pdx_lightning.engines.stockfish import is_stockfish_spec, open_engine, parse_stockfish_spec
 
 MAX_PLIES = 512
 DRAW, WHITE_WINS, BLACK_WINS = "1/2-1/2", "1-0", "0-1"

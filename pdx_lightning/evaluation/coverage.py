@@ -53,12 +53,12 @@ import chess
 import numpy as np
 import torch
 
-from pdx_lightning.encoding import encode_boards
+from pdx_lightning.chess.encoding import encode_boards
 from pdx_lightning.evaluation.play import (TABIYAS, ModelCache, PlayModeError, add_model_arguments, device_of,
                                            game_over, play_distribution, resolve_play_modes, root_board, write_json)
 from pdx_lightning.evaluation.puzzles import table
-from pdx_lightning.inference import evaluate
-from pdx_lightning.moves import POLICY_SIZE, index_to_move, legal_indices
+from pdx_lightning.nets.inference import evaluate
+from pdx_lightning.chess.moves import POLICY_SIZE, index_to_move, legal_indices
 
 
 class PolicySource(Protocol):

@@ -39,13 +39,13 @@ import chess
 import numpy as np
 import torch
 
-from pdx_lightning.encoding import GameHistory, encode_rows
+from pdx_lightning.chess.encoding import GameHistory, encode_rows
 from pdx_lightning.evaluation.play import (ModelCache, PlayModeError, add_model_arguments, device_of,
                                            play_distribution, resolve_play_modes, write_json)
 from pdx_lightning.evaluation.puzzles import table
-from pdx_lightning.inference import evaluate
-from pdx_lightning.moves import index_to_move, legal_mask
-from pdx_lightning.objectives import entropy, forward_kl, reverse_kl
+from pdx_lightning.nets.inference import evaluate
+from pdx_lightning.chess.moves import index_to_move, legal_mask
+from pdx_lightning.rl.objectives import entropy, forward_kl, reverse_kl
 
 
 def policy_diagnostics(log_p: torch.Tensor, log_p_base: torch.Tensor, mask: torch.Tensor,

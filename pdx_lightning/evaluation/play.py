@@ -27,10 +27,10 @@ import chess
 import numpy as np
 import torch
 
-from pdx_lightning.encoding import encode_boards
-from pdx_lightning.inference import evaluate
-from pdx_lightning.moves import legal_mask
-from pdx_lightning.objectives import tempered_log_probs, wdl_entropy
+from pdx_lightning.chess.encoding import encode_boards
+from pdx_lightning.nets.inference import evaluate
+from pdx_lightning.chess.moves import legal_mask
+from pdx_lightning.rl.objectives import tempered_log_probs, wdl_entropy
 
 PLAY_MODES = ("adaptive", "raw")
 

@@ -39,8 +39,8 @@ import torch
 from pdx_lightning.evaluation.stats import (RATING_BINS, assign_bins, bin_edges_labels, mcnemar_exact,
                                             mean_interval, wilson_interval)
 from pdx_lightning.evaluation.suite import Puzzle, Suite, load_suite
-from pdx_lightning.inference import evaluate_boards
-from pdx_lightning.moves import index_to_move, move_to_index
+from pdx_lightning.nets.inference import evaluate_boards
+from pdx_lightning.chess.moves import index_to_move, move_to_index
 
 MULTI_SOLUTION_RULE = ("accepted = marked move + AltMoves + any immediate checkmate; solved = every solver "
                        "ply's argmax accepted, an argmax checkmate ends the puzzle won")

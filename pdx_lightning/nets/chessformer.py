@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from pdx_lightning.moves import N_FROM_TO, POLICY_SIZE
+from pdx_lightning.chess.moves import N_FROM_TO, POLICY_SIZE
 
 N_PLANES = 112
 ACTIVATIONS = {"mish": F.mish, "silu": F.silu, "relu": F.relu, "gelu": F.gelu}

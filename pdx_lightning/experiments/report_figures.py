@@ -1,0 +1,152 @@
+"""The report's PNG figures (matplotlib, Agg), drawn from a loaded :class:`report.Runs` only.
+
+Figure 1 (p* ratio to the base by mate depth), Figure 5 (accuracy vs β with
+Wilson bands), Figure 7 (trajectory coverage curves), Figure 8 (recovery by
+the base's probability on and rank of the solution). Each function returns
+the PNG's file name, or None when its inputs are absent (the report then says
+*not measured*).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from pdx_lightning.experiments.report import TEMP_LABEL, TERM_LABEL, Runs, _by_depth, _summary, recovery  # noqa: E402
+
+COLORS = {"none": "tab:gray", "entropy": "tab:orange", "reverse_kl": "tab:blue", "forward_kl": "tab:green",
+          "control": "tab:red"}
+
+
+def _save(fig, out: Path, name: str) -> str:
+    fig.tight_layout()
+    fig.savefig(out / name, dpi=120)
+    plt.close(fig)
+    return name
+
+
+def _label(r) -> str:
+    return r.label if r.tau == "–" else f"{r.label}, {r.tau}"
+
+
+def figure1(runs: Runs, out: Path) -> str | None:
+    """Geometric-mean p* on each mate depth, relative to the frozen base (ratios of Table 4's mate columns)."""
+    rows = runs.rows()
+    base = _by_depth(rows[0])
+    if not base:
+        return None
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for r in rows[1:]:
+        d = _by_depth(r)
+        depths = [k for k in sorted(d) if k in base and d[k].get("p_star_geo") and base[k].get("p_star_geo")]
+        if depths:
+            term = r.cell["term"] if r.cell["kind"] == "rl" else "control"
+            ax.plot(depths, [d[k]["p_star_geo"] / base[k]["p_star_geo"] for k in depths], marker="o",
+                    color=COLORS.get(term), ls="-" if r.cell.get("temperature") != "fixed" else ":",
+                    label=_label(r))
+    ax.axhline(1.0, color="k", ls="--", lw=1, label="frozen base")
+    ax.set(yscale="log", xlabel="mate depth N", ylabel="p* / p*(base)", title="Solution probability vs base")
+    for axis in (ax.yaxis.set_major_formatter, ax.yaxis.set_minor_formatter):
+        axis(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:.3g}×"))
+    ax.set_xticks(sorted(base))
+    ax.legend(fontsize=7)
+    return _save(fig, out, "figure1_pstar_ratio.png")
+
+
+def figure5(runs: Runs, out: Path) -> tuple[str | None, str]:
+    """Accuracy vs β per arm, one panel per temperature, 95% Wilson bands; dashed: base and β = 0."""
+    suite = "tactics" if _summary(runs.base, "tactics") else "selection"
+    cells = [c for c in runs.sweep["cells"] if c["kind"] == "rl" and c["name"] in runs.evals]
+    temps = [t for t in ("adaptive", "fixed") if any(c["temperature"] == t for c in cells)]
+    if not cells or not temps or not _summary(runs.base, suite):
+        return None, suite
+    sel = {s["cell"] for s in runs.sweep["selected"]}
+    fig, axes = plt.subplots(1, len(temps), figsize=(5.5 * len(temps), 4), squeeze=False, sharey=True)
+    base = _summary(runs.base, suite)
+    for ax, temp in zip(axes[0], temps):
+        for term in ("entropy", "reverse_kl", "forward_kl"):
+            arm = sorted((c for c in cells if c["term"] == term and c["temperature"] == temp), key=lambda c: c["beta"])
+            pts = [(c, s) for c in arm if (s := _summary(runs.evals[c["name"]], suite))]
+            if not pts:
+                continue
+            b = [c["beta"] for c, _ in pts]
+            ax.plot(b, [100 * s["acc"] for _, s in pts], marker="o", color=COLORS[term], label=TERM_LABEL[term])
+            ax.fill_between(b, [100 * s["acc_ci"][0] for _, s in pts], [100 * s["acc_ci"][1] for _, s in pts],
+                            color=COLORS[term], alpha=0.15)
+            for c, s in pts:
+                if c["name"] in sel:
+                    ax.plot([c["beta"]], [100 * s["acc"]], marker="*", ms=14, color=COLORS[term], mec="k")
+        ax.axhline(100 * base["acc"], color="k", ls="--", lw=1, label="frozen base")
+        for c in cells:
+            if c["term"] == "none" and c["temperature"] == temp and (s := _summary(runs.evals[c["name"]], suite)):
+                ax.axhline(100 * s["acc"], color=COLORS["none"], ls="--", lw=1, label="β = 0 (no regularizer)")
+        ax.set(xscale="log", xlabel="β", title=f"self-play τ: {TEMP_LABEL[temp]}")
+        ax.legend(fontsize=7)
+    axes[0][0].set_ylabel(f"{suite} accuracy (%)")
+    return _save(fig, out, "figure5_accuracy_vs_beta.png"), suite
+
+
+def figure7(runs: Runs, out: Path) -> str | None:
+    """Coverage Ω_K at the first position of coverage.json: solid raw, dashed through the tempered μ."""
+    cov = runs.files["coverage"]
+    if not cov or not cov.get("results"):
+        return None
+    pos = cov["positions"][0]["name"]
+    rows = {k: r for r in runs.rows() for k in r.keys}
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for res in cov["results"]:
+        if res["position"] != pos or not res.get("curve", {}).get("k"):
+            continue
+        r = rows.get(res["model"])
+        color = "k" if r is None or r.cell is None else COLORS.get(r.cell["term"] if r.cell["kind"] == "rl" else "control")
+        ax.plot(res["curve"]["k"], res["curve"]["mean"], ls="-" if res["play"] == "raw" else "--", color=color,
+                label=f"{_label(r) if r else res['model']} ({'raw' if res['play'] == 'raw' else 'μ'})")
+    ax.axhline(cov.get("target", 0.95), color="k", ls=":", lw=1)
+    ax.set(xscale="log", xlabel="K (lines drawn without replacement)", ylabel=f"Ω^{cov.get('depth', '?')}_K",
+           title=f"Trajectory coverage at {pos}")
+    ax.legend(fontsize=6)
+    return _save(fig, out, "figure7_coverage.png")
+
+
+def figure8(runs: Runs, out: Path) -> str | None:
+    """Share of base-wrong positions recovered, by the base's probability on the solution and by its rank."""
+    entries, _ = recovery(runs)
+    if not entries:
+        return None
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
+    width = 0.8 / len(entries)
+    for ax, key, xlabel in ((axes[0], "by_prob", "base probability on the solution"),
+                            (axes[1], "by_rank", "rank of the solution in the base")):
+        bins = entries[0][1]["position"][key]
+        for j, (label, m) in enumerate(entries):
+            xs = [i + (j - (len(entries) - 1) / 2) * width for i in range(len(bins))]
+            ax.bar(xs, [100 * b["recovered"] / b["n"] if b["n"] else 0 for b in m["position"][key]], width, label=label)
+        ax.set_xticks(range(len(bins)), [f"{b['bin']}\n(n={b['n']})" for b in bins])
+        ax.set(xlabel=xlabel)
+    axes[0].set_ylabel("recovered (% of base-wrong positions)")
+    axes[0].legend(fontsize=7)
+    return _save(fig, out, "figure8_recovery.png")
+
+
+def draw_all(runs: Runs, out: Path) -> dict[str, tuple[str | None, str]]:
+    """Title → (PNG name or None, caption), in the paper's order."""
+    f5, suite = figure5(runs, out)
+    cov = runs.files["coverage"] or {}
+    depth = f" at depth {cov['depth']}" if cov.get("depth") else ""
+    return {
+        "Figure 1: p* relative to the base by mate depth": (
+            figure1(runs, out), "Geometric-mean solution probability on each mate-in-N suite divided by the frozen "
+            "base's (dashed, 1×); solid adaptive τ, dotted τ≡1; models of Table 1."),
+        "Figure 5: accuracy vs β": (
+            f5, f"Argmax accuracy on the {suite} suite against β, shaded 95% Wilson bands; stars mark β* (chosen on "
+            "the selection suite); dashed: frozen base and β = 0."),
+        "Figure 7: trajectory coverage": (
+            figure7(runs, out), f"Ω_K{depth} from `coverage.json`: mass covered by K distinct lines drawn without "
+            "replacement (mean over seeds); solid raw π, dashed tempered μ; dotted: the target."),
+        "Figure 8: what fine-tuning recovers": (
+            figure8(runs, out), "Share of the base's wrong solver positions on the tactics suite where the model's "
+            "argmax is accepted, binned by the base's probability on the accepted moves (left) and their rank (right)."),
+    }

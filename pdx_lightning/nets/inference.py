@@ -1,0 +1,34 @@
+"""Batched single-pass evaluation: boards → masked policy log-probs and WDL probabilities."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import chess
+import numpy as np
+import torch
+
+from pdx_lightning.chess.encoding import encode_boards
+from pdx_lightning.chess.moves import legal_mask
+from pdx_lightning.rl.objectives import masked_log_softmax
+
+
+@torch.inference_mode()
+def evaluate(model: torch.nn.Module, x: torch.Tensor | np.ndarray, mask: torch.Tensor,
+             micro_batch: int = 512) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(log π (B, 4288) with -inf off the legal moves, WDL probs (B, 3))`` in micro-batches."""
+    x = torch.as_tensor(x)
+    device = next(model.parameters()).device
+    logp, wdl = [], []
+    for i in range(0, x.shape[0], micro_batch):
+        out = model(x[i:i + micro_batch].to(device))
+        logp.append(masked_log_softmax(out.policy.float(), mask[i:i + micro_batch].to(device)).cpu())
+        wdl.append(torch.softmax(out.wdl.float(), dim=-1).cpu())
+    if not logp:
+        return torch.empty(0, mask.shape[1]), torch.empty(0, 3)
+    return torch.cat(logp), torch.cat(wdl)
+
+
+def evaluate_boards(model: torch.nn.Module, boards: Sequence[chess.Board],
+                    micro_batch: int = 512) -> tuple[torch.Tensor, torch.Tensor]:
+    """``evaluate`` on python-chess boards (their move stacks give the history planes)."""
+    return evaluate(model, torch.from_numpy(encode_boards(boards)), legal_mask(boards), micro_batch)

@@ -1,0 +1,395 @@
+"""On-policy self-play, one ply per step (paper Algorithm 1, Appendix D).
+
+``SelfPlayDataset`` owns this rank's N / world_size games. Each item it yields
+is a :class:`PendingBatch`: the current positions s, their legal masks,
+π_base(·|s) and τ(s) from the EMA value head. The training step then runs the
+online network on s *with* gradient and hands the detached outputs back
+through :meth:`PendingBatch.complete`, which samples a ~ μ ∝ π_θ^{1/τ}, plays
+it, evaluates the EMA at s' and returns (a, ρ, A, p̂). The parameters that
+sample a batch are therefore exactly the ones it updates (zero staleness), and
+the gradient-carrying online pass doubles as the sampling pass: four network
+passes per step (base(s), ema(s), ema(s'), online(s) fwd+bwd).
+
+Completion works per micro-batch of games (``complete(slice, ...)``), so the
+module can accumulate gradients over micro-batches without keeping every
+micro-batch's graph alive.
+"""
+from __future__ import annotations
+
+import random
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Iterator, Literal
+
+import chess
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch.utils.data import IterableDataset
+
+from pdx_lightning.chess.encoding import GameHistory, encode_rows
+from pdx_lightning.nets.inference import evaluate
+from pdx_lightning.chess.moves import legal_indices, index_to_move, POLICY_SIZE
+from pdx_lightning.rl.objectives import (DRAW, LOSS, RESULT_NONE, WIN, importance_weight, score,
+                                      tempered_log_probs, value_target, wdl_entropy)
+
+
+class SelfPlayError(RuntimeError):
+    """Self-play used wrongly (no networks attached, state of another shape)."""
+
+
+@dataclass
+class SelfPlayConfig:
+    """Self-play settings (paper Appendix D and Table 2).
+
+    Attributes:
+        n_games: N, games in flight across all ranks (each rank plays N / world_size).
+        seed: base seed; rank r uses seed + 1000·r.
+        temperature: "adaptive" samples μ ∝ π_θ^{1/τ(s)} with τ = H(WDL of the EMA at s) (Eq. 5–6);
+            "fixed" samples π_θ (τ ≡ 1).
+        opening_max_moves: at start each game plays k ~ U{0..this} full moves from π_base
+            (tempered in the adaptive arm).
+        restart: how a finished game starts again: "initial" (the paper), "random_plies"
+            (k ~ U{0..restart_max_moves} base-sampled full moves, as at start), or "openings"
+            (a random line from ``openings_file``, an EPD/text file of UCI lines).
+        restart_max_moves: k's upper bound for restart="random_plies".
+        openings_file: for restart="openings": UCI lines from the start position, one per line, or EPD
+            records with the line in their ``c0`` opcode (``pdx data openings``); see read_opening_lines.
+        max_plies: game cap; a game reaching it ends.
+        cap_result: "draw" scores a capped game as a draw (the paper); "bootstrap" keeps the EMA's
+            value of s' as the target (truncation, the authors' code).
+        claim_draws: end games at threefold repetition / fifty moves as soon as claimable (else only
+            the automatic fivefold / 75-move rules end them).
+        micro_batch: games per network call (and per gradient micro-batch in the module).
+        reuse_successor_eval: use the EMA's evaluation of s' at step t as its evaluation of s at
+            step t+1 when the game goes on (saves the ema(s) pass for continuing games; an
+            approximation, since the EMA moved by one update in between). Off by default.
+    """
+
+    n_games: int = 256
+    seed: int = 0
+    temperature: Literal["adaptive", "fixed"] = "adaptive"
+    opening_max_moves: int = 60
+    restart: Literal["initial", "random_plies", "openings"] = "initial"
+    restart_max_moves: int = 8
+    openings_file: str | None = None
+    max_plies: int = 512
+    cap_result: Literal["draw", "bootstrap"] = "draw"
+    claim_draws: bool = False
+    micro_batch: int = 256
+    reuse_successor_eval: bool = False
+
+    def __post_init__(self) -> None:
+        if self.n_games < 1 or self.micro_batch < 1 or self.max_plies < 1:
+            raise ValueError("n_games, micro_batch and max_plies must be >= 1")
+        if self.temperature not in ("adaptive", "fixed"):
+            raise ValueError(f"temperature must be 'adaptive' or 'fixed', got {self.temperature!r}")
+        if self.restart not in ("initial", "random_plies", "openings"):
+            raise ValueError(f"restart must be initial|random_plies|openings, got {self.restart!r}")
+        if self.restart == "openings" and not self.openings_file:
+            raise ValueError("restart='openings' needs openings_file")
+        if self.cap_result not in ("draw", "bootstrap"):
+            raise ValueError(f"cap_result must be 'draw' or 'bootstrap', got {self.cap_result!r}")
+        if self.opening_max_moves < 0 or self.restart_max_moves < 0:
+            raise ValueError("opening_max_moves and restart_max_moves must be >= 0")
+
+
+@dataclass
+class Completion:
+    """What ``PendingBatch.complete`` returns for one micro-batch (all stop-gradient)."""
+
+    action: torch.Tensor      # (b,) int64 policy slot of a
+    rho: torch.Tensor         # (b,) ρ = min(1, π_θ(a|s)/μ(a|s))
+    advantage: torch.Tensor   # (b,) A = score(p̂) − v_θ(s) = (1 − v_ema(s')) − v_θ(s)
+    target: torch.Tensor      # (b, 3) p̂ = flip(p_ema(s')) or the true result
+    terminal: torch.Tensor    # (b,) bool, s' ended the game
+
+
+@dataclass
+class PendingBatch:
+    """Positions s of this step, awaiting the online network's outputs."""
+
+    x: torch.Tensor           # (n, 112, 8, 8)
+    mask: torch.Tensor        # (n, 4288) bool
+    log_p_base: torch.Tensor  # (n, 4288)
+    tau: torch.Tensor         # (n,)
+    version: int              # the module's parameter version that began the batch
+    dataset: "SelfPlayDataset" = field(repr=False)
+
+    @property
+    def size(self) -> int:
+        return self.x.shape[0]
+
+    def complete(self, games: slice, log_p_theta: torch.Tensor, v_theta: torch.Tensor) -> Completion:
+        """Sample and play a for ``games`` from the online outputs (detached), evaluate s'."""
+        return self.dataset._complete(self, games, log_p_theta.detach().cpu(), v_theta.detach().cpu())
+
+
+class SelfPlayDataset(IterableDataset):
+    """This rank's share of N games, advanced one ply per yielded batch (infinite)."""
+
+    def __init__(self, config: SelfPlayConfig) -> None:
+        super().__init__()
+        self.cfg = config
+        self.nets: dict[str, torch.nn.Module] = {}
+        self.version_fn = lambda: 0
+        self.boards: list[chess.Board] = []
+        self.stats = {"games_finished": 0, "white_win": 0, "draw": 0, "black_win": 0, "length_sum": 0}
+        self._pending_state: dict | None = None
+        # read now: a bad openings file fails at construction, not at the first restart hours in
+        self._openings = read_opening_lines(config.openings_file) if config.restart == "openings" else None
+
+    # ---- wiring -----------------------------------------------------------------------------
+    def attach(self, online: torch.nn.Module, ema: torch.nn.Module, base: torch.nn.Module,
+               version_fn=lambda: 0) -> None:
+        """Give the dataset the module's three networks and its parameter-version counter."""
+        self.nets = {"online": online, "ema": ema, "base": base}
+        self.version_fn = version_fn
+
+    def _rank_world(self) -> tuple[int, int]:
+        if dist.is_available() and dist.is_initialized():
+            return dist.get_rank(), dist.get_world_size()
+        return 0, 1
+
+    def local_games(self) -> int:
+        rank, world = self._rank_world()
+        n = self.cfg.n_games // world + (rank < self.cfg.n_games % world)
+        if n < 1:
+            raise SelfPlayError(f"n_games={self.cfg.n_games} leaves rank {rank} of {world} without games")
+        return n
+
+    # ---- state (checkpoints) ----------------------------------------------------------------
+    def state_dict(self) -> dict:
+        """Everything needed to continue the same games: move lists, RNG states, stats."""
+        return {"roots": [b.root().fen() for b in self.boards],
+                "moves": [[m.uci() for m in b.move_stack] for b in self.boards],
+                "torch_rng": self.gen.get_state(), "py_rng": self.rng.getstate(),
+                "stats": dict(self.stats), "n_games": len(self.boards)}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Resume from ``state_dict`` when iteration (re)starts."""
+        self._pending_state = state
+
+    def _restore(self, state: dict) -> None:
+        if state["n_games"] != self.local_games():
+            raise SelfPlayError(f"checkpoint holds {state['n_games']} games for this rank, "
+                                f"config gives {self.local_games()} (n_games or world size changed)")
+        self.boards = []
+        for fen, moves in zip(state["roots"], state["moves"]):
+            b = chess.Board(fen)
+            for uci in moves:
+                b.push_uci(uci)
+            self.boards.append(b)
+        self.hist = [GameHistory(b) for b in self.boards]
+        self.legal = [list(b.legal_moves) for b in self.boards]
+        self.gen.set_state(state["torch_rng"])
+        self.rng.setstate(state["py_rng"])
+        self.stats = dict(state["stats"])
+
+    # ---- iteration --------------------------------------------------------------------------
+    def __iter__(self) -> Iterator[PendingBatch]:
+        if not self.nets:
+            raise SelfPlayError("SelfPlayDataset has no networks: call attach(online, ema, base) first")
+        rank, _ = self._rank_world()
+        self.gen = torch.Generator().manual_seed(self.cfg.seed + 1000 * rank)
+        self.rng = random.Random(self.cfg.seed + 1000 * rank)
+        self._ema_cache: torch.Tensor | None = None
+        if self._pending_state is not None:
+            self._restore(self._pending_state)
+            self._pending_state = None
+        else:
+            n = self.local_games()
+            self.boards = [chess.Board() for _ in range(n)]
+            self._randomize(list(range(n)), [self.rng.randint(0, self.cfg.opening_max_moves) for _ in range(n)])
+        while True:
+            yield self._begin()
+
+    def _eval(self, name: str, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return evaluate(self.nets[name], x, mask, self.cfg.micro_batch)
+
+    def _rows(self, idx) -> torch.Tensor:
+        return torch.from_numpy(encode_rows([self.hist[i].row(self.boards[i]) for i in idx]))
+
+    def _mask(self, idx) -> torch.Tensor:
+        mask = torch.zeros(len(idx), POLICY_SIZE, dtype=torch.bool)
+        for r, i in enumerate(idx):
+            mask[r, torch.from_numpy(legal_indices(self.boards[i], self.legal[i]))] = True
+        return mask
+
+    def _tau(self, wdl: torch.Tensor) -> torch.Tensor:
+        return wdl_entropy(wdl) if self.cfg.temperature == "adaptive" else torch.ones(wdl.shape[0])
+
+    def _randomize(self, games: list[int], full_moves: list[int]) -> None:
+        """Play ``full_moves[j]`` full moves from π_base (tempered in the adaptive arm) in ``games[j]``."""
+        for i in games:
+            self.boards[i] = chess.Board()
+        self.hist = getattr(self, "hist", [None] * len(self.boards))
+        self.legal = getattr(self, "legal", [None] * len(self.boards))
+        for i in games:
+            self.hist[i] = GameHistory(self.boards[i])
+            self.legal[i] = list(self.boards[i].legal_moves)
+        todo = {i: 2 * k for i, k in zip(games, full_moves)}
+        while True:
+            live = [i for i in games if todo[i] > len(self.boards[i].move_stack)]
+            if not live:
+                return
+            x, mask = self._rows(live), self._mask(live)
+            logp, wdl = self._eval("base", x, mask)
+            moves = torch.multinomial(tempered_log_probs(logp, mask, self._tau(wdl)).exp(), 1,
+                                      generator=self.gen).squeeze(1)
+            for r, i in enumerate(live):
+                self._play(i, int(moves[r]))
+                if self._result(i) is not None:  # ended during the opening: start over, unrandomized
+                    self._reset(i)
+                    todo[i] = 0
+
+    def _reset(self, i: int) -> None:
+        self.boards[i] = chess.Board()
+        self.hist[i] = GameHistory(self.boards[i])
+        self.legal[i] = list(self.boards[i].legal_moves)
+
+    def _play(self, i: int, index: int) -> None:
+        b = self.boards[i]
+        b.push(index_to_move(index, b))
+        self.hist[i].push(b)
+        self.legal[i] = list(b.legal_moves)
+
+    def _result(self, i: int) -> int | None:
+        """Result of game i at its current position from the view of the player who just moved
+        (WIN/DRAW/LOSS), or None if it goes on. Cheap: reuses the cached legal-move list and the
+        ring buffer's repetition counts instead of python-chess's stack walks."""
+        b, h = self.boards[i], self.hist[i]
+        if not self.legal[i]:
+            return WIN if b.is_check() else DRAW
+        reps = h.counts[h.snaps[0].key]
+        if b.halfmove_clock >= 150 or reps >= 5 or b.is_insufficient_material():
+            return DRAW
+        if self.cfg.claim_draws and (b.halfmove_clock >= 100 or reps >= 3):
+            return DRAW
+        if len(b.move_stack) >= self.cfg.max_plies and self.cfg.cap_result == "draw":
+            return DRAW
+        return None
+
+    def _begin(self) -> PendingBatch:
+        n = len(self.boards)
+        idx = range(n)
+        x, mask = self._rows(idx), self._mask(idx)
+        logp_base, _ = self._eval("base", x, mask)
+        if self.cfg.reuse_successor_eval and self._ema_cache is not None:
+            wdl = self._ema_cache.clone()
+            fresh = [i for i in idx if torch.isnan(wdl[i]).any()]
+            if fresh:
+                wdl[fresh] = self._eval("ema", x[fresh], mask[fresh])[1]
+        else:
+            wdl = self._eval("ema", x, mask)[1]
+        self._ema_cache = torch.full((n, 3), float("nan"))
+        self._t0 = time.perf_counter()
+        return PendingBatch(x, mask, logp_base, self._tau(wdl), self.version_fn(), self)
+
+    def _complete(self, batch: PendingBatch, games: slice, logp: torch.Tensor, v_theta: torch.Tensor) -> Completion:
+        if batch.version != self.version_fn():
+            raise SelfPlayError(f"stale batch: begun at parameter version {batch.version}, "
+                                f"completed at {self.version_fn()}")
+        idx = list(range(batch.size))[games]
+        mask, tau = batch.mask[games], batch.tau[games]
+        log_mu = tempered_log_probs(logp, mask, tau)                                      # (b, P)
+        action = torch.multinomial(log_mu.exp(), 1, generator=self.gen).squeeze(1)        # (b,)
+        rho = importance_weight(logp.gather(1, action[:, None]).squeeze(1),
+                                log_mu.gather(1, action[:, None]).squeeze(1))
+        results = torch.full((len(idx),), RESULT_NONE, dtype=torch.long)
+        for r, i in enumerate(idx):
+            self._play(i, int(action[r]))
+            res = self._result(i)
+            if res is not None:
+                results[r] = res
+        live = [r for r in range(len(idx)) if results[r] == RESULT_NONE]
+        wdl_next = torch.full((len(idx), 3), 1.0 / 3)
+        if live:
+            live_games = [idx[r] for r in live]
+            wdl_next[live] = self._eval("ema", self._rows(live_games), self._mask(live_games))[1]
+            self._ema_cache[live_games] = wdl_next[live]
+        target = value_target(wdl_next, results)                                          # (b, 3)
+        advantage = score(target) - v_theta
+        capped = [r for r in live if len(self.boards[idx[r]].move_stack) >= self.cfg.max_plies]
+        for r in [r for r in range(len(idx)) if results[r] != RESULT_NONE] + capped:
+            self._finish(idx[r], results[r].item() if results[r] != RESULT_NONE else None)
+        return Completion(action, rho, advantage, target, results != RESULT_NONE)
+
+    def _finish(self, i: int, result: int | None) -> None:
+        """Record a finished game and restart its slot (restart policy of the config)."""
+        b = self.boards[i]
+        s = self.stats
+        s["games_finished"] += 1
+        s["length_sum"] += len(b.move_stack)
+        mover_white = b.turn == chess.BLACK  # the side that made the last move
+        if result in (None, DRAW):
+            s["draw"] += 1
+        else:
+            white_won = (result == WIN) == mover_white
+            s["white_win" if white_won else "black_win"] += 1
+        if self.cfg.restart == "initial":
+            self._reset(i)
+        elif self.cfg.restart == "random_plies":
+            self._randomize([i], [self.rng.randint(0, self.cfg.restart_max_moves)])
+        else:
+            self._restart_from_opening(i)
+        self._ema_cache[i] = float("nan")
+
+    def _restart_from_opening(self, i: int) -> None:
+        if self._openings is None:
+            self._openings = read_opening_lines(self.cfg.openings_file)
+        self._reset(i)
+        for uci in self.rng.choice(self._openings):
+            self._play(i, _index_of(self.boards[i], uci))
+
+
+def _index_of(board: chess.Board, uci: str) -> int:
+    from pdx_lightning.chess.moves import move_to_index
+    return move_to_index(chess.Move.from_uci(uci), board.turn)
+
+
+_UCI_TOKEN = re.compile(r"[a-h][1-8][a-h][1-8][qrbn]?")
+
+
+def read_opening_lines(path: str) -> list[list[str]]:
+    """UCI lines from the start position, one per line (blank lines and ``#`` comments skipped).
+
+    A line is plain UCI moves (``e2e4 e7e5 g1f3``) or an EPD record whose ``c0`` opcode holds the
+    UCI line that reaches it (as ``pdx data openings`` writes them; the line must reach the EPD's
+    position). Moves come back normalized (king-takes-rook castling as the king's move). A file
+    that cannot be read, a line that is neither, an illegal move, or a line ending in a finished
+    game raises :class:`~pdx_lightning.datagen.openings.OpeningFormatError` naming ``file:line``.
+    """
+    from pdx_lightning.datagen.openings import OpeningFormatError, parse_opening  # noqa: PLC0415
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            text_all = f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        raise OpeningFormatError(f"{path}: cannot read opening lines ({type(e).__name__}: {e})") from e
+    lines = []
+    for n, raw in enumerate(text_all.split("\n"), 1):
+        text = raw.strip()
+        if not text or text.startswith("#"):
+            continue
+        tokens = text.split()
+        b = chess.Board()
+        if all(_UCI_TOKEN.fullmatch(t) for t in tokens):
+            for k, uci in enumerate(tokens):
+                try:
+                    b.push_uci(uci)
+                except ValueError:
+                    raise OpeningFormatError(f"{path}:{n}: move {k + 1} {uci!r} is illegal in {b.fen()}") from None
+        else:
+            opening = parse_opening(text, f"{path}:{n}")
+            if not opening.line:
+                raise OpeningFormatError(f"{path}:{n}: neither UCI moves nor an EPD with a c0 UCI line "
+                                         f"(restarts replay lines from the start position)")
+            b = opening.board
+        if b.is_game_over():
+            raise OpeningFormatError(f"{path}:{n}: the line ends in a finished game ({b.fen()})")
+        lines.append([m.uci() for m in b.move_stack])
+    if not lines:
+        raise OpeningFormatError(f"{path}: no opening lines")
+    return lines

@@ -1,0 +1,264 @@
+"""Supervised search distillation of a base network from Stockfish-labelled shards.
+
+``pdx pretrain --config conf/pretrain.yaml`` = LightningCLI ``fit`` on
+:class:`DistillModule` + :class:`ShardDataModule`. The policy head is fit by
+cross-entropy to the teacher's MultiPV target (softmax of expected scores at
+temperature T, :mod:`pdx_lightning.supervised.teacher`) over the legal moves — the
+forward, mass-covering direction that makes the base exploratory (paper
+Appendix C) — and the value head by cross-entropy to the teacher's WDL.
+Resumable with ``--ckpt_path``; ``export`` writes the final network as a
+``.pt`` loadable by ``pdx_lightning.nets.load_model``.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass
+
+import chess
+import lightning as L
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+from pdx_lightning.chess.encoding import GameHistory, PackedRows, encode_packed, pack_rows
+from pdx_lightning.chess.moves import POLICY_SIZE, legal_indices
+from pdx_lightning.nets import load_model, save_network
+from pdx_lightning.nets.chessformer import Chessformer, ModelConfig
+from pdx_lightning.rl.objectives import entropy, masked_log_softmax
+from pdx_lightning.supervised.shards import Shard, decode_move, load_all
+from pdx_lightning.supervised.teacher import CP_WEIGHT, DEFAULT_TEMPERATURE, MATE_BONUS
+
+
+@dataclass
+class PackedPositions:
+    """Everything training needs, without boards: ~1 KB per position."""
+
+    rows: PackedRows
+    legal: np.ndarray          # flat int16 policy indices of every position's legal moves
+    legal_off: np.ndarray      # (n+1,) int64 offsets into ``legal``
+    cand_idx: np.ndarray       # (n, K) int64, -1 padding
+    cand_p: np.ndarray         # (n, K) float32 policy target, 0 on padding
+    wdl: np.ndarray            # (n, 3) float32
+    game: np.ndarray           # (n,) game id (for held-out splits by game)
+
+    def __len__(self) -> int:
+        return len(self.wdl)
+
+
+def pack_shard(shard: Shard, temperature: float = DEFAULT_TEMPERATURE, cp_weight: float = CP_WEIGHT,
+               mate_bonus: float = MATE_BONUS) -> PackedPositions:
+    """Replay each game once (records are sorted by game, ply) and pack its labelled positions."""
+    rows, legal, off = [], [], [0]
+    cur_game, board, hist, done = -1, None, None, 0
+    for g, p in zip(shard.game.tolist(), shard.ply.tolist()):
+        if g != cur_game or p < done:
+            cur_game, board, done = g, chess.Board(), 0
+            hist = GameHistory(board)
+        start = int(shard.game_offsets[g])
+        for code in shard.game_moves[start + done:start + p].tolist():
+            board.push(decode_move(code))
+            hist.push(board)
+        done = p
+        rows.append(hist.row(board))
+        idx = legal_indices(board)
+        legal.append(idx.astype(np.int16))
+        off.append(off[-1] + len(idx))
+    return PackedPositions(pack_rows(rows), np.concatenate(legal), np.asarray(off, dtype=np.int64),
+                           shard.cand_idx.astype(np.int64), shard.policy(temperature, cp_weight, mate_bonus),
+                           shard.wdl.astype(np.float32), shard.game.astype(np.int64))
+
+
+class PositionDataset(Dataset):
+    """Batched fetch (``__getitems__``): one vectorized encode per batch."""
+
+    def __init__(self, data: PackedPositions, index: np.ndarray) -> None:
+        self.data, self.index = data, index
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def __getitems__(self, items: list[int]) -> dict[str, torch.Tensor]:
+        d, sel = self.data, self.index[np.asarray(items)]
+        x = encode_packed(d.rows[sel])
+        mask = torch.zeros(len(sel), POLICY_SIZE, dtype=torch.bool)
+        for r, i in enumerate(sel):
+            mask[r, torch.from_numpy(d.legal[d.legal_off[i]:d.legal_off[i + 1]].astype(np.int64))] = True
+        return {"x": torch.from_numpy(x), "mask": mask, "cand_idx": torch.from_numpy(d.cand_idx[sel]),
+                "cand_p": torch.from_numpy(d.cand_p[sel]), "wdl": torch.from_numpy(d.wdl[sel])}
+
+
+class ResumableSampler(DistributedSampler):
+    """The epoch's seeded permutation (``DistributedSampler``: seed + epoch, this rank's share), able to
+    start part-way through it: a resumed run sees exactly the batches the interrupted epoch had left."""
+
+    def __init__(self, dataset: Dataset, seed: int, num_replicas: int = 1, rank: int = 0) -> None:
+        super().__init__(dataset, num_replicas=num_replicas, rank=rank, shuffle=True, seed=seed, drop_last=True)
+        self.skip = 0
+
+    def resume(self, epoch: int, samples: int) -> None:
+        """The next iteration is epoch ``epoch`` without its first ``samples`` indices."""
+        self.set_epoch(epoch)
+        self.skip = samples
+
+    def __iter__(self):
+        skip, self.skip = self.skip, 0
+        return iter(list(super().__iter__())[skip:])
+
+
+class ResumableLoader(DataLoader):
+    """A DataLoader with Lightning's ``state_dict``/``load_state_dict`` protocol: checkpoints store the
+    epoch and the batches of it already trained on (from the fit loop's progress, so the fetcher's
+    prefetched batch is not counted), and a resumed fit continues the epoch where it stopped."""
+
+    def __init__(self, dataset: Dataset, *, progress, sampler: ResumableSampler, **kw) -> None:
+        super().__init__(dataset, sampler=sampler, **kw)
+        self.progress = progress
+
+    def state_dict(self) -> dict:
+        epoch, batches = self.progress()
+        return {"epoch": int(epoch), "batches": int(batches)}
+
+    def load_state_dict(self, state: dict) -> None:
+        epoch, batches = int(state["epoch"]), int(state["batches"])
+        if batches >= len(self):  # saved at the end of an epoch: the next one starts from its beginning
+            epoch, batches = epoch + 1, 0
+        self.sampler.resume(epoch, batches * self.batch_size)
+
+
+class ShardDataModule(L.LightningDataModule):
+    def __init__(self, shards: str = "shards/base_v1", val_fraction: float = 0.02, batch_size: int = 256,
+                 temperature: float = DEFAULT_TEMPERATURE, cp_weight: float = CP_WEIGHT,
+                 mate_bonus: float = MATE_BONUS, max_positions: int | None = None, seed: int = 0) -> None:
+        """
+        Args:
+            shards: directory of ``pdx data positions`` shards.
+            val_fraction: fraction of *games* held out for validation (no position of a held-out
+                game is trained on).
+            batch_size: positions per optimizer step.
+            temperature: T of the teacher's policy target (lower = sharper base, lower entropy).
+            cp_weight: λ, centipawn-logistic weight in the expected score (teacher.py).
+            mate_bonus: b, bonus for mating moves in the expected score (teacher.py).
+            max_positions: use at most this many positions (None = all).
+            seed: seed of the held-out split and of each epoch's shuffle (seed + epoch).
+        """
+        super().__init__()
+        if not 0.0 < val_fraction < 1.0:
+            raise ValueError(f"val_fraction must lie in (0, 1), got {val_fraction}")
+        self.save_hyperparameters()
+        self.data: PackedPositions | None = None
+
+    def setup(self, stage: str | None = None) -> None:
+        if self.data is not None:
+            return
+        hp = self.hparams
+        shard, reader = load_all(hp.shards)
+        if hp.max_positions:
+            shard = shard.subset(np.arange(min(len(shard), hp.max_positions)))
+        self.data = pack_shard(shard, hp.temperature, hp.cp_weight, hp.mate_bonus)
+        games = np.unique(self.data.game)
+        rng = np.random.default_rng(hp.seed)
+        held = set(rng.choice(games, size=max(1, int(round(len(games) * hp.val_fraction))), replace=False).tolist())
+        is_val = np.fromiter((g in held for g in self.data.game.tolist()), dtype=bool, count=len(self.data))
+        self.train_index, self.val_index = np.nonzero(~is_val)[0], np.nonzero(is_val)[0]
+        self.stats = {"positions": len(self.data), "train": len(self.train_index), "val": len(self.val_index),
+                      "games": len(games), "corrupt_shards": reader.n_corrupt, "duplicates": reader.n_duplicates}
+        print(f"[pretrain] {json.dumps(self.stats)}")
+
+    def train_dataloader(self) -> DataLoader:
+        trainer = self.trainer
+        ds = PositionDataset(self.data, self.train_index)
+        world, rank = (trainer.world_size, trainer.global_rank) if trainer is not None else (1, 0)
+
+        def progress() -> tuple[int, int]:  # (epoch, batches of it done) at checkpoint time
+            return trainer.current_epoch, trainer.fit_loop.epoch_loop.batch_progress.current.ready
+        return ResumableLoader(ds, progress=progress, sampler=ResumableSampler(ds, self.hparams.seed, world, rank),
+                               batch_size=self.hparams.batch_size, drop_last=True, collate_fn=lambda b: b)
+
+    def val_dataloader(self) -> DataLoader:
+        return DataLoader(PositionDataset(self.data, self.val_index), batch_size=self.hparams.batch_size,
+                          shuffle=False, collate_fn=lambda b: b)
+
+
+class DistillModule(L.LightningModule):
+    def __init__(self, preset: str = "small", init: str | None = None, lr: float = 1e-3,
+                 weight_decay: float = 1e-4, warmup_steps: int = 200, min_lr_ratio: float = 0.05,
+                 value_weight: float = 1.0, export: str | None = None) -> None:
+        """
+        Args:
+            preset: Chessformer preset to train from scratch (``tiny``, ``small``, ``bt4``).
+            init: start from this model instead (``load_model`` name); overrides ``preset``.
+            lr: peak AdamW learning rate.
+            weight_decay: AdamW weight decay.
+            warmup_steps: linear warmup, then cosine decay to ``min_lr_ratio``·lr at ``max_steps``.
+            min_lr_ratio: final learning rate as a fraction of ``lr``.
+            value_weight: weight of the WDL cross-entropy against the policy cross-entropy.
+            export: write the trained network here (``.pt``) when training ends.
+        """
+        super().__init__()
+        self.save_hyperparameters()
+        self.model = load_model(init).train() if init else Chessformer(ModelConfig.from_name(preset))
+
+    def forward(self, x):
+        return self.model(x)
+
+    def _step(self, batch: dict, prefix: str) -> torch.Tensor:
+        out = self.model(batch["x"])
+        logp = masked_log_softmax(out.policy, batch["mask"])                          # (B, P)
+        cand = batch["cand_idx"]
+        lp = logp.gather(1, cand.clamp(min=0))                                        # (B, K)
+        p = batch["cand_p"]
+        policy_ce = -torch.where(p > 0, p * lp, torch.zeros_like(lp)).sum(1).mean()
+        value_ce = -(batch["wdl"] * F.log_softmax(out.wdl, -1)).sum(1).mean()
+        loss = policy_ce + self.hparams.value_weight * value_ce
+        with torch.no_grad():
+            top1 = (logp.argmax(1) == cand[:, 0]).float().mean()
+            ent = entropy(logp.detach(), batch["mask"]).mean()
+            tgt_ent = -torch.where(p > 0, p * p.clamp(min=1e-30).log(), torch.zeros_like(p)).sum(1).mean()
+            top5 = logp.detach().exp().gather(1, cand[:, :5].clamp(min=0)).mul(cand[:, :5] >= 0).sum(1).mean()
+        n = batch["x"].shape[0]
+        self.log_dict({f"{prefix}/loss": loss, f"{prefix}/policy_ce": policy_ce, f"{prefix}/wdl_ce": value_ce,
+                       f"{prefix}/top1_agreement": top1, f"{prefix}/policy_entropy": ent,
+                       f"{prefix}/target_entropy": tgt_ent, f"{prefix}/mass_on_teacher_top5": top5},
+                      prog_bar=prefix == "val", batch_size=n, on_step=prefix == "train", on_epoch=prefix == "val")
+        return loss
+
+    def training_step(self, batch, batch_idx):
+        return self._step(batch, "train")
+
+    def validation_step(self, batch, batch_idx):
+        self._step(batch, "val")
+
+    def configure_optimizers(self):
+        hp = self.hparams
+        opt = torch.optim.AdamW(self.model.parameters(), lr=hp.lr, weight_decay=hp.weight_decay)
+        total = max(self.trainer.max_steps, hp.warmup_steps + 1) if self.trainer.max_steps > 0 else 10 ** 6
+
+        def schedule(step: int) -> float:
+            if step < hp.warmup_steps:
+                return (step + 1) / hp.warmup_steps
+            t = min(1.0, (step - hp.warmup_steps) / max(1, total - hp.warmup_steps))
+            return hp.min_lr_ratio + (1 - hp.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * t))
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule)
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+
+    def on_train_end(self) -> None:
+        if self.hparams.export and self.trainer.is_global_zero:
+            os.makedirs(os.path.dirname(os.path.abspath(self.hparams.export)), exist_ok=True)
+            dm = self.trainer.datamodule
+            meta = {"kind": "search-distilled base", "steps": self.trainer.global_step,
+                    "data": getattr(dm, "stats", None), "teacher_temperature": dm.hparams.temperature if dm else None}
+            save_network(self.model.eval(), self.hparams.export, meta=meta)
+            print(f"[pretrain] exported {self.hparams.export}")
+
+
+def run_pretrain_cli(argv: list[str]) -> None:
+    """``pdx pretrain [LightningCLI fit flags]``."""
+    from pdx_lightning.runtime.resume import PDXLightningCLI as LightningCLI  # noqa: PLC0415  (atomic, safe resume)
+
+    if argv and argv[0] in ("-h", "--help"):
+        print("pdx pretrain: supervised search distillation (LightningCLI `fit` on DistillModule + ShardDataModule)\n")
+    LightningCLI(DistillModule, ShardDataModule, args=["fit", *argv], save_config_kwargs={"overwrite": True},
+                 trainer_defaults={"log_every_n_steps": 10})

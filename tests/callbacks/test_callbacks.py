@@ -1,0 +1,74 @@
+"""Callbacks under a real Trainer on the tiny preset."""
+import lightning as L
+import pytest
+import torch
+from lightning.pytorch.loggers import CSVLogger
+
+from pdx_lightning.callbacks import BetaSchedule, EMAUpdate, PuzzleValidation
+from pdx_lightning.rl.module import PDXModule
+from pdx_lightning.rl.selfplay import SelfPlayConfig
+
+torch.set_num_threads(1)
+FIXTURES = "tests/fixtures"
+
+
+def module(**kw):
+    sp = SelfPlayConfig(n_games=4, opening_max_moves=2, max_plies=20, micro_batch=4)
+    return PDXModule(base="random:tiny", selfplay=sp, warmup_steps=1, **kw)
+
+
+def fit(m, steps, callbacks, logger=False):
+    L.Trainer(max_steps=steps, accelerator="cpu", logger=logger, enable_checkpointing=False, log_every_n_steps=1,
+              enable_progress_bar=False, enable_model_summary=False, callbacks=callbacks).fit(m)
+
+
+def test_ema_update_matches_hand_formula():
+    cb = EMAUpdate(decay=0.9)
+    m = module()
+    ema0 = [p.clone() for p in m.ema.parameters()]
+    for p in m.online.parameters():
+        p.data.add_(1.0)
+    cb.on_train_batch_end(None, m, None, None, 0)
+    for e0, e, o in zip(ema0, m.ema.parameters(), m.online.parameters()):
+        torch.testing.assert_close(e, 0.9 * e0 + 0.1 * o)
+    with pytest.raises(ValueError):
+        EMAUpdate(decay=1.5)
+
+
+@pytest.mark.parametrize("kind,expect", [("constant", [0.5, 0.5, 0.5]), ("linear", [0.5, 0.25, 0.0]),
+                                         ("cosine", [0.5, 0.25, 0.0])])
+def test_beta_schedule_values(kind, expect):
+    s = BetaSchedule(kind, start=0.5, end=0.0, steps=2)
+    assert [pytest.approx(s.value(t, 0.5)) for t in range(3)] == expect
+
+
+def test_beta_schedule_drives_the_module_beta():
+    m = module(beta=0.5)
+    seen = []
+
+    class Probe(L.Callback):
+        def on_train_batch_end(self, trainer, pl_module, *a):
+            seen.append(pl_module.beta)
+    fit(m, 3, [BetaSchedule("linear", end=0.0, steps=2), Probe()])
+    assert seen == pytest.approx([0.5, 0.25, 0.0])
+
+
+def test_puzzle_validation_scores_the_ema_and_logs(tmp_path):
+    m = module()
+    cb = PuzzleValidation(suite=f"{FIXTURES}/lichess_sample.csv", mates=[f"{FIXTURES}/generated_altmoves.csv"],
+                          every_n_steps=2, sample=None)
+    calls = []
+    import pdx_lightning.evaluation.puzzles as P
+    orig = P.evaluate_for_validation
+    P_eval = lambda model, *a, **k: (calls.append(model), orig(model, *a, **k))[1]  # noqa: E731
+    P.evaluate_for_validation = P_eval
+    try:
+        fit(m, 3, [cb], logger=CSVLogger(tmp_path))
+    finally:
+        P.evaluate_for_validation = orig
+    assert [s for s, _ in cb.history] == [0, 2, 3]
+    assert all(model is m.ema for model in calls)
+    keys = set(cb.history[-1][1])
+    assert {"puzzles/acc", "puzzles/p_star_geo", "mates/acc_1"} <= keys
+    assert 0.0 <= cb.history[-1][1]["puzzles/acc"] <= 1.0
+    assert "puzzles/acc" in open(next(tmp_path.rglob("metrics.csv"))).readline()

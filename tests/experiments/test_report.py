@@ -1,0 +1,151 @@
+"""`pdx report` rebuilds the paper's tables and figures from stored JSON only (fixtures: tests/fixtures/report/).
+
+The fixture directory is a synthetic `pdx sweep` output written by tests/fixtures/report/make_fixtures.py
+with the sweep's and the arena's own functions: 11 cells (none, reverse_kl, forward_kl × adaptive/fixed ×
+β ∈ {0.01, 0.1}, the control), arena.json, diagnostics.json, coverage.json; no arena_sampled.json and
+no recovery.json.
+"""
+import argparse
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pdx_lightning.experiments import report
+from pdx_lightning.experiments.report import ReportError, load_runs
+
+RUNS = Path(__file__).parents[1] / "fixtures" / "report" / "runs"
+
+
+def render(runs: Path, out: Path) -> str:
+    assert report.run(argparse.Namespace(runs=str(runs), out=str(out))) == 0
+    return (out / "report.md").read_text()
+
+
+def section(md: str, title: str) -> str:
+    return md.split(f"## {title}", 1)[1].split("\n## ", 1)[0]
+
+
+def row(md: str, title: str, *starts: str) -> list[str]:
+    for line in section(md, title).splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if cells[: len(starts)] == list(starts):
+            return cells
+    raise AssertionError(f"no row {starts} in {title}")
+
+
+@pytest.fixture(scope="module")
+def full(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    return render(RUNS, out), out
+
+
+def test_every_table_and_figure_is_rebuilt_from_the_stored_json(full):
+    md, out = full
+    sweep = json.loads((RUNS / "sweep.json").read_text())
+    arena = json.loads((RUNS / "arena.json").read_text())
+    base_eval = json.loads((RUNS / "base" / "eval.json").read_text())
+    # Table 1: the forward-KL adaptive row at its beta*, accuracy from its eval JSON, Elo/W-D-L/LOS from arena.json
+    cell = next(s["cell"] for s in sweep["selected"] if (s["term"], s["temperature"]) == ("forward_kl", "adaptive"))
+    ev = json.loads((RUNS / "cells" / cell / "eval.json").read_text())["suites"]["tactics"]["summary"]
+    r = row(md, "Table 1", "Forward-KL prior (ours)", "adaptive")
+    lo, hi = ev["acc_ci"]
+    assert r[3] == f"{100 * ev['acc']:.2f} ± {50 * (hi - lo):.2f}"
+    elo = next(e for e in arena["elo"]["ratings"] if e["player"] == cell)
+    h2h = next(h for h in arena["head_to_head"] if h["player"] == cell)
+    assert r[5] == f"Δ {elo['elo']:+.1f} ± {(elo['ci95'][1] - elo['ci95'][0]) / 2:.1f}"
+    assert r[6] == f"{h2h['w']}–{h2h['d']}–{h2h['l']}" and r[7] == f"{h2h['los']:.2f}"
+    assert row(md, "Table 1", "Frozen base")[5] == "+0.0 (anchor)"
+    assert row(md, "Table 1", "Puzzle-tuned control (supervised)")[2] == "–"
+    # Table 3 and 4 by mate depth, from the mate suite's by_depth summaries
+    d3 = next(d for d in base_eval["suites"]["mates"]["summary"]["by_depth"] if d["depth"] == 3)
+    assert row(md, "Table 3", "Frozen base")[4] == f"{100 * d3['acc']:.2f} ± {50 * (d3['acc_ci'][1] - d3['acc_ci'][0]):.2f}"
+    assert row(md, "Table 4", "Frozen base")[6].strip("*") == f"{d3['p_star_geo']:.3f} ({d3['p_star_arith']:.3f})"
+    # Table 5: diagnostics present, sampled arena absent -> its Elo column says so, nothing invented
+    t5 = row(md, "Table 5", "Frozen base", "raw")
+    assert t5[2] == "not measured" and t5[3:] == ["1.69", "0.00", "0.00", "0.81"]
+    # Table 6: one bold (selected) cell per arm, equal to the selected beta
+    arms = [line for line in section(md, "Table 6").splitlines() if line.startswith(("| Reverse", "| Forward"))]
+    assert len(arms) == 4 and all(line.count("**") == 2 for line in arms)
+    assert "β=0.01" in section(md, "Table 6") and "β=0.1" in section(md, "Table 6")
+    # Figures 1, 5, 7, 8 are PNGs; Figure 8 is derived from the per-position arrays (no recovery.json)
+    for png in ("figure1_pstar_ratio.png", "figure5_accuracy_vs_beta.png", "figure7_coverage.png",
+                "figure8_recovery.png"):
+        assert f"]({png})" in md and (out / png).stat().st_size > 5000
+    assert "per-position arrays of the tactics suite" in section(md, "Figure 8 (numbers)")
+    # All cells: training-log scalars from result.json; the control logs no self-play entropy
+    res = json.loads((RUNS / "cells" / "forward_kl-fixed-b0.1" / "result.json").read_text())["metrics"]
+    assert row(md, "All cells", "forward_kl-fixed-b0.1")[5:8] == [
+        f"{res['final/policy/entropy']:.2f}", f"{res['final/kl/forward_to_base']:.3f}", f"{res['final/kl/reverse_to_base']:.3f}"]
+    assert row(md, "All cells", "control")[5] == "not measured"
+
+
+def test_recovery_numbers_equal_the_recovery_module_on_the_same_arrays(full):
+    md, _ = full
+    from pdx_lightning.evaluation.recovery import recovery_analysis
+
+    runs = load_runs(RUNS)
+    base = report.suite_result(runs.base["suites"]["tactics"])
+    r = next(r for r in runs.rows() if r.cell and r.cell["term"] == "reverse_kl" and r.cell["temperature"] == "adaptive")
+    pos = recovery_analysis(base, report.suite_result(r.eval["suites"]["tactics"]))["position"]
+    cells = row(md, "Figure 8 (numbers)", "Reverse-KL anchor, adaptive")
+    assert cells[1:4] == [str(pos["base_wrong"]), str(pos["recovered"]), str(pos["given_back"])]
+    assert cells[4:] == [f"{b['recovered']}/{b['n']}" for b in pos["by_prob"] + pos["by_rank"]]
+    # the rebuilt SuiteResult reproduces the stored summary exactly
+    from pdx_lightning.evaluation.puzzles import summarize
+
+    assert summarize(base)["acc"] == runs.base["suites"]["tactics"]["summary"]["acc"]
+
+
+def test_missing_inputs_say_not_measured_and_invent_nothing(tmp_path):
+    runs = tmp_path / "runs"
+    shutil.copytree(RUNS, runs)
+    for name in ("arena.json", "diagnostics.json", "coverage.json"):
+        (runs / name).unlink()
+    for sub in ("hard",):  # a suite that was never scored
+        for path in runs.rglob("eval.json"):
+            doc = json.loads(path.read_text())
+            del doc["suites"][sub]
+            path.write_text(json.dumps(doc))
+    md = render(runs, tmp_path / "out")
+    r = row(md, "Table 1", "Forward-KL prior (ours)", "adaptive")
+    assert r[4:] == ["not measured"] * 4
+    assert all(c == "not measured" for c in row(md, "Table 5", "Reverse-KL anchor", "μ")[2:])
+    assert "![Figure 7" not in md and not (tmp_path / "out" / "figure7_coverage.png").exists()
+    assert re.search(r"## Figure 7: trajectory coverage\n\n\*not measured\*", md)
+
+
+def test_a_stored_recovery_json_is_used_as_is(tmp_path):
+    runs = tmp_path / "runs"
+    shutil.copytree(RUNS, runs)
+    sweep = json.loads((runs / "sweep.json").read_text())
+    cell = next(c for c in sweep["cells"] if c["name"] == "forward_kl-adaptive-b0.01")
+    bins = [{"bin": "<0.05", "lo": None, "hi": 0.05, "n": 7, "recovered": 0}]
+    (runs / "recovery.json").write_text(json.dumps({"command": "eval recovery", "models": [{
+        "name": cell["checkpoint"], "position": {"base_wrong": 7, "recovered": 0, "given_back": 3,
+                                                 "by_prob": bins, "by_rank": bins}}]}))
+    md = render(runs, tmp_path / "out")
+    assert row(md, "Figure 8 (numbers)", "Forward-KL prior (ours), adaptive")[1:5] == ["7", "0", "3", "0/7"]
+    assert "Source: recovery.json" in md
+
+
+def test_a_directory_without_sweep_json_is_refused(tmp_path):
+    with pytest.raises(ReportError, match="no sweep.json"):
+        load_runs(tmp_path)
+
+
+def test_the_committed_cpu_matrix_report_rebuilds_from_its_json_archive(tmp_path):
+    """reports/sweep_cpu/report.md is exactly what `pdx report` makes of reports/sweep_cpu/runs_json.tar.xz."""
+    import tarfile
+
+    from pdx_lightning import cli
+
+    shipped = Path(__file__).parents[2] / "reports" / "sweep_cpu"
+    with tarfile.open(shipped / "runs_json.tar.xz") as tar:
+        tar.extractall(tmp_path / "runs", filter="data")
+    assert cli.main(["report", "--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "out")]) == 0
+    body = lambda p: p.read_text().splitlines()[1:]  # noqa: E731 (line 1 names the runs directory)
+    assert body(tmp_path / "out" / "report.md") == body(shipped / "report.md")
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.png")) == sorted(p.name for p in shipped.glob("*.png"))

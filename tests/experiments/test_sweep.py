@@ -1,0 +1,324 @@
+"""`pdx sweep`: the matrix on the tiny preset, resumability, the YAML schema, and the puzzle-tuned control.
+
+Fits run in-process: ``sweep.launch`` (the one place a training subprocess starts) is replaced by a
+recorder that runs the same command line through ``pdx_lightning.cli.main`` / ``control.main``, so the
+generated configs go through LightningCLI for real and every launch is counted.
+"""
+import json
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from pdx_lightning import cli
+from pdx_lightning.supervised import control
+from pdx_lightning.experiments import sweep
+from pdx_lightning.supervised.control import PoolOverlapError, PuzzleControl
+from pdx_lightning.evaluation.suite import load_suite
+from pdx_lightning.experiments.sweep import SuiteSpec, SweepConfigError, SweepError, load_config
+from pdx_lightning.experiments.sweep_eval import select
+
+FIX = Path(__file__).parents[1] / "fixtures"
+SAMPLE, MATES, POOL = str(FIX / "lichess_sample.csv"), str(FIX / "generated_altmoves.csv"), str(FIX / "control_pool.csv")
+
+
+def write_config(tmp_path: Path, **over) -> Path:
+    cfg = {"out": str(tmp_path / "out"), "base": "random:tiny", "steps": 2, "games": 4, "checkpoint_every": 1,
+           "terms": ["none", "forward_kl"], "temperatures": ["adaptive"], "betas": [0.01],
+           "model": {"warmup_steps": 1}, "selfplay": {"opening_max_moves": 2, "max_plies": 20, "micro_batch": 4},
+           "trainer": {"accelerator": "cpu", "devices": 1, "enable_model_summary": False},
+           "eval": {"selection": SAMPLE, "tactics": SAMPLE, "mates": {"path": MATES}}, **over}
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+@pytest.fixture
+def launches(monkeypatch):
+    """Every launched command, run in-process; ``stop_after`` simulates a fit killed after N steps."""
+    calls: list[list[str]] = []
+
+    def fake(cmd, log_path, stop_after=None):
+        calls.append(cmd)
+        argv = cmd[cmd.index("fit"):] + ([] if fake.stop_after is None else ["--trainer.max_steps", str(fake.stop_after)])
+        (control.main if "pdx_lightning.supervised.control" in cmd else cli.main)(argv)
+        return 0 if fake.stop_after is None else 1
+
+    fake.stop_after = None
+    fake.calls = calls
+    monkeypatch.setattr(sweep, "launch", fake)
+    return fake
+
+
+def run_sweep(*argv: str) -> int:
+    args = cli.build_parser().parse_args(["sweep", *argv])
+    return sweep.run(args)
+
+
+def test_two_cell_sweep_writes_its_table_and_a_rerun_launches_no_fit(tmp_path, launches):
+    cfg = write_config(tmp_path)
+    assert run_sweep("--config", str(cfg)) == 0
+    assert len(launches.calls) == 2
+    out = tmp_path / "out"
+    doc = json.loads((out / "sweep.json").read_text())
+    assert [(c["name"], c["status"]) for c in doc["cells"]] == [("none-adaptive", "done"),
+                                                                ("forward_kl-adaptive-b0.01", "done")]
+    assert {(s["term"], s["beta"]) for s in doc["selected"]} == {("none", 0.0), ("forward_kl", 0.01)}
+    table6 = (out / "table6.md").read_text()
+    assert "| Forward-KL prior (ours) | adaptive | **" in table6 and "β=0.01" in table6
+    for c in doc["cells"]:
+        d = out / c["dir"]
+        fit = yaml.safe_load((d / "fit.yaml").read_text())
+        assert (fit["trainer"]["max_steps"], fit["model"]["selfplay"]["n_games"], fit["seed_everything"]) == (2, 4, 0)
+        result = json.loads((d / "result.json").read_text())
+        assert result["metrics"]["final/selection/acc"] == c["selection"]["acc"]
+        assert "final/loss/total" in result["metrics"]  # final training scalars reached the record
+        assert _hparams_plugin_written(d / "tb" / "version_0")
+    launches.calls.clear()
+    assert run_sweep("--config", str(cfg)) == 0
+    assert launches.calls == []  # both cells have result.json: skipped, nothing trained or launched
+
+
+def _hparams_plugin_written(run_dir: Path) -> bool:
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+
+    for path in run_dir.glob("events.out.tfevents*"):
+        for event in EventFileLoader(str(path)).Load():
+            if any(v.metadata.plugin_data.plugin_name == "hparams" for v in event.summary.value):
+                return True
+    return False
+
+
+def test_an_interrupted_cell_resumes_from_its_last_checkpoint(tmp_path, launches):
+    cfg = write_config(tmp_path, terms=["forward_kl"])
+    launches.stop_after = 1  # the fit dies after step 1 of 2: last.ckpt exists, final.ckpt does not
+    with pytest.raises(SweepError, match="training failed"):
+        run_sweep("--config", str(cfg))
+    ckpts = tmp_path / "out" / "cells" / "forward_kl-adaptive-b0.01" / "checkpoints"
+    assert (ckpts / "last.ckpt").is_file() and not (ckpts / "final.ckpt").exists()
+    first = json.loads((ckpts.parent / "train.json").read_text())["seconds"]
+    launches.stop_after = None
+    assert run_sweep("--config", str(cfg)) == 0
+    total = json.loads((ckpts.parent / "result.json").read_text())["seconds"]["train"]
+    assert total > first > 0  # both launches counted
+    resumed = launches.calls[-1]
+    assert resumed[resumed.index("--ckpt_path") + 1] == str(ckpts / "last.ckpt")
+    assert torch.load(ckpts / "final.ckpt", weights_only=True)["global_step"] == 2
+
+
+def test_train_only_trains_every_cell_once_and_a_later_run_only_evaluates(tmp_path, launches):
+    cfg = write_config(tmp_path)
+    assert run_sweep("--config", str(cfg), "--train-only") == 0
+    out = tmp_path / "out" / "cells"
+    names = ["none-adaptive", "forward_kl-adaptive-b0.01"]
+    assert len(launches.calls) == 2
+    assert all((out / n / "checkpoints" / "final.ckpt").is_file() and not (out / n / "result.json").exists()
+               for n in names)  # trained, not evaluated
+    assert run_sweep("--config", str(cfg), "--train-only") == 0
+    assert len(launches.calls) == 2  # trained cells are skipped
+    assert run_sweep("--config", str(cfg)) == 0
+    assert len(launches.calls) == 2  # evaluation needs no further fit
+    for n in names:  # the training seconds measured by the --train-only process reach the record
+        seconds = json.loads((out / n / "train.json").read_text())["seconds"]
+        assert seconds > 0 and json.loads((out / n / "result.json").read_text())["seconds"]["train"] == seconds
+
+
+def test_unknown_flags_go_to_every_fit_and_dry_run_launches_nothing(tmp_path, launches, capsys):
+    cfg = write_config(tmp_path)
+    args = cli.build_parser().parse_args(["sweep", "--config", str(cfg), "--trainer.strategy", "ddp",
+                                          "--trainer.devices", "2", "--dry-run"])
+    assert args.fit_args == ["--trainer.strategy", "ddp", "--trainer.devices", "2"] and args.dry_run
+    assert sweep.run(args) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 and all(line.split()[1] == "train" and line.endswith("--trainer.devices 2") for line in lines)
+    assert launches.calls == [] and not (tmp_path / "out").exists()
+    sep = cli.build_parser().parse_args(["sweep", "--config", "x", "--", "--model.c_v", "0.5"])
+    assert sep.fit_args == ["--", "--model.c_v", "0.5"]  # run() drops the separator
+
+
+def test_changing_the_budget_of_an_existing_sweep_is_refused(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    sweep.check_lock(load_config(write_config(tmp_path, terms=["none"])), out)  # the first run records it
+    sweep.check_lock(load_config(write_config(tmp_path, terms=["none", "entropy"], betas=[1.0])), out)  # grid grows
+    with pytest.raises(SweepConfigError, match=r"steps: 2 -> 3"):
+        sweep.check_lock(load_config(write_config(tmp_path, steps=3)), out)
+
+
+def test_two_sweeps_started_together_on_one_directory_lock_it_once(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    a = load_config(write_config(tmp_path))
+    b = load_config(write_config(tmp_path, steps=3))
+    for trial in range(20):
+        out = tmp_path / f"out{trial}"
+        out.mkdir()
+        with ThreadPoolExecutor(2) as pool:
+            futures = [pool.submit(sweep.check_lock, cfg, out) for cfg in (a, b)]
+        errors = [f.exception() for f in futures]
+        assert sum(isinstance(e, SweepConfigError) for e in errors) == 1 and errors.count(None) == 1, errors
+        assert [p.name for p in out.iterdir()] == ["config.lock.json"]  # no temporary file left
+
+
+def test_the_lock_works_on_a_file_system_without_hard_links(tmp_path, monkeypatch):
+    def no_links(*a):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(sweep.os, "link", no_links)
+    out = tmp_path / "out"
+    out.mkdir()
+    sweep.check_lock(load_config(write_config(tmp_path)), out)
+    with pytest.raises(SweepConfigError, match=r"steps: 2 -> 3"):
+        sweep.check_lock(load_config(write_config(tmp_path, steps=3)), out)
+    assert [p.name for p in out.iterdir()] == ["config.lock.json"]
+
+
+@pytest.mark.parametrize("over, message", [
+    ({"betas": [0.01], "bogus": 1}, r"unknown key\(s\) \['bogus'\]"),
+    ({"eval": {"selection": SAMPLE, "hrad": SAMPLE}}, r"eval: unknown key\(s\) \['hrad'\]; valid keys: selection"),
+    ({"eval": {"selection": {"path": SAMPLE, "smaple": 3}}}, r"eval.selection: unknown key\(s\) \['smaple'\]"),
+    ({"betas": [0.0]}, r"beta = 0 is the 'none' term"),
+    ({"terms": ["kl"]}, r"unknown term/temperature \['kl'\]"),
+    ({"steps": "many"}, r"steps: expected int, got 'many'"),
+    ({"selfplay": {"n_games": 8}}, r"selfplay: \['n_games'\] are set by the sweep"),
+    ({"control": {"enabled": True}}, r"control.enabled needs control.pool"),
+])
+def test_sweep_yaml_errors_name_the_key(tmp_path, over, message):
+    with pytest.raises(SweepConfigError, match=message):
+        load_config(write_config(tmp_path, **over))
+
+
+def test_sweep_yaml_reads_pyyaml_exponents_and_suite_shorthand(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(f"betas: [1e-4, 1.0e-2, 1]\neval: {{selection: {SAMPLE}}}\n")
+    cfg = load_config(path)  # PyYAML reads 1e-4 as a string
+    assert cfg.betas == [1e-4, 1e-2, 1.0] and cfg.eval.selection.path == [SAMPLE]
+    (tmp_path / "e.yaml").write_text("steps: 3\n")
+    with pytest.raises(SweepConfigError, match=r"e.yaml: missing required key\(s\) \['eval'\]"):
+        load_config(tmp_path / "e.yaml")
+
+
+def test_beta_star_is_the_best_selection_accuracy_then_p_star_then_smaller_beta():
+    def cell(beta, acc, p):
+        return {"name": f"b{beta}", "kind": "rl", "term": "entropy", "temperature": "fixed", "beta": beta,
+                "selection": {"acc": acc, "p_star_geo": p}}
+
+    assert select([cell(0.1, 0.5, 0.2), cell(0.01, 0.6, 0.1), cell(1.0, 0.4, 0.9)])[0]["beta"] == 0.01
+    assert select([cell(0.1, 0.6, 0.3), cell(0.01, 0.6, 0.2)])[0]["beta"] == 0.1
+    assert select([cell(0.1, 0.6, 0.2), cell(0.01, 0.6, 0.2)])[0]["beta"] == 0.01
+
+
+def test_control_refuses_a_pool_overlapping_the_evaluation_suites():
+    by_id = PuzzleControl(base="random:tiny", pool=[SAMPLE], exclude=[SuiteSpec(path=[MATES])])
+    with pytest.raises(PoolOverlapError, match=r"3 of 6 puzzles.*PuzzleId hm001"):
+        by_id.setup("fit")
+    fen_pool = [str(FIX / "control_pool_fen_overlap.csv")]
+    by_fen = PuzzleControl(base="random:tiny", pool=fen_pool, exclude=[SuiteSpec(path=[SAMPLE])])
+    with pytest.raises(PoolOverlapError, match=r"1 of 2 puzzles.*position 7k/8/8/8/8/8/1R6/R3K3 w - -"):
+        by_fen.setup("fit")  # zz002 has its own id but replays hm002's solver positions
+    kept = PuzzleControl(base="random:tiny", pool=fen_pool, exclude=[SuiteSpec(path=[SAMPLE])], remove_overlap=True)
+    kept.setup("fit")
+    assert kept.pool_size == 1 and len(kept.dataset) == 1
+
+
+def test_control_cell_trains_on_solver_moves_and_is_scored_like_a_cell(tmp_path, launches):
+    cfg = write_config(tmp_path, control={"enabled": True, "pool": [POOL], "model": {"warmup_steps": 1,
+                                                                                  "lr_policy_head": 1e-2}})
+    assert run_sweep("--config", str(cfg), "--control-only") == 0
+    assert len(launches.calls) == 1 and "pdx_lightning.supervised.control" in launches.calls[0]
+    d = tmp_path / "out" / "cells" / "control"
+    fit = yaml.safe_load((d / "fit.yaml").read_text())
+    assert [e["path"] for e in fit["model"]["exclude"]] == [[SAMPLE], [SAMPLE], [MATES]]
+    assert fit["model"]["batch_size"] == 4
+    assert fit["trainer"]["max_steps"] == 2  # the RL cells' step budget
+    result = json.loads((d / "result.json").read_text())
+    assert result["train"]["loss/policy_ce"] > 0 and "final/selection/acc" in result["metrics"]
+    blob = torch.load(d / "checkpoints" / "final.ckpt", weights_only=True)
+    online = {k[7:]: v for k, v in blob["state_dict"].items() if k.startswith("online.")}
+    base = load_base_state()
+    assert any(not torch.equal(online[k], base[k]) for k in base)  # it trained
+    pool = load_suite(POOL).puzzles
+    assert len(control.SolverPositions(pool)) == sum(p.depth for p in pool)
+
+
+def load_base_state() -> dict:
+    from pdx_lightning.nets import load_model
+
+    return load_model("random:tiny").state_dict()
+
+
+def test_launch_runs_the_command_and_appends_its_output_to_the_log(tmp_path):
+    import sys
+
+    log = tmp_path / "fit.log"
+    assert sweep.launch([sys.executable, "-c", "print('step 1'); raise SystemExit(3)"], log) == 3
+    assert sweep.launch([sys.executable, "-c", "print('step 2')"], log) == 0
+    text = log.read_text()
+    assert text.index("step 1") < text.index("step 2") and text.count("\n$ ") == 2
+
+
+def test_stages_run_once_all_cells_are_done_and_no_stages_skips_them(tmp_path, monkeypatch):
+    """Arena, sampled arena and analyses get the base, each arm's β* cell and the control, in that order."""
+    import shutil
+
+    out = tmp_path / "runs"
+    shutil.copytree(FIX / "report" / "runs", out)  # 11 finished cells (result.json + eval.json)
+    for name in ("arena.json", "diagnostics.json", "coverage.json"):
+        (out / name).unlink()
+    cfg = json.loads((out / "sweep.json").read_text())["config"]
+    cfg.update(out=str(out), base="random:tiny", eval={"selection": SAMPLE}, control={"enabled": True, "pool": [POOL]},
+               arena={"games": 10, "base_games": 40, "sampled_games": 6},
+               analyses={"run": ["diagnostics", "coverage"], "args": {"coverage": ["--depth", "3"]}})
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(cfg))
+    calls = []
+
+    def fake(cmd, log_path):
+        calls.append(cmd)
+        Path(cmd[cmd.index("--json") + 1]).write_text("{}")
+        return 0
+
+    monkeypatch.setattr(sweep, "launch", fake)
+    assert run_sweep("--config", str(tmp_path / "s.yaml"), "--no-stages") == 0 and calls == []
+    assert run_sweep("--config", str(tmp_path / "s.yaml")) == 0
+    assert [c[3:5] for c in calls] == [["arena", "--model"], ["arena", "--model"], ["eval", "diagnostics"],
+                                       ["eval", "coverage"]]
+    doc = json.loads((out / "sweep.json").read_text())
+    chosen = [s["cell"] for s in doc["selected"]]
+    labels = [c[i + 1] for c in calls[:1] for i, a in enumerate(c) if a == "--label"]
+    assert labels == ["base", *chosen, "control"] and calls[0][calls[0].index("--model") + 1] == "random:tiny"
+    arena = calls[0]
+    assert arena[arena.index("--games") + 1] == "10" and arena[arena.index("--base-games") + 1] == "40"
+    sampled = calls[1]
+    temps = sampled[sampled.index("--temperature") + 1: sampled.index("--games")]
+    cells = {c["name"]: c for c in doc["cells"]}
+    assert temps == ["1", "adaptive", *["adaptive" if cells[n]["temperature"] == "adaptive" else "1" for n in chosen]]
+    cov = calls[3]
+    plays = [cov[i + 1] for i, a in enumerate(cov) if a == "--play"]
+    assert plays == ["raw", "adaptive", *["auto"] * len(chosen)] and cov[cov.index("--depth") + 1] == "3"
+    assert doc["files"] == {"arena": "arena.json", "arena_sampled": "arena_sampled.json",
+                            "coverage": "coverage.json", "diagnostics": "diagnostics.json"}
+    calls.clear()
+    assert run_sweep("--config", str(tmp_path / "s.yaml")) == 0 and calls == []  # their JSON exists
+
+
+def test_only_selects_cells_by_name(tmp_path, capsys):
+    cfg = write_config(tmp_path)
+    assert run_sweep("--config", str(cfg), "--dry-run", "--only", "forward_kl-*") == 0
+    assert [line.split()[0] for line in capsys.readouterr().out.splitlines()] == ["forward_kl-adaptive-b0.01"]
+
+
+def test_missing_suites_or_base_fail_before_any_training(tmp_path, launches):
+    cfg = write_config(tmp_path, base="base:nonexistent", eval={"selection": str(tmp_path / "nope.csv")})
+    with pytest.raises(SweepConfigError, match=r"suite file .*nope.csv not found; bundled network 'base:nonexistent'"):
+        run_sweep("--config", str(cfg))
+    with pytest.raises(SweepConfigError) as err:  # --train-only needs no suite, still the base
+        run_sweep("--config", str(cfg), "--train-only")
+    assert "base:nonexistent" in str(err.value) and "nope.csv" not in str(err.value)
+    assert launches.calls == []
+
+
+def test_pdx_sweep_accepts_an_existing_output_directory(tmp_path, capsys):
+    (tmp_path / "runs").mkdir()  # resuming a sweep: --out already exists
+    assert cli.main(["sweep", "--config", str(write_config(tmp_path)), "--out", str(tmp_path / "runs"), "--dry-run"]) == 0
+    assert str(tmp_path / "runs" / "cells" / "none-adaptive" / "fit.yaml") in capsys.readouterr().out

@@ -1,0 +1,359 @@
+"""objectives.py: each formula vs a hand-worked case and vs a slow python loop."""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.testing import assert_close
+
+from pdx_lightning.chess.moves import POLICY_SIZE
+from pdx_lightning.rl.objectives import (
+    DRAW, EXPLORATION_TERMS, LOSS, RESULT_NONE, TAU_MIN, WIN, ObjectiveInputError,
+    UnknownExplorationTerm, entropy, exploration_term, flip_wdl, forward_kl, importance_weight,
+    masked_log_softmax, pdx_loss, ppo_clipped_surrogate, reverse_kl, score, td_advantage,
+    tempered_log_probs, value_loss, value_target, wdl_entropy)
+
+INF, LN2, LN3 = math.inf, math.log(2), math.log(3)
+F64 = torch.float64
+T = lambda *x: torch.tensor(x, dtype=F64)  # noqa: E731
+
+
+def _batch(seed):
+    """5 rows with 1, 2, 20, 40, 218 legal moves at random slots; logits ~ 3·N(0,1)."""
+    g = torch.Generator().manual_seed(seed)
+    logits = 3 * torch.randn(5, POLICY_SIZE, generator=g, dtype=F64)
+    mask = torch.zeros(5, POLICY_SIZE, dtype=torch.bool)
+    for i, k in enumerate((1, 2, 20, 40, 218)):
+        mask[i, torch.randperm(POLICY_SIZE, generator=g)[:k]] = True
+    action = torch.multinomial(mask.double(), 1, generator=g).squeeze(1)  # (5,), legal
+    return logits, mask, action, g
+
+
+# ---- slow, obvious references: python floats, one row at a time -------------------------
+def ref_log_softmax(x, legal):
+    m = max(v for v, l in zip(x, legal) if l)
+    lse = m + math.log(sum(math.exp(v - m) for v, l in zip(x, legal) if l))
+    return [v - lse if l else -INF for v, l in zip(x, legal)]
+
+
+def ref_kl(lp, lq, legal):  # Σ_legal p (log p − log q), skipping p = 0
+    return sum(math.exp(a) * (a - b) for a, b, l in zip(lp, lq, legal) if l and a > -INF)
+
+
+def ref_entropy(lp, legal):
+    return -sum(math.exp(a) * a for a, l in zip(lp, legal) if l and a > -INF)
+
+
+def _rows(fn, *tensors):
+    return torch.tensor([fn(*r) for r in zip(*(t.tolist() for t in tensors))], dtype=F64)
+
+
+# ---- masked log-softmax --------------------------------------------------------------------
+def test_masked_log_softmax_hand():
+    # legal logits 1, 2, 3 → softmax of (0, 1, 2): 1/(1+e+e²) = 0.0900, e/.. = 0.2447, e²/.. = 0.6652;
+    # the illegal slot has the largest logit yet gets exactly 0.
+    lp = masked_log_softmax(T(1, 2, 3, 100)[None], torch.tensor([[True, True, True, False]]))
+    assert_close(lp.exp(), T(0.0900306, 0.2447285, 0.6652410, 0)[None])
+    assert lp[0, 3] == -INF and lp.exp()[0, :3].sum().item() == pytest.approx(1, abs=1e-15)
+
+
+def test_masked_log_softmax_matches_loop():
+    logits, mask, _, _ = _batch(0)
+    lp = masked_log_softmax(logits, mask)
+    ref = torch.tensor([ref_log_softmax(x, m) for x, m in zip(logits.tolist(), mask.tolist())], dtype=F64)
+    assert_close(lp, ref)
+    assert (lp.exp()[~mask] == 0).all()
+    assert_close(lp.exp().sum(1), torch.ones(5, dtype=F64))
+
+
+# ---- entropy and the two KLs -------------------------------------------------------------
+@pytest.mark.parametrize("k", [1, 3, 20])
+def test_entropy_uniform_is_ln_k(k):
+    mask = torch.zeros(1, 30, dtype=torch.bool)
+    mask[0, 5:5 + k] = True  # illegal slots (logit 0 too) must not count
+    assert entropy(masked_log_softmax(torch.zeros(1, 30), mask), mask).item() == pytest.approx(math.log(k))
+
+
+def test_entropy_hand_and_penalty_sign():
+    # π = (1/2, 1/4, 1/4): H = ½ln2 + 2·¼ln4 = 1.5 ln2 = 1.0397
+    lp, mask = T(0.5, 0.25, 0.25).log()[None], torch.ones(1, 3, dtype=torch.bool)
+    assert entropy(lp, mask).item() == pytest.approx(1.5 * LN2)
+    # entropy *bonus* as a penalty: R = −H, so the uniform policy has the lower penalty
+    uni = torch.full((1, 3), -LN3, dtype=F64)
+    r = lambda x: exploration_term("entropy", x, x, mask).item()  # noqa: E731
+    assert r(lp) == pytest.approx(-1.5 * LN2) and r(uni) < r(lp)
+
+
+def test_entropy_matches_loop():
+    logits, mask, _, _ = _batch(1)
+    lp = masked_log_softmax(logits, mask)
+    assert_close(entropy(lp, mask), _rows(ref_entropy, lp, mask))
+
+
+def test_kl_hand():
+    # π_base = (½, ½, –), π_θ = (¼, ¾, –), third slot illegal.
+    # forward KL(π_base‖π_θ) = ½ln(½/¼) + ½ln(½/¾) = ½ln(4/3) = 0.14384
+    # reverse KL(π_θ‖π_base) = ¼ln(¼/½) + ¾ln(¾/½) = −0.17329 + 0.30410 = 0.13081
+    mask = torch.tensor([[True, True, False]])
+    lb, lt = T(0.5, 0.5, 0).log()[None], T(0.25, 0.75, 0).log()[None]
+    assert forward_kl(lb, lt, mask).item() == pytest.approx(0.5 * math.log(4 / 3))
+    assert reverse_kl(lt, lb, mask).item() == pytest.approx(0.25 * math.log(0.5) + 0.75 * math.log(1.5))
+
+
+def test_kls_match_loop_and_kl_div_direction():
+    logits, mask, _, g = _batch(2)
+    lt = masked_log_softmax(logits, mask)
+    lb = masked_log_softmax(3 * torch.randn(logits.shape, generator=g, dtype=F64), mask)
+    assert_close(forward_kl(lb, lt, mask), _rows(ref_kl, lb, lt, mask))
+    assert_close(reverse_kl(lt, lb, mask), _rows(ref_kl, lt, lb, mask))
+    # F.kl_div(input, target) = KL(target‖input): with everything legal it is our forward KL.
+    full = torch.ones_like(mask)
+    lt = masked_log_softmax(logits, full)
+    lb = masked_log_softmax(3 * torch.randn(logits.shape, generator=g, dtype=F64), full)
+    ours = forward_kl(lb, lt, full)
+    assert_close(ours, F.kl_div(lt, lb, log_target=True, reduction="none").sum(1))
+    assert (ours - reverse_kl(lt, lb, full)).abs().max() > 1e-3  # the directions do differ
+
+
+def test_figure2_zero_avoiding_vs_zero_forcing():
+    # π_base ≈ (½, ½, e⁻⁴⁰/2). Drop a prior move, π_θ ≈ (1, e⁻⁴⁰, e⁻⁴⁰):
+    #   forward ≈ ½ln½ + ½ln(½e⁴⁰) = 19.31 (blows up); reverse ≈ 1·ln(1/½) = 0.693.
+    # Explore beyond the prior, π_θ = (⅓, ⅓, ⅓):
+    #   forward ≈ 2·½ln(1.5) = 0.405; reverse ≈ 2·⅓ln(⅔) + ⅓ln(⅔e⁴⁰) = 12.86 (blows up).
+    mask = torch.ones(1, 3, dtype=torch.bool)
+    lb = masked_log_softmax(T(0, 0, -40)[None], mask)
+    drop = masked_log_softmax(T(0, -40, -40)[None], mask)  # π_θ ≈ (1, e⁻⁴⁰, e⁻⁴⁰)
+    spread = torch.full((1, 3), -LN3, dtype=F64)  # π_θ = (⅓, ⅓, ⅓)
+    assert forward_kl(lb, drop, mask).item() == pytest.approx(-LN2 + 20, abs=1e-3)
+    assert reverse_kl(drop, lb, mask).item() == pytest.approx(LN2, abs=1e-3)
+    assert forward_kl(lb, spread, mask).item() == pytest.approx(math.log(1.5), abs=1e-3)
+    assert reverse_kl(spread, lb, mask).item() == pytest.approx(math.log(2 / 3) + 40 / 3, abs=1e-3)
+
+
+# ---- WDL: τ, score, flip -----------------------------------------------------------------
+def test_wdl_entropy_hand():
+    # uniform → ln3 = 1.0986 (the max); (½, ½, 0) → ln2 with 0·ln0 = 0; one-hot → exactly 0
+    tau = wdl_entropy(torch.tensor([[1 / 3] * 3, [0.5, 0.5, 0], [0, 0, 1.0]], dtype=F64))
+    assert_close(tau, T(LN3, LN2, 0), atol=0, rtol=1e-15)  # the one-hot row is exactly 0
+
+
+def test_wdl_entropy_matches_loop_in_range():
+    p = torch.distributions.Dirichlet(torch.full((3,), 0.3)).sample((200,)).double()
+    tau = wdl_entropy(p)
+    assert_close(tau, _rows(lambda *q: -sum(x * math.log(x) for x in q if x > 0), *p.T))
+    assert (tau >= 0).all() and (tau <= LN3 + 1e-12).all()
+
+
+def test_score_and_flip_hand():
+    # p = (W .5, D .3, L .2): v = .5 + .15 = .65; flip → (.2, .3, .5), v = .35 = 1 − .65
+    p = T(0.5, 0.3, 0.2)[None]
+    assert_close(score(p), T(0.65))
+    assert_close(flip_wdl(p), T(0.2, 0.3, 0.5)[None])
+    assert_close(score(flip_wdl(p)), 1 - score(p))
+
+
+def test_score_and_flip_match_loop():
+    p = torch.rand(50, 3, dtype=F64).softmax(-1)
+    assert_close(score(p), _rows(lambda w, d, l: w + d / 2, *p.T))
+    assert_close(flip_wdl(p), torch.tensor([[l, d, w] for w, d, l in p.tolist()], dtype=F64))
+
+
+# ---- tempered behavior policy μ ------------------------------------------------------------
+def test_tempered_hand():
+    # π = (.5, .3, .2), τ = ½: μ ∝ π² = (.25, .09, .04)/.38 = (.658, .237, .105); τ = 1: μ = π
+    lp, mask = T(0.5, 0.3, 0.2).log().expand(2, 3), torch.ones(2, 3, dtype=torch.bool)
+    mu = tempered_log_probs(lp, mask, T(0.5, 1.0)).exp()
+    assert_close(mu, torch.stack([T(0.25, 0.09, 0.04) / 0.38, T(0.5, 0.3, 0.2)]))
+
+
+def ref_tempered(lp, legal, tau):
+    if tau <= TAU_MIN:  # limit τ → 0: the first argmax among legal moves
+        best = max((v, -i) for i, (v, l) in enumerate(zip(lp, legal)) if l)
+        return [0.0 if i == -best[1] else -INF for i in range(len(lp))]
+    return ref_log_softmax([v / tau for v in lp], legal)
+
+
+def test_tempered_matches_loop_mixed_tau():
+    logits, mask, _, _ = _batch(3)
+    lp, tau = masked_log_softmax(logits, mask), T(0.0, 1e-7, 0.05, 0.7, 1.1)
+    ref = torch.tensor([ref_tempered(*r) for r in zip(lp.tolist(), mask.tolist(), tau.tolist())], dtype=F64)
+    assert_close(tempered_log_probs(lp, mask, tau), ref)
+
+
+def test_tempered_tau_to_zero_is_argmax_ties_first_no_nan():
+    # slot 0 is illegal with the largest logit; slots 2 and 3 tie for the legal argmax → slot 2
+    logits = torch.tensor([[9.0, 1, 3, 3, 0]] * 4, requires_grad=True)
+    mask = torch.tensor([[False, True, True, True, True]] * 4)
+    lmu = tempered_log_probs(masked_log_softmax(logits, mask), mask, torch.tensor([0.0, 1e-9, 0.5, 1.0]))
+    assert not lmu.isnan().any()
+    assert_close(lmu.exp()[:2], torch.tensor([[0.0, 0, 1, 0, 0]] * 2))
+    assert_close(lmu.exp()[3], masked_log_softmax(logits, mask)[3].exp())  # τ = 1 row: μ = π
+    (lmu.exp() * torch.randn(4, 5)).sum().backward()
+    assert torch.isfinite(logits.grad).all() and (logits.grad[:2] == 0).all()
+    # continuity: just above the threshold μ is already the argmax (gaps here ≥ 1 nat)
+    lp = masked_log_softmax(torch.tensor([[0.0, 1, 3, 2]]), torch.ones(1, 4, dtype=torch.bool))
+    for tau in (1e-2, 1e-4, 2 * TAU_MIN, 0.0):
+        assert_close(tempered_log_probs(lp, torch.ones(1, 4, dtype=torch.bool), tau).exp(),
+                     torch.tensor([[0.0, 0, 1, 0]]))
+
+
+# ---- ρ, A, p̂, value loss -----------------------------------------------------------------
+def test_importance_weight_hand():
+    # π/μ = .2/.5 = .4 (kept); .5/.2 = 2.5 → capped at 1, or at 2 with cap = 2
+    lpi, lmu = T(0.2, 0.5).log(), T(0.5, 0.2).log()
+    assert_close(importance_weight(lpi, lmu), T(0.4, 1.0))
+    assert_close(importance_weight(lpi, lmu, cap=2.0), T(0.4, 2.0))
+
+
+def test_importance_weight_matches_loop_and_bounds():
+    logits, mask, _, g = _batch(4)
+    lp = masked_log_softmax(logits, mask)
+    lmu = tempered_log_probs(lp, mask, T(0.0, 0.1, 0.3, 0.6, 1.1))
+    a = torch.multinomial(lmu.exp(), 1, generator=g)  # a ~ μ, (5, 1)
+    lpi_a, lmu_a = lp.gather(1, a).squeeze(1), lmu.gather(1, a).squeeze(1)
+    rho = importance_weight(lpi_a, lmu_a)
+    assert_close(rho, _rows(lambda p, m: min(1.0, math.exp(p) / math.exp(m)), lpi_a, lmu_a))
+    below = rho < 1
+    assert (rho <= 1).all() and below.any()
+    assert_close(rho[below], (lpi_a - lmu_a).exp()[below])
+
+
+def test_advantage_and_value_target_hand():
+    # A = (1 − .7) − .4 = −.1;  live s': p̂ = flip(.6, .3, .1) = (.1, .3, .6), score .25 = 1 − .75
+    assert td_advantage(T(0.7), T(0.4)).item() == pytest.approx(-0.1)
+    ema = T(0.6, 0.3, 0.1).expand(4, 3)
+    res = torch.tensor([RESULT_NONE, WIN, DRAW, LOSS])  # terminal rows ignore the EMA's WDL
+    assert_close(value_target(ema, res), T(0.1, 0.3, 0.6, 1, 0, 0, 0, 1, 0, 0, 0, 1).view(4, 3))
+    assert_close(score(value_target(ema, res)) - 0.4, td_advantage(T(0.75, 0, 0.5, 1), T(0.4)))
+    with pytest.raises(ObjectiveInputError, match=r"rows \[1\]"):
+        value_target(ema[:2], torch.tensor([0, 3]))
+
+
+def test_advantage_and_value_target_match_loop():
+    g = torch.Generator().manual_seed(5)
+    v_next, v = torch.rand(2, 40, generator=g, dtype=F64)
+    assert_close(td_advantage(v_next, v), _rows(lambda n, s: (1 - n) - s, v_next, v))
+    ema = torch.rand(40, 3, generator=g, dtype=F64).softmax(-1)
+    res = torch.randint(-1, 3, (40,), generator=g)
+    ref = [p[::-1] if r == RESULT_NONE else [float(r == o) for o in range(3)]
+           for p, r in zip(ema.tolist(), res.tolist())]
+    assert_close(value_target(ema, res), torch.tensor(ref, dtype=F64))
+
+
+def test_value_loss_hand():
+    # uniform head: −log p = ln3 per outcome, so CE = ln3 for any target; ρ = (1, ½) → .75 ln3
+    tgt = T(1, 0, 0, 0.2, 0.3, 0.5).view(2, 3)
+    assert value_loss(torch.zeros(2, 3), tgt, T(1, 0.5)).item() == pytest.approx(0.75 * LN3)
+
+
+def test_value_loss_matches_loop():
+    g = torch.Generator().manual_seed(6)
+    z, tgt = torch.randn(2, 30, 3, generator=g, dtype=F64)
+    tgt, rho = tgt.softmax(-1), torch.rand(30, generator=g, dtype=F64)
+    ce = _rows(lambda zr, tr: -sum(t * l for t, l in zip(tr, ref_log_softmax(zr, [1] * 3))), z, tgt)
+    assert value_loss(z, tgt, rho).item() == pytest.approx((rho * ce).mean().item())
+
+
+# ---- the total loss -------------------------------------------------------------------------
+def _loss_inputs(seed):
+    logits, mask, action, g = _batch(seed)
+    base = masked_log_softmax(3 * torch.randn(logits.shape, generator=g, dtype=F64), mask)  # (5, P)
+    wdl, tgt = torch.randn(2, 5, 3, generator=g, dtype=F64)  # head logits, p̂ logits
+    rho, adv = torch.rand(5, generator=g, dtype=F64), torch.randn(5, generator=g, dtype=F64)
+    return logits, wdl, mask, action, rho, adv, tgt.softmax(-1), base
+
+
+def test_pdx_loss_hand():
+    # π_θ uniform over 3: log π(a) = −ln3; ρ = ½, A = .2 → policy = −½·.2·(−ln3) = .1 ln3
+    # π_base = (½, ½, 0): forward KL = 2·½ln(½/⅓) = ln1.5; value: uniform head, one-hot p̂ → ½·ln3
+    # total, β = .1, c_v = 2: .1ln3 + .1ln1.5 + ln3 = 1.24899
+    zeros = torch.zeros(1, 3, dtype=F64)  # policy logits, WDL logits
+    out = pdx_loss(zeros, zeros.clone(), torch.ones(1, 3, dtype=torch.bool),
+                   torch.tensor([2]), T(0.5), T(0.2), T(1, 0, 0)[None], T(0.5, 0.5, 0).log()[None],
+                   kind="forward_kl", beta=0.1, c_v=2.0)
+    expect = (0.1 * LN3 + 0.1 * math.log(1.5) + LN3, 0.1 * LN3, math.log(1.5), 0.5 * LN3)
+    assert [x.item() for x in out] == pytest.approx(expect, rel=1e-6)
+
+
+@pytest.mark.parametrize("kind", EXPLORATION_TERMS)
+def test_pdx_loss_matches_loop(kind):
+    logits, wdl, mask, action, rho, adv, tgt, base = _loss_inputs(7)
+    out = pdx_loss(logits, wdl, mask, action, rho, adv, tgt, base, kind=kind, beta=0.3, c_v=0.7)
+    pol = ex = val = 0.0
+    for i, lp_ in enumerate(masked_log_softmax(logits, mask).tolist()):  # one position at a time
+        legal, lb = mask[i].tolist(), base[i].tolist()
+        pol -= rho[i].item() * adv[i].item() * lp_[action[i]] / 5
+        ex += {"none": 0.0, "entropy": -ref_entropy(lp_, legal),
+               "reverse_kl": ref_kl(lp_, lb, legal), "forward_kl": ref_kl(lb, lp_, legal)}[kind] / 5
+        lv = ref_log_softmax(wdl[i].tolist(), [1] * 3)
+        val -= rho[i].item() * sum(t * l for t, l in zip(tgt[i].tolist(), lv)) / 5
+    assert [x.item() for x in out] == pytest.approx([pol + 0.3 * ex + 0.7 * val, pol, ex, val])
+
+
+@pytest.mark.parametrize("kind", EXPLORATION_TERMS)
+def test_no_gradient_through_constants(kind):
+    logits, wdl, mask, action, rho, adv, tgt, base = _loss_inputs(8)
+    base_logits = base.masked_fill(~mask, 0).requires_grad_()
+    consts = [x.clone().requires_grad_() for x in (rho, adv, tgt)]  # ρ, A, p̂ as if carrying grad
+    grads = []
+    for live in (True, False):  # constants carrying grad vs caller-detached ones
+        lg, wl = logits.clone().requires_grad_(), wdl.clone().requires_grad_()
+        c = consts if live else [x.detach() for x in consts]
+        lb = masked_log_softmax(base_logits, mask) if live else base
+        pdx_loss(lg, wl, mask, action, *c, lb, kind=kind, beta=0.3, c_v=0.7).total.backward()
+        assert torch.isfinite(lg.grad).all() and (lg.grad[~mask] == 0).all()
+        grads.append((lg.grad, wl.grad))
+    assert all(x.grad is None for x in [*consts, base_logits])
+    assert_close(grads[0], grads[1])
+
+
+def test_single_step_ppo_reduction():
+    logits, wdl, mask, action, rho, adv, tgt, base = _loss_inputs(9)
+    logits.requires_grad_()
+    eq14 = pdx_loss(logits, wdl, mask, action, rho, adv, tgt, base, kind="none", beta=0.0, c_v=0.0)
+    (g14,) = torch.autograd.grad(eq14.total, logits)
+    log_pi = masked_log_softmax(logits, mask).gather(1, action[:, None]).squeeze(1)  # (5,)
+    for eps in (0.01, 0.2):  # r ≡ 1: clip inert, same gradient for every ε
+        eq13 = ppo_clipped_surrogate(log_pi, log_pi.detach(), rho * adv, eps)
+        (g13,) = torch.autograd.grad(eq13, logits, retain_graph=True)
+        assert_close(g13, g14)
+    stale = log_pi.detach() - 0.5  # a reused batch: r = e^.5 ≠ 1, and now ε matters
+    assert ppo_clipped_surrogate(log_pi, stale, rho * adv, 0.01) != \
+        ppo_clipped_surrogate(log_pi, stale, rho * adv, 0.2)
+
+
+def test_ppo_clipped_surrogate_hand():
+    # r = .5/.25 = 2, ε = .2: Â = 1 → min(2, 1.2) = 1.2; Â = −1 → min(−2, −1.2) = −2; loss = .4
+    out = ppo_clipped_surrogate(T(0.5, 0.5).log(), T(0.25, 0.25).log(), T(1, -1), eps=0.2)
+    assert out.item() == pytest.approx(0.4)
+
+
+def test_every_exploration_kind_changes_the_loss():
+    args = _loss_inputs(10)
+    base = pdx_loss(*args, kind="none", beta=0.3, c_v=0.7)
+    assert base.explore.item() == 0
+    for kind in EXPLORATION_TERMS[1:]:
+        out = pdx_loss(*args, kind=kind, beta=0.3, c_v=0.7)
+        assert out.total.item() != pytest.approx(base.total.item()) and out.explore.item() != 0
+        assert pdx_loss(*args, kind=kind, beta=0.6, c_v=0.7).total != out.total  # β acts too
+    assert pdx_loss(*args, kind="none", beta=0.3, c_v=0.0).total != base.total  # c_v acts
+
+
+def test_bad_configuration_raises_named_errors():
+    args = _loss_inputs(11)
+    logits, wdl, mask, action, *rest = args
+    for call in (lambda: exploration_term("kl", logits, rest[-1], mask),
+                 lambda: pdx_loss(*args, kind="kl", beta=0.1, c_v=1.0)):
+        with pytest.raises(UnknownExplorationTerm, match="'kl'; valid terms: none, entropy, reverse_kl"):
+            call()
+    with pytest.raises(ValueError, match=r"beta .* >= 0, got -0.1"):
+        pdx_loss(*args, beta=-0.1, c_v=1.0)
+    with pytest.raises(ValueError, match=r"c_v .* >= 0, got -1"):
+        pdx_loss(*args, beta=0.1, c_v=-1.0)
+    with pytest.raises(ObjectiveInputError, match="action is illegal"):
+        pdx_loss(logits, wdl, mask, (~mask).int().argmax(1), *rest, beta=0.1, c_v=1.0)
+    with pytest.raises(ObjectiveInputError, match=r"rows \[1\] have no legal move"):
+        masked_log_softmax(torch.zeros(2, 3), torch.tensor([[True, False, False], [False] * 3]))
+    for bad in (torch.tensor([0.5, -0.1]), torch.tensor([math.nan, 1.0])):
+        with pytest.raises(ObjectiveInputError, match="τ < 0 or NaN"):
+            tempered_log_probs(torch.zeros(2, 2), torch.ones(2, 2, dtype=torch.bool), bad)
