@@ -31,6 +31,12 @@ with d₀ BayesElo's default drawelo 97.3 (27 % draws between equals; ν₀ = 0.
 gives Davidson the same). With hundreds of games they move the fit by far
 less than its interval. ``prior_draws=0, weak_priors=False`` is the pure
 maximum-likelihood fit.
+
+Small pools: a white advantage and a draw parameter fitted from a handful of games are noise
+(a 4-game pool fitted drawelo 380). As BayesElo does by default, ``nuisance="auto"`` holds them at
+fixed priors — BayesElo's defaults advantage 32.8 Elo and drawelo 97.3 (Davidson: ν = 0.75) —
+unless the pool has at least ``FIT_NUISANCE_MIN_GAMES`` games; the fit records which was used
+(``EloFit.nuisance``) and the ladder's header says it.
 """
 from __future__ import annotations
 
@@ -44,6 +50,10 @@ C_ELO = math.log(10.0) / 400.0  # natural-logit units per Elo point
 Z95 = 1.959963984540054
 MODELS = ("bayeselo", "davidson")
 ADV_PRIOR_SD = 100.0 * C_ELO  # logit units
+FIT_NUISANCE_MIN_GAMES = 400    # fewer games: advantage and draw parameter held at the defaults below
+DEFAULT_ADVANTAGE = 32.8       # Elo, BayesElo's default eloAdvantage
+DEFAULT_DRAW = {"bayeselo": 97.3, "davidson": 0.75}  # BayesElo's default eloDraw; Davidson's matching ν
+NUISANCE_MODES = ("auto", "fit", "fixed")
 DRAW_PRIOR = {"bayeselo": math.log(97.3 * C_ELO), "davidson": math.log(0.75)}  # centre of the log-draw prior
 
 
@@ -205,6 +215,7 @@ class EloFit:
     weak_priors: bool
     nll: float
     extra: dict = field(default_factory=dict)
+    nuisance: str = "fitted"     # how advantage/draw were set: "fitted", "fixed (defaults)", "given"
 
     @property
     def ci95(self) -> np.ndarray:
@@ -226,7 +237,8 @@ class EloFit:
         los_m = self.los_matrix()
         return {
             "model": self.model, "anchor": self.anchor, "anchor_rating": self.anchor_rating,
-            "advantage": self.advantage, "draw": self.draw, "prior_draws": self.prior_draws, "nll": self.nll,
+            "advantage": self.advantage, "draw": self.draw, "nuisance": self.nuisance,
+            "prior_draws": self.prior_draws, "nll": self.nll,
             "ratings": [{"player": p, "elo": float(r), "stderr": float(s), "ci95": [float(a), float(b)],
                          "games": int(g)}
                         for p, r, s, a, b, g in zip(self.players, self.ratings, self.stderr, lo, hi, self.games)],
@@ -236,17 +248,27 @@ class EloFit:
 
 def fit_elo(players: list[str], counts: np.ndarray, *, model: str = "bayeselo", anchor: str | None = None,
             anchor_rating: float = 0.0, advantage: float | None = None, draw: float | None = None,
-            prior_draws: float = 2.0, weak_priors: bool = True) -> EloFit:
+            prior_draws: float = 2.0, weak_priors: bool = True, nuisance: str = "auto") -> EloFit:
     """Fit ratings to ``counts`` (n, n, 3) = (W, D, L) of i as White vs j as Black.
 
     ``anchor`` (default the first player) is fixed at ``anchor_rating``;
-    ``advantage`` (Elo) / ``draw`` (drawelo in Elo, or ν) are fitted when None,
-    else held fixed (``advantage=0`` for colour-blind ratings); ``weak_priors``
-    puts the module docstring's priors on the fitted ones.
+    ``advantage`` (Elo) / ``draw`` (drawelo in Elo, or ν) are held at the given
+    values (``advantage=0`` for colour-blind ratings); those left None are fitted
+    (``nuisance="fit"``), held at BayesElo's defaults (``"fixed"``), or, with
+    ``"auto"``, fitted only when the pool has ``FIT_NUISANCE_MIN_GAMES`` games or
+    more; ``weak_priors`` puts the module docstring's priors on the fitted ones.
     """
     if model not in MODELS:
         raise EloFitError(f"unknown Elo model {model!r}; models: {', '.join(MODELS)}")
+    if nuisance not in NUISANCE_MODES:
+        raise EloFitError(f"unknown nuisance mode {nuisance!r}; modes: {', '.join(NUISANCE_MODES)}")
     counts = np.asarray(counts, dtype=np.float64)
+    how = "given" if advantage is not None and draw is not None else "fitted"
+    if how == "fitted" and (nuisance == "fixed"
+                            or (nuisance == "auto" and counts.sum() < FIT_NUISANCE_MIN_GAMES)):
+        how = "fixed (defaults)" if advantage is None and draw is None else "fixed (defaults) + given"
+        advantage = DEFAULT_ADVANTAGE if advantage is None else advantage
+        draw = DEFAULT_DRAW[model] if draw is None else draw
     n = len(players)
     if counts.shape != (n, n, 3):
         raise EloFitError(f"counts must have shape {(n, n, 3)}, got {counts.shape}")
@@ -314,7 +336,8 @@ def fit_elo(players: list[str], counts: np.ndarray, *, model: str = "bayeselo", 
         d = float(draw)
     return EloFit(list(players), ratings, np.sqrt(np.diag(cov)), cov, model, anchor, anchor_rating,
                   float(adv), float(d), games.astype(np.int64), prior_draws, weak_priors, float(res.fun) / scale,
-                  extra={"converged": converged, "message": str(res.message), "iterations": int(res.nit)})
+                  extra={"converged": converged, "message": str(res.message), "iterations": int(res.nit)},
+                  nuisance=how)
 
 
 def pair_record(counts: np.ndarray, i: int, j: int) -> tuple[int, int, int]:
@@ -370,13 +393,17 @@ def ladder_markdown(fit: EloFit, counts: np.ndarray, base: str | None = None) ->
     order = np.argsort(-fit.ratings)
     drawname = "drawelo" if fit.model == "bayeselo" else "ν"
     out = [f"### Ladder ({fit.model}; {fit.anchor} fixed at {fit.anchor_rating:g}; white adv "
-           f"{fit.advantage:+.1f}, {drawname} {fit.draw:.3g}; prior {fit.prior_draws:g} virtual draws/pair)",
+           f"{fit.advantage:+.1f}, {drawname} {fit.draw:.3g} ({fit.nuisance}); prior {fit.prior_draws:g} "
+           f"virtual draws/pair)", "",
+           f"Ladder Elo: the {fit.model} model fitted to every game of the pool (its Elo scale spreads wider "
+           f"than a plain score Elo when there are many draws). The pairs table's ΔElo is the logistic score "
+           f"Elo of that pair's direct record alone, so the two differ by construction.",
            "", "| # | player | Elo | 95% CI | games |", "|---|---|---:|---|---:|"]
     lo, hi = fit.ci95.T
     for rank, i in enumerate(order, 1):
         ci = "anchor" if players[i] == fit.anchor else f"[{lo[i]:+.1f}, {hi[i]:+.1f}]"
         out.append(f"| {rank} | {players[i]} | {fit.ratings[i]:+.1f} | {ci} | {fit.games[i]} |")
-    out += ["", "### Pairs", "", "| A | B | games | W–D–L (A) | score | LOS | ΔElo (score) |",
+    out += ["", "### Pairs", "", "| A | B | games | W–D–L (A) | score | LOS | ΔElo (score, this pair) |",
             "|---|---|---:|---|---:|---:|---|"]
     for i in range(len(players)):
         for j in range(i + 1, len(players)):

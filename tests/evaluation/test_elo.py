@@ -113,11 +113,11 @@ def test_los_matrix_from_fit():
 def test_priors_keep_degenerate_pools_finite():
     # one decisive game among 12, no losses: no MLE exists; the weak priors and virtual draws keep it finite
     counts = np.array([[[0, 0, 0], [1, 5, 0]], [[0, 6, 0], [0, 0, 0]]])
-    fit = fit_elo(["a", "b"], counts)
+    fit = fit_elo(["a", "b"], counts, nuisance="fit")
     assert np.isfinite(fit.ratings).all() and np.isfinite(fit.stderr).all()
     assert fit.ratings[1] < 0 and abs(fit.advantage) < 300
     with pytest.raises(EloFitError):
-        fit_elo(["a", "b"], counts, prior_draws=0, weak_priors=False)
+        fit_elo(["a", "b"], counts, prior_draws=0, weak_priors=False, nuisance="fit")
     with pytest.raises(EloFitError, match="without games"):
         fit_elo(["a", "b", "c"], np.pad(counts, ((0, 1), (0, 1), (0, 0))))
 
@@ -209,3 +209,23 @@ def test_gradient_and_hessian_against_finite_differences():
                                        rtol=1e-4, atol=1e-3)
             Hn = np.array([approx_fprime(x, lambda y: _objective(y, *args)[1][i], 1e-7) for i in range(m)])
             np.testing.assert_allclose(H, Hn, rtol=1e-4, atol=1e-3)
+
+
+def test_small_pools_hold_advantage_and_draw_at_bayeselo_defaults():
+    from pdx_lightning.evaluation import elo
+
+    counts = np.array([[[0, 0, 0], [1, 1, 0]], [[0, 2, 0], [0, 0, 0]]])  # 4 games
+    auto = fit_elo(["a", "b"], counts)
+    assert auto.nuisance == "fixed (defaults)"
+    assert auto.advantage == pytest.approx(elo.DEFAULT_ADVANTAGE) and auto.draw == pytest.approx(97.3)
+    fixed = fit_elo(["a", "b"], counts, advantage=elo.DEFAULT_ADVANTAGE, draw=97.3)
+    assert fixed.nuisance == "given"
+    np.testing.assert_allclose(auto.ratings, fixed.ratings)
+    fitted = fit_elo(["a", "b"], counts, nuisance="fit")
+    assert fitted.nuisance == "fitted" and fitted.draw != pytest.approx(97.3)
+    big = simulate(np.random.default_rng(7), 100)  # 1,200 games: enough to fit them
+    assert big.sum() >= elo.FIT_NUISANCE_MIN_GAMES and fit_elo(NAMES, big).nuisance == "fitted"
+    md = elo.ladder_markdown(auto, counts)
+    assert "(fixed (defaults))" in md and "ΔElo (score, this pair)" in md and "differ by construction" in md
+    with pytest.raises(EloFitError, match="nuisance"):
+        fit_elo(["a", "b"], counts, nuisance="sometimes")
