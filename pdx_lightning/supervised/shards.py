@@ -44,11 +44,14 @@ import chess
 import numpy as np
 
 from pdx_lightning.chess.moves import POLICY_SIZE
+from pdx_lightning.safeio import GiB, env_limit, load_npz_bounded
 from pdx_lightning.supervised.teacher import CP_WEIGHT, DEFAULT_TEMPERATURE, MATE_BONUS, candidate_policy, expected_score
 
 log = logging.getLogger(__name__)
 
 SHARD_GLOB = "shard_*.npz"
+MAX_SHARD_BYTES = GiB        # a shard holds ~2,000 positions (~0.1 MB); a bigger one is refused unread
+MAX_BYTES_ENV = "PDX_MAX_SHARD_BYTES"
 _SHARD_RE = re.compile(r"shard_(\d+)\.npz$")
 FORMAT_VERSION = 1
 
@@ -204,12 +207,13 @@ def load_shard(path: str | os.PathLike) -> Shard:
     try:
         if not zipfile.is_zipfile(path):
             raise ValueError("not an .npz (zip) archive (truncated or overwritten?)")
-        with np.load(path, allow_pickle=False) as z:
-            missing = [k for k in [*_ARRAYS, "meta"] if k not in z.files]
-            if missing:
-                raise ValueError(f"missing arrays {missing}")
-            data = {k: z[k] for k in _ARRAYS}
-            meta = json.loads(str(z["meta"]))
+        z = load_npz_bounded(path, env_limit(MAX_BYTES_ENV, MAX_SHARD_BYTES),
+                             override=f"set {MAX_BYTES_ENV} (e.g. {MAX_BYTES_ENV}=4G)", names={*_ARRAYS, "meta"})
+        missing = [k for k in [*_ARRAYS, "meta"] if k not in z]
+        if missing:
+            raise ValueError(f"missing arrays {missing}")
+        data = {k: z[k] for k in _ARRAYS}
+        meta = json.loads(str(z["meta"]))
         if meta.pop("format", None) != FORMAT_VERSION:
             raise ValueError(f"shard format is not version {FORMAT_VERSION}")
         shard = Shard(**data, meta=meta, path=path)
