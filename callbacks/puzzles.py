@@ -1,10 +1,28 @@
-"""PuzzleValidation: tactical accuracy of the EMA network every k steps."""
+"""PuzzleValidation: tactical accuracy of the EMA network, every k steps or in Lightning's validation loop."""
 from __future__ import annotations
+
+from typing import Sequence
 
 import lightning as L
 import torch
+from torch.utils.data import DataLoader
 
 from pdx_lightning.nets import DATA_DIR
+
+
+class SuiteBatch:
+    """The loaded puzzle and mate suites as one validation-loop item.
+
+    A plain class: Lightning's batch transfer walks dataclasses and namedtuples (and cannot
+    rebuild frozen ones), but passes other objects through untouched.
+    """
+
+    def __init__(self, puzzles: Sequence, mates: Sequence) -> None:
+        self.puzzles, self.mates = list(puzzles), list(mates)
+
+    @property
+    def size(self) -> int:
+        return len(self.puzzles) + len(self.mates)
 
 
 class PuzzleValidation(L.Callback):
@@ -15,11 +33,16 @@ class PuzzleValidation(L.Callback):
     (scorer: ``pdx_lightning.evaluation.puzzles.evaluate_for_validation``).
     The EMA is identical on every rank, so rank 0 scores and logs alone.
 
+    It also serves Lightning's validation loop (``pdx validate``): ``PDXModule`` builds one with
+    :meth:`of_files` from its ``val_suite``/``val_mates`` and takes its :meth:`val_dataloader`
+    and :meth:`score`, so the training module never imports the evaluation layer.
+
     Args:
         suite: puzzle CSV (Lichess format); default the bundled ``data/tactics.csv``.
         mates: mate-suite CSVs; default the bundled ``data/mates_in_*.csv``.
         every_n_steps: scoring period in optimizer steps (also at step 0 and at the end).
         sample: score a seeded sample of this many puzzles per file (None = all).
+        seed: the sample's seed.
         micro_batch: positions per network call.
     """
 
@@ -28,25 +51,56 @@ class PuzzleValidation(L.Callback):
         if every_n_steps < 1:
             raise ValueError(f"every_n_steps must be >= 1, got {every_n_steps}")
         self.suite_path = suite if suite is not None else _bundled("tactics.csv")
-        self.mate_paths = mates if mates is not None else sorted(str(p) for p in DATA_DIR.glob("mates_in_*.csv"))
+        self.mate_paths = (mates if mates is not None
+                           else sorted(str(p) for p in DATA_DIR.glob("mates_in_*.csv")))
         self.every, self.sample, self.seed, self.micro_batch = every_n_steps, sample, seed, micro_batch
         self.history: list[tuple[int, dict[str, float]]] = []
+        self._suites: SuiteBatch | None = None
 
+    @classmethod
+    def of_files(cls, suite: str | None, mates: Sequence[str] | None, *, sample: int | None = None,
+                 micro_batch: int = 512) -> "PuzzleValidation":
+        """Exactly these files, no bundled defaults (``None`` = none of that kind): ``PDXModule``'s
+        ``val_suite``/``val_mates``/``val_sample`` for Lightning's validation loop."""
+        cb = cls(sample=sample, micro_batch=micro_batch)
+        cb.suite_path, cb.mate_paths = suite or None, list(mates or [])
+        return cb
+
+    def load(self) -> SuiteBatch:
+        """Read (once) and return the suites; a missing or malformed file raises here, named."""
+        if self._suites is None:
+            from pdx_lightning.evaluation.suite import load_suite  # noqa: PLC0415
+
+            if not self.suite_path and not self.mate_paths:
+                raise FileNotFoundError("PuzzleValidation: no suite given and no bundled data/tactics.csv "
+                                        "or mate suites")
+            puzzles = load_suite(self.suite_path, sample=self.sample, seed=self.seed).puzzles \
+                if self.suite_path else []
+            mates = load_suite(self.mate_paths, sample=self.sample, seed=self.seed).puzzles \
+                if self.mate_paths else []
+            self._suites = SuiteBatch(puzzles, mates)
+        return self._suites
+
+    def score(self, model: torch.nn.Module, suites: SuiteBatch | None = None) -> dict[str, float]:
+        """The metrics of ``model`` on ``suites`` (default: this callback's, loaded once)."""
+        from pdx_lightning.evaluation.puzzles import evaluate_for_validation  # noqa: PLC0415
+
+        suites = suites if suites is not None else self.load()
+        with torch.inference_mode():
+            return evaluate_for_validation(model, suites.puzzles, suites.mates, self.micro_batch)
+
+    def val_dataloader(self) -> DataLoader:
+        """The suites as one item, for a module's ``val_dataloader`` (scored batched by :meth:`score`)."""
+        return DataLoader([self.load()], batch_size=None, collate_fn=lambda b: b)
+
+    # ---- periodic scoring during fit --------------------------------------------------------
     def setup(self, trainer, pl_module, stage: str) -> None:
-        from pdx_lightning.evaluation.suite import load_suite  # noqa: PLC0415
-
-        if not self.suite_path and not self.mate_paths:
-            raise FileNotFoundError("PuzzleValidation: no suite given and no bundled data/tactics.csv or mate suites")
-        self.puzzles = load_suite(self.suite_path, sample=self.sample, seed=self.seed).puzzles if self.suite_path else []
-        self.mates = load_suite(self.mate_paths, sample=self.sample, seed=self.seed).puzzles if self.mate_paths else []
+        self.load()
 
     def _score(self, trainer, pl_module) -> None:
         if not trainer.is_global_zero:
             return
-        from pdx_lightning.evaluation.puzzles import evaluate_for_validation  # noqa: PLC0415
-
-        with torch.inference_mode():
-            metrics = evaluate_for_validation(pl_module.ema, self.puzzles, self.mates, self.micro_batch)
+        metrics = self.score(pl_module.ema)
         self.history.append((trainer.global_step, metrics))
         for logger in trainer.loggers:
             logger.log_metrics(metrics, step=trainer.global_step)

@@ -31,10 +31,10 @@ TOOLS: dict[str, tuple[str, str]] = {
     "eval diagnostics": ("pdx_lightning.evaluation.diagnostics", "entropy, KLs to base, cov5 over self-play positions"),
     "eval recovery": ("pdx_lightning.evaluation.recovery", "what fine-tuning recovers vs. the base"),
     "arena": ("pdx_lightning.evaluation.arena", "batched searchless matches and Elo ladder"),
-    "sweep": ("pdx_lightning.experiments.sweep", "the beta x term x temperature matrix"),
-    "report": ("pdx_lightning.experiments.report", "the paper's tables and figures from stored JSON"),
+    "sweep": ("pdx_lightning.experiments.sweep.command", "the beta x term x temperature matrix"),
+    "report": ("pdx_lightning.experiments.report.command", "the paper's tables and figures from stored JSON"),
     "uci": ("pdx_lightning.engines.uci", "the network as a UCI engine"),
-    "export lc0": ("pdx_lightning.nets.lc0", "write a network as an Lc0 .pb.gz"),
+    "export lc0": ("pdx_lightning.nets.export_cli", "write a network as an Lc0 .pb.gz"),
 }
 LIGHTNING = {
     "fit": "self-play RL fine-tuning (LightningCLI; see `pdx fit --help`)",

@@ -103,7 +103,7 @@ def run_arm(arm: str, steps: int, *, n_games: int = 8, seed: int = 0, lr: float 
               "tau_forced": 0, "terminal_one_hot_targets": 0}
     tau_min = [math.log(3)]
     gen = torch.Generator().manual_seed(seed)
-    begin, complete = m.dataset._begin, m.dataset._complete
+    begin, complete = m.dataset._begin, m.dataset.complete
 
     def begin_and_force():
         batch = begin()
@@ -125,7 +125,7 @@ def run_arm(arm: str, steps: int, *, n_games: int = 8, seed: int = 0, lr: float 
         counts["terminal_one_hot_targets"] += int(done.terminal.sum())
         return done
 
-    m.dataset._begin, m.dataset._complete = begin_and_force, complete_and_count
+    m.dataset._begin, m.dataset.complete = begin_and_force, complete_and_count
     watch = Watch()
     trainer = L.Trainer(max_steps=steps, accelerator="cpu", logger=False, enable_checkpointing=False,
                         enable_progress_bar=False, enable_model_summary=False, callbacks=[watch],

@@ -28,7 +28,9 @@ def _gzip_of_zeros(path, n_bytes):
 
 def _peak_rss_mb(code: str) -> tuple[int, float, str]:
     """Run ``code`` in a fresh interpreter; its exit code, peak RSS (MB) and stderr."""
-    wrapped = code + "\nimport resource, sys\nprint(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)"
+    # VmHWM: this process image's peak RSS (ru_maxrss would carry the forking pytest process's peak over exec)
+    wrapped = code + ("\nprint(next(int(l.split()[1]) for l in open('/proc/self/status') "
+                      "if l.startswith('VmHWM')) / 1024)")
     r = subprocess.run([sys.executable, "-c", wrapped], capture_output=True, text=True)
     return r.returncode, float(r.stdout.strip().splitlines()[-1]), r.stderr
 

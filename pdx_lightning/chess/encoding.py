@@ -17,14 +17,14 @@ Side-to-move canonical: every history plane is drawn from the *current*
 mover's point of view; when Black is to move the board is mirrored
 vertically (``sq ^ 56``), as in Lc0. Missing history (fewer than 8 positions)
 is zero-filled when the game started from the standard position and filled by
-repeating the earliest known position otherwise (Lc0's behaviour for games
-set up from a FEN).
+repeating the earliest known position otherwise, with the double pawn push
+behind that position's en-passant square taken back (Lc0's ``encoder.cc``
+for games set up from a FEN; checked against the real Lc0).
 
-Deviation from Lc0, documented: a position counts as a repetition when piece
-placement, side to move, castling rights and a *pseudo-legally* capturable
-en-passant square match (python-chess's transposition key uses full
-legality; the two differ only when a pinned pawn is the sole en-passant
-capturer).
+A position counts as a repetition by the one rule of ``chess.rules``
+(``rules.repetition_key``: python-chess's transposition key, the en-passant
+square only when an en-passant capture is legal), the rule that also ends
+games.
 
 Two paths share the vectorized plane construction:
 ``encode_boards`` reads each board's own state stack (no copies, no
@@ -39,48 +39,61 @@ from typing import Iterable, NamedTuple, Sequence
 import chess
 import numpy as np
 
+from pdx_lightning.chess.rules import RepetitionKey, repetition_key, stack_repetition_key
+
 N_PLANES = 112
 HISTORY = 8
-_ALL_CASTLING = chess.BB_A1 | chess.BB_H1 | chess.BB_A8 | chess.BB_H8
-_START_KEY = None  # filled lazily below
 
 
 class Snapshot(NamedTuple):
-    """One position of a game: 12 absolute bitboards (White P..K, Black P..K) + its key."""
+    """One position of a game: 12 absolute bitboards (White P..K, Black P..K) + its repetition key."""
 
     bbs: tuple[int, ...]
-    key: tuple
+    key: RepetitionKey
 
 
-def _snap(pawns, knights, bishops, rooks, queens, kings, occ_w, occ_b, turn, castling, ep) -> Snapshot:
-    bbs = (
-        pawns & occ_w, knights & occ_w, bishops & occ_w, rooks & occ_w, queens & occ_w, kings & occ_w,
-        pawns & occ_b, knights & occ_b, bishops & occ_b, rooks & occ_b, queens & occ_b, kings & occ_b,
-    )
-    if ep is not None and not (chess.BB_PAWN_ATTACKS[not turn][ep] & pawns & (occ_w if turn else occ_b)):
-        ep = None  # an en-passant square nobody can capture on does not distinguish positions
-    return Snapshot(bbs, (bbs, turn, castling, ep))
+def _bbs(pawns, knights, bishops, rooks, queens, kings, occ_w, occ_b) -> tuple[int, ...]:
+    return (pawns & occ_w, knights & occ_w, bishops & occ_w, rooks & occ_w, queens & occ_w, kings & occ_w,
+            pawns & occ_b, knights & occ_b, bishops & occ_b, rooks & occ_b, queens & occ_b, kings & occ_b)
 
 
 def snapshot_board(board: chess.Board) -> Snapshot:
     """Snapshot of the board's current position."""
-    return _snap(board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings,
-                 board.occupied_co[chess.WHITE], board.occupied_co[chess.BLACK], board.turn,
-                 board.castling_rights & _ALL_CASTLING, board.ep_square)
+    bbs = _bbs(board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings,
+               board.occupied_co[chess.WHITE], board.occupied_co[chess.BLACK])
+    return Snapshot(bbs, repetition_key(board))
 
 
-def _snapshot_state(state) -> Snapshot:
-    # python-chess's _BoardState: the position before each move of the stack.
-    return _snap(state.pawns, state.knights, state.bishops, state.rooks, state.queens, state.kings,
-                 state.occupied_w, state.occupied_b, state.turn,
-                 state.castling_rights & _ALL_CASTLING, state.ep_square)
+def _snapshot_state(board: chess.Board, ply: int) -> Snapshot:
+    # python-chess's _BoardState: the position before move ``ply`` of the stack.
+    st = board._stack[ply]
+    return Snapshot(_bbs(st.pawns, st.knights, st.bishops, st.rooks, st.queens, st.kings,
+                         st.occupied_w, st.occupied_b), stack_repetition_key(board, ply))
 
 
-def _is_start(snap: Snapshot) -> bool:
-    global _START_KEY
-    if _START_KEY is None:
-        _START_KEY = snapshot_board(chess.Board()).key
-    return snap.key == _START_KEY
+def _state_fields(st) -> tuple:
+    # a python-chess _BoardState (a position of the move stack)
+    return (st.pawns, st.knights, st.bishops, st.rooks, st.queens, st.kings, st.occupied_w, st.occupied_b,
+            st.turn, st.castling_rights, st.ep_square)
+
+
+def _board_fields(b: chess.Board) -> tuple:
+    return (b.pawns, b.knights, b.bishops, b.rooks, b.queens, b.kings, b.occupied_co[chess.WHITE],
+            b.occupied_co[chess.BLACK], b.turn, b.castling_rights, b.ep_square)
+
+
+_START_FIELDS = _board_fields(chess.Board())
+
+
+def _root_is_start(board: chess.Board) -> bool:
+    """The game (``board`` and its move stack) began at the standard start position."""
+    root = _state_fields(board._stack[0]) if board._stack else _board_fields(board)
+    return root == _START_FIELDS
+
+
+def _root_ep(board: chess.Board) -> int | None:
+    """The en-passant square of the game's first position, as set up (python-chess keeps a FEN's)."""
+    return board._stack[0].ep_square if board._stack else board.ep_square
 
 
 class EncodedRow(NamedTuple):
@@ -96,15 +109,31 @@ class EncodedRow(NamedTuple):
 _EMPTY = (0,) * 12
 
 
+def _undo_double_push(bbs: tuple[int, ...], ep: int | None) -> tuple[int, ...]:
+    """The root position with the double pawn push behind its en-passant square ``ep`` taken
+    back (Lc0 ``encoder.cc`` fills history before a FEN root so); ``bbs`` as is without one."""
+    if ep is None:
+        return bbs
+    white = ep // 8 == 2                        # e3: White just pushed e2e4; e6: Black e7e5
+    frm, to, k = (ep - 8, ep + 8, 0) if white else (ep + 8, ep - 8, 6)
+    if not bbs[k] >> to & 1 or any(b >> frm & 1 for b in bbs):
+        return bbs                              # no such push could have happened: leave it
+    out = list(bbs)
+    out[k] = bbs[k] & ~(1 << to) | (1 << frm)
+    return tuple(out)
+
+
 def _row_from_history(snaps: Sequence[Snapshot], reps: Sequence[bool], from_start: bool,
-                      turn: bool, castling: int, rule50: int) -> EncodedRow:
-    """``snaps``/``reps``: newest first, at most 8 entries."""
+                      turn: bool, castling: int, rule50: int, root_ep: int | None = None) -> EncodedRow:
+    """``snaps``/``reps``: newest first, at most 8 entries. ``root_ep``: the en-passant square of
+    the game's first position as set up (a FEN's, capturable or not), for the history fill."""
     n = len(snaps)
     bbs = [s.bbs for s in snaps]
     rep = list(reps)
     if n < HISTORY:
-        # zero-fill from the standard start; else Lc0 repeats the earliest known position
-        fill_b, fill_r = (_EMPTY, False) if from_start else (bbs[-1], rep[-1])
+        # zero-fill from the standard start; else Lc0 repeats the earliest known position, with
+        # the double pawn push behind a FEN's en-passant square undone
+        fill_b, fill_r = (_EMPTY, False) if from_start else (_undo_double_push(bbs[-1], root_ep), rep[-1])
         bbs += [fill_b] * (HISTORY - n)
         rep += [fill_r] * (HISTORY - n)
     return EncodedRow(bbs, rep, turn, castling, rule50)
@@ -123,7 +152,7 @@ def row_from_board(board: chess.Board) -> EncodedRow:
                 cache[p] = snapshot_board(board)
                 hm[p] = board.halfmove_clock
             else:
-                cache[p] = _snapshot_state(stack[p])
+                cache[p] = _snapshot_state(board, p)
                 hm[p] = stack[p].halfmove_clock
         return cache[p]
 
@@ -135,8 +164,8 @@ def row_from_board(board: chess.Board) -> EncodedRow:
         lo = max(0, p - hm[p])
         reps.append(any(pos(q).key == s.key for q in range(p - 2, lo - 1, -2)))
         snaps.append(s)
-    return _row_from_history(snaps, reps, _is_start(pos(0)), board.turn,
-                             board.clean_castling_rights(), board.halfmove_clock)
+    return _row_from_history(snaps, reps, _root_is_start(board), board.turn,
+                             board.clean_castling_rights(), board.halfmove_clock, _root_ep(board))
 
 
 class GameHistory:
@@ -152,8 +181,9 @@ class GameHistory:
 
     def reset(self, board: chess.Board) -> None:
         """Start over from ``board`` (its move stack is taken as the game so far)."""
-        positions = [_snapshot_state(st) for st in board._stack] + [snapshot_board(board)]
-        self.from_start = _is_start(positions[0])
+        positions = [_snapshot_state(board, p) for p in range(len(board._stack))] + [snapshot_board(board)]
+        self.from_start = _root_is_start(board)
+        self.root_ep = _root_ep(board)
         newest = positions[::-1][:HISTORY]
         self.snaps: deque[Snapshot] = deque(newest, maxlen=HISTORY)
         self.reps: deque[bool] = deque(row_from_board(board).rep[: len(newest)], maxlen=HISTORY)
@@ -169,9 +199,14 @@ class GameHistory:
         self.counts[s.key] += 1
         self.snaps.appendleft(s)
 
+    def repetitions(self) -> int:
+        """Occurrences of the newest position since the last irreversible move, counting it
+        (``rules.repetition_count`` from the ring buffer, for ``rules.game_end``)."""
+        return self.counts[self.snaps[0].key]
+
     def row(self, board: chess.Board) -> EncodedRow:
         return _row_from_history(list(self.snaps), list(self.reps), self.from_start, board.turn,
-                                 board.clean_castling_rights(), board.halfmove_clock)
+                                 board.clean_castling_rights(), board.halfmove_clock, self.root_ep)
 
 
 class PackedRows(NamedTuple):

@@ -80,14 +80,21 @@ def legal_indices(board: chess.Board, moves: Sequence[chess.Move] | None = None)
     return np.fromiter((move_to_index(m, turn) for m in moves), dtype=np.int64, count=len(moves))
 
 
+def indices_mask(indices: Sequence[np.ndarray]) -> torch.Tensor:
+    """Bool mask ``(B, POLICY_SIZE)``, True at row ``i``'s policy indices ``indices[i]`` (int64 arrays,
+    e.g. from :func:`legal_indices`). The one place a legal mask is built."""
+    mask = torch.zeros(len(indices), POLICY_SIZE, dtype=torch.bool)
+    if len(indices):
+        rows = np.repeat(np.arange(len(indices)), [len(ix) for ix in indices])
+        cols = np.concatenate(indices).astype(np.int64, copy=False)
+        mask[torch.from_numpy(rows), torch.from_numpy(cols)] = True
+    return mask
+
+
 def legal_mask(boards: Sequence[chess.Board], moves: Sequence[Sequence[chess.Move]] | None = None) -> torch.Tensor:
     """Bool mask ``(B, POLICY_SIZE)``, True on each board's legal moves.
 
     Pass ``moves`` (each board's legal-move list) when the caller already
     generated them, so legal moves are not generated twice.
     """
-    mask = torch.zeros(len(boards), POLICY_SIZE, dtype=torch.bool)
-    for i, b in enumerate(boards):
-        idx = legal_indices(b, None if moves is None else moves[i])
-        mask[i, torch.from_numpy(idx)] = True
-    return mask
+    return indices_mask([legal_indices(b, None if moves is None else moves[i]) for i, b in enumerate(boards)])

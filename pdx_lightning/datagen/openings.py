@@ -23,9 +23,9 @@ of history)::
     <EPD 4 fields> hmvc 0; fmvn 6; id "pdx-uho-0001"; c0 "e2e4 c7c5 ..."; ce 87; acn 100000;
 
 ``c0`` holds the UCI line from the standard start, ``ce`` the evaluation for
-the side to move (cp) and ``acn`` the nodes of that evaluation.
-``load_openings`` reads these files and also plain EPD or FEN lines (no
-history: the encoder then repeats the earliest known position, as Lc0 does).
+the side to move (cp) and ``acn`` the nodes of that evaluation. The reader
+(``load_openings``, ``Opening``, ``OpeningFormatError``) lives in
+``pdx_lightning.chess.openings`` and is re-exported here.
 """
 from __future__ import annotations
 
@@ -33,90 +33,17 @@ import argparse
 import random
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
 import chess
 import chess.engine
 
+# the reader, re-exported for the tools and tests that import it from here
+from pdx_lightning.chess.openings import (DEFAULT_SUITE, Opening, OpeningFormatError,  # noqa: F401
+                                          load_openings, parse_opening)  # noqa: F401
 from pdx_lightning.engines.stockfish import open_engine
 
-DEFAULT_SUITE = Path(__file__).resolve().parents[2] / "data" / "openings_uho.epd"
 MATE_CP = 100_000
-
-
-class OpeningFormatError(ValueError):
-    """An opening line that cannot be read (says file:line)."""
-
-
-@dataclass(frozen=True)
-class Opening:
-    """A starting position; ``board`` carries the move stack that reached it (if known)."""
-
-    id: str
-    board: chess.Board
-    line: tuple[str, ...] = ()
-    eval_cp: int | None = None
-
-    def start(self) -> chess.Board:
-        """A fresh copy of the position, with its move history."""
-        return self.board.copy()
-
-    @property
-    def root_fen(self) -> str:
-        return self.board.root().fen() if self.line else self.board.fen()
-
-
-def parse_opening(text: str, where: str = "<string>", default_id: str = "") -> Opening:
-    """One EPD (optionally with a ``c0`` UCI line) or FEN line → ``Opening``."""
-    fields = text.split()
-    try:
-        if len(fields) >= 6 and fields[4].isdigit() and fields[5].isdigit():
-            board, ops = chess.Board(" ".join(fields[:6])), {}
-        else:
-            board, ops = chess.Board.from_epd(text)
-    except ValueError as e:
-        raise OpeningFormatError(f"{where}: not a FEN/EPD position: {e}") from e
-    if not board.is_valid():  # e.g. no king: games from it would break move generation and scoring
-        raise OpeningFormatError(f"{where}: invalid position {board.fen()!r} ({board.status()!r})")
-    oid = str(ops.get("id", default_id))
-    line: tuple[str, ...] = ()
-    raw = ops.get("c0")
-    if isinstance(raw, str) and raw.strip():
-        line = tuple(raw.split())
-        replay = chess.Board()
-        for k, uci in enumerate(line):
-            try:
-                move = chess.Move.from_uci(uci)
-            except ValueError:
-                raise OpeningFormatError(f"{where}: c0 move {k + 1} {uci!r} is not UCI") from None
-            if move not in replay.legal_moves:
-                raise OpeningFormatError(f"{where}: c0 move {k + 1} {uci!r} is illegal in {replay.fen()}")
-            replay.push(move)
-        if replay.epd() != board.epd():
-            raise OpeningFormatError(f"{where}: c0 line reaches {replay.epd()!r}, not the EPD {board.epd()!r}")
-        board = replay
-    ce = ops.get("ce")
-    return Opening(oid, board, line, int(ce) if isinstance(ce, (int, float)) else None)
-
-
-def load_openings(path: str | Path = DEFAULT_SUITE) -> list[Opening]:
-    """All positions of an EPD/FEN file (blank lines and ``#`` comments skipped)."""
-    path = Path(path)
-    if not path.is_file():
-        raise OpeningFormatError(f"opening suite {path} not found")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise OpeningFormatError(f"{path}: cannot read the opening suite ({type(e).__name__}: {e})") from e
-    out = []
-    for n, raw in enumerate(text.splitlines(), 1):
-        text = raw.strip()
-        if text and not text.startswith("#"):
-            out.append(parse_opening(text, f"{path}:{n}", default_id=f"{path.stem}:{n}"))
-    if not out:
-        raise OpeningFormatError(f"{path}: no positions")
-    return out
 
 
 def write_epd(openings: list[Opening], path: str | Path, nodes: int | None = None) -> None:

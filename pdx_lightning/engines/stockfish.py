@@ -193,10 +193,13 @@ class RestartingEngine:
     current ``SimpleEngine`` (``id``, ``protocol``, ``transport``, ``configure``, ...).
     """
 
-    def __init__(self, path: str | os.PathLike | None = None, *, threads: int = 1, hash_mb: int = 16,
-                 options: dict | None = None, search_timeout: float | None = SEARCH_TIMEOUT) -> None:
-        self.path = find_stockfish(path)
-        self.config = {"Threads": threads, "Hash": hash_mb, **(options or {})}
+    def __init__(self, path: str | os.PathLike | None = None, *, threads: int | None = 1, hash_mb: int | None = 16,
+                 options: dict | None = None, search_timeout: float | None = SEARCH_TIMEOUT,
+                 command: list[str] | None = None) -> None:
+        # ``command``: any other UCI engine's command line (``uci:`` arena players); options it lacks are not sent
+        self.path = command if command else find_stockfish(path)
+        base = {"Threads": threads, "Hash": hash_mb}
+        self.config = {**{k: v for k, v in base.items() if v is not None}, **(options or {})}
         self.search_timeout = search_timeout
         self.restarts = 0
         self.engine: BoundedEngine | None = None

@@ -257,7 +257,7 @@ class UciEngine:
 
         from pdx_lightning.nets.inference import evaluate_boards  # noqa: PLC0415
         from pdx_lightning.chess.moves import index_to_move, move_to_index  # noqa: PLC0415
-        from pdx_lightning.rl.objectives import tempered_log_probs, wdl_entropy  # noqa: PLC0415
+        from pdx_lightning.chess.policy import tempered_log_probs, wdl_entropy  # noqa: PLC0415
 
         t0 = time.perf_counter()
         board = self.board

@@ -11,7 +11,7 @@ argmax of its policy, or with ``--sample`` a draw from its play distribution
 the adaptive arms' behaviour policy; ``1`` for raw π). ``sf:...`` players are
 Stockfish anchors (``pdx_lightning.engines.stockfish``), one move at a time.
 
-Game end, decided on python-chess's rules after every move: checkmate,
+Game end, decided by ``chess.rules.game_end`` after every move: checkmate,
 stalemate, insufficient material, 75-move rule, fivefold repetition; with
 ``--claim-draws`` (default, as cutechess-cli and the paper's reference
 implementation) also the 50-move rule and threefold repetition of the
@@ -21,8 +21,9 @@ adjudication when both players are networks: ``--adjudicate K`` ends a game
 as a draw when the movers' value heads put P(draw) ≥ ``--adjudicate-draw``
 for K consecutive plies (both heads agree for K ≥ 2), or as a win when they
 give the same side an expected score ≥ ``--adjudicate-win`` for K plies.
-PGN ``Termination`` is ``normal`` for rules (the specific rule is the last
-move's comment) and ``adjudication`` for the ply cap and adjudication.
+Every game ends with a ``rules.GameResult``: PGN ``Result`` and ``Termination``
+(``normal`` for the rules, ``adjudication`` for the ply cap and adjudication)
+come from it, and its text (the specific rule) is the last move's comment.
 """
 from __future__ import annotations
 
@@ -40,16 +41,17 @@ import chess.pgn
 import numpy as np
 import torch
 
-from pdx_lightning.datagen.openings import DEFAULT_SUITE, Opening, load_openings
 from pdx_lightning.chess.encoding import N_PLANES, GameHistory, encode_rows
+from pdx_lightning.chess.moves import index_to_move, legal_mask
+from pdx_lightning.chess.openings import DEFAULT_SUITE, Opening, load_openings
+from pdx_lightning.chess.policy import tempered_log_probs, wdl_entropy
+from pdx_lightning.chess.rules import GameResult, Reason, game_end
 from pdx_lightning.evaluation import elo
 from pdx_lightning.nets.inference import evaluate
-from pdx_lightning.chess.moves import POLICY_SIZE, index_to_move, legal_indices
-from pdx_lightning.rl.objectives import tempered_log_probs, wdl_entropy
-from pdx_lightning.engines.stockfish import is_stockfish_spec, open_engine, parse_stockfish_spec
+from pdx_lightning.engines.external import is_uci_spec, parse_uci_spec
+from pdx_lightning.engines.stockfish import RestartingEngine, is_stockfish_spec, open_engine, parse_stockfish_spec
 
 MAX_PLIES = 512
-DRAW, WHITE_WINS, BLACK_WINS = "1/2-1/2", "1-0", "0-1"
 
 
 class ArenaError(ValueError):
@@ -57,36 +59,12 @@ class ArenaError(ValueError):
 
 
 def game_outcome(board: chess.Board, legal: list[chess.Move], claim_draws: bool = True) -> tuple[str, str] | None:
-    """``(result, reason)`` if the game is over on python-chess's rules, else None.
+    """``(PGN result, reason text)`` if the game is over by ``rules.game_end`` (no ply cap), else None.
 
     ``legal`` is the list of legal moves of ``board`` (generated once per ply).
-    The order of checks is ``Board.outcome``'s; a claimed threefold is the
-    position on the board occurring for the third time.
     """
-    if not legal:
-        if board.is_check():
-            return (BLACK_WINS if board.turn == chess.WHITE else WHITE_WINS), "checkmate"
-        return DRAW, "stalemate"
-    if board.is_insufficient_material():
-        return DRAW, "insufficient material"
-    if board.halfmove_clock >= 150:
-        return DRAW, "75-move rule"
-    seen = _occupancy_repeats(board)
-    if seen >= 5 and board.is_repetition(5):
-        return DRAW, "fivefold repetition"
-    if claim_draws:
-        if board.halfmove_clock >= 100:
-            return DRAW, "50-move rule"
-        if seen >= 3 and board.is_repetition(3):
-            return DRAW, "threefold repetition"
-    return None
-
-
-def _occupancy_repeats(board: chess.Board) -> int:
-    """Occurrences of the board's occupancy since the last irreversible move (an upper bound on its
-    repetitions): a cheap filter before python-chess's exact ``is_repetition``, which scans the whole game."""
-    occ, hm = board.occupied, board.halfmove_clock
-    return 1 + sum(st.occupied == occ for st in board._stack[len(board._stack) - hm:]) if hm >= 4 else 1
+    end = game_end(board, legal=legal, claim_draws=claim_draws)
+    return None if end is None else (end.pgn_result, end.text)
 
 
 @dataclass(eq=False)
@@ -102,8 +80,7 @@ class Game:
     hist: GameHistory = None
     legal: list = None
     moves: list = field(default_factory=list)
-    result: str | None = None
-    reason: str | None = None
+    end: GameResult | None = None
     streak_draw: int = 0   # consecutive plies the movers' value heads agreed on a draw,
     streak_white: int = 0  # on a White win,
     streak_black: int = 0  # on a Black win (adjudication)
@@ -112,6 +89,21 @@ class Game:
         self.board = self.opening.start()
         self.hist = GameHistory(self.board)
         self.legal = list(self.board.legal_moves)
+
+    @property
+    def result(self) -> str | None:
+        """PGN result ("1-0", "0-1", "1/2-1/2"), None while the game goes on."""
+        return self.end.pgn_result if self.end else None
+
+    @property
+    def reason(self) -> str | None:
+        """Why the game ended, as text ("checkmate", "512-ply cap", ...), None while it goes on."""
+        return self.end.text if self.end else None
+
+    def rules_end(self, claim_draws: bool, max_plies: int | None = None) -> GameResult | None:
+        """``rules.game_end`` at the current position (cached legal moves, ring-buffer repetitions)."""
+        return game_end(self.board, legal=self.legal, repetitions=self.hist.repetitions(),
+                        claim_draws=claim_draws, max_plies=max_plies)
 
 
 class NetPlayer:
@@ -131,10 +123,7 @@ class NetPlayer:
         if self._buf.shape[0] < B:
             self._buf = np.empty((max(B, 2 * self._buf.shape[0]), N_PLANES, 8, 8), dtype=np.float32)
         x = encode_rows([g.hist.row(g.board) for g in games], out=self._buf[:B])  # (B, 112, 8, 8)
-        idx = [legal_indices(g.board, g.legal) for g in games]
-        mask = torch.zeros(B, POLICY_SIZE, dtype=torch.bool)
-        mask[torch.from_numpy(np.repeat(np.arange(B), [len(i) for i in idx])),
-             torch.from_numpy(np.concatenate(idx))] = True
+        mask = legal_mask([g.board for g in games], [g.legal for g in games])
         logp, wdl = evaluate(self.model, torch.from_numpy(x), mask)  # (B, 4288), (B, 3)
         self.forwards += 1
         if self.sample:
@@ -166,12 +155,31 @@ class StockfishPlayer:
         self.engine.quit()
 
 
+class UciPlayer:
+    """Any UCI engine (``uci:<command>``, :mod:`pdx_lightning.engines.external`), e.g. the real Lc0 at
+    ``go nodes 1``; it is sent each game's full move history (``position ... moves ...``)."""
+
+    def __init__(self, label: str, spec: str) -> None:
+        self.label = label
+        argv, self.limit, options = parse_uci_spec(spec)
+        self.engine = RestartingEngine(command=argv, threads=None, hash_mb=None, options=options)
+        self.version = self.engine.id.get("name", argv[0])
+
+    def choose(self, games: list[Game]) -> list[tuple[chess.Move, None]]:
+        return [(self.engine.play(g.board, self.limit, game=g.id).move, None) for g in games]
+
+    def close(self) -> None:
+        self.engine.quit()
+
+
 def make_player(spec: str, label: str | None = None, *, sample: bool = False, temperature: str | float = 1.0,
                 seed: int = 0, device: str = "cpu", stockfish: str | None = None):
-    """A player from a model name (``pdx_lightning.nets.load_model``) or an ``sf:`` spec."""
+    """A player from a model name (``pdx_lightning.nets.load_model``), an ``sf:`` spec or a ``uci:`` spec."""
     label = label or spec
     if is_stockfish_spec(spec):
         return StockfishPlayer(label, spec, stockfish)
+    if is_uci_spec(spec):
+        return UciPlayer(label, spec)
     from pdx_lightning.nets import load_model  # noqa: PLC0415
 
     return NetPlayer(label, load_model(spec).to(device), sample, temperature, seed)
@@ -199,9 +207,7 @@ def _apply(g: Game, move: chess.Move, wdl: np.ndarray | None, both_nets: bool, c
     g.hist.push(g.board)
     g.moves.append(move)
     g.legal = list(g.board.legal_moves)
-    over = game_outcome(g.board, g.legal, cfg["claim_draws"])
-    if over is None and g.board.ply() >= cfg["max_plies"]:
-        over = DRAW, f"{cfg['max_plies']}-ply cap"
+    over = g.rules_end(cfg["claim_draws"], cfg["max_plies"])
     if over is None and cfg["adjudicate"] and both_nets and wdl is not None:
         mover_white = not g.board.turn  # the side that just moved evaluated the position before its move
         s = float(wdl[0] + 0.5 * wdl[1])
@@ -211,13 +217,12 @@ def _apply(g: Game, move: chess.Move, wdl: np.ndarray | None, both_nets: bool, c
         g.streak_black = g.streak_black + 1 if 1.0 - s_white >= cfg["adj_win"] else 0
         k = cfg["adjudicate"]
         if g.streak_draw >= k:
-            over = DRAW, "adjudication: value heads agree on a draw"
+            over = GameResult(None, Reason.ADJUDICATION, "adjudication: value heads agree on a draw")
         elif g.streak_white >= k:
-            over = WHITE_WINS, "adjudication: value heads agree White wins"
+            over = GameResult(chess.WHITE, Reason.ADJUDICATION, "adjudication: value heads agree White wins")
         elif g.streak_black >= k:
-            over = BLACK_WINS, "adjudication: value heads agree Black wins"
-    if over:
-        g.result, g.reason = over
+            over = GameResult(chess.BLACK, Reason.ADJUDICATION, "adjudication: value heads agree Black wins")
+    g.end = over
 
 
 def play_games(players: list, openings: list[Opening], schedule: list[tuple[int, int, int]], *,
@@ -240,9 +245,8 @@ def play_games(players: list, openings: list[Opening], schedule: list[tuple[int,
             while pending and len(active) < concurrency:
                 gid, (w, b, o) = pending.popleft()
                 g = Game(gid, w, b, openings[o], f"{gid // 2 + 1}.{gid % 2 + 1}")
-                over = game_outcome(g.board, g.legal, claim_draws)
-                if over:
-                    g.result, g.reason = over
+                g.end = g.rules_end(claim_draws)
+                if g.end:
                     done.append(g)
                 else:
                     active.append(g)
@@ -253,9 +257,9 @@ def play_games(players: list, openings: list[Opening], schedule: list[tuple[int,
                 for g, (move, wdl) in zip(gs, players[p].choose(gs)):
                     both = isinstance(players[g.white], NetPlayer) and isinstance(players[g.black], NetPlayer)
                     _apply(g, move, wdl, both, cfg)
-            finished = [g for g in active if g.result]
+            finished = [g for g in active if g.end]
             if finished:
-                active = [g for g in active if not g.result]
+                active = [g for g in active if not g.end]
                 done += finished
                 if bar:
                     bar.update(len(finished))
@@ -272,8 +276,8 @@ def to_pgn(g: Game, labels: list[str], event: str = "pdx arena") -> chess.pgn.Ga
     game.headers.update({"Event": event, "Site": "pdx_lightning", "Round": g.round,
                          "Date": datetime.date.today().strftime("%Y.%m.%d"),
                          "White": labels[g.white], "Black": labels[g.black], "Result": g.result,
-                         "Termination": "adjudication" if "cap" in g.reason or "adjudication" in g.reason
-                         else "normal", "PlyCount": str(len(g.moves)), "Opening": g.opening.id})
+                         "Termination": g.end.termination, "PlyCount": str(len(g.moves)),
+                         "Opening": g.opening.id})
     if g.opening.line:
         game.comment = f"opening {g.opening.id}: {' '.join(g.opening.line)}"
     node = game
@@ -286,18 +290,20 @@ def to_pgn(g: Game, labels: list[str], event: str = "pdx arena") -> chess.pgn.Ga
 def tally(games: list[Game], n: int) -> np.ndarray:
     """``(n, n, 3)`` counts: [white, black] = (White wins, draws, Black wins)."""
     counts = np.zeros((n, n, 3), dtype=np.int64)
-    col = {WHITE_WINS: 0, DRAW: 1, BLACK_WINS: 2}
+    col = {chess.WHITE: 0, None: 1, chess.BLACK: 2}
     for g in games:
-        counts[g.white, g.black, col[g.result]] += 1
+        counts[g.white, g.black, col[g.end.winner]] += 1
     return counts
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     a = parser.add_argument
     a("--model", action="append", required=True, help="a model (base:small, .ckpt, .pt, random:tiny) or a "
-      "Stockfish anchor (sf:nodes=1000, sf:elo=1500); repeat for every player (>= 2)")
+      "Stockfish anchor (sf:nodes=1000, sf:elo=1500), or any UCI engine ('uci:lc0 --weights=F.pb.gz', "
+      "default go nodes 1; 'uci[nodes=800]:CMD' for a search); repeat for every player (>= 2)")
     a("--label", action="append", help="display names, one per --model (default: the model strings)")
-    a("--openings", default=str(DEFAULT_SUITE), help="EPD/FEN opening suite (default: the bundled UHO-like suite)")
+    a("--openings", default=str(DEFAULT_SUITE), help="opening suite: EPD/FEN/UCI lines or a PGN book's end "
+      "positions (default: the bundled UHO-like suite)")
     a("--games", type=int, default=20, help="games per pair, even: games/2 openings, each from both colours")
     a("--base", help="the base model (label or model string; default the first)")
     a("--base-games", type=int, default=0, help="games of every model against --base (if more than --games)")
@@ -392,6 +398,7 @@ def run(args: argparse.Namespace) -> int:
     report = summarize(games, counts, labels, specs, base, anchor, args, seconds)
     # the UCI_Elo scale moved between Stockfish versions: keep the version with the ratings
     report["stockfish"] = {p.label: p.version for p in players if isinstance(p, StockfishPlayer)}
+    report["uci_engines"] = {p.label: p.version for p in players if isinstance(p, UciPlayer)}
     if args.pgn:
         with open(args.pgn, "w") as f:
             for g in games:

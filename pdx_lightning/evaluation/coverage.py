@@ -58,7 +58,7 @@ from pdx_lightning.evaluation.play import (TABIYAS, ModelCache, PlayModeError, a
                                            game_over, play_distribution, resolve_play_modes, root_board, write_json)
 from pdx_lightning.evaluation.puzzles import table
 from pdx_lightning.nets.inference import evaluate
-from pdx_lightning.chess.moves import POLICY_SIZE, index_to_move, legal_indices
+from pdx_lightning.chess.moves import index_to_move, indices_mask, legal_indices
 
 
 class PolicySource(Protocol):
@@ -114,9 +114,7 @@ class NetworkPolicy:
                 live.append(i)
                 idx.append(legal_indices(b, legal))
         if live:
-            mask = torch.zeros(len(live), POLICY_SIZE, dtype=torch.bool)            # (L, 4288)
-            for r, ix in enumerate(idx):
-                mask[r, torch.from_numpy(ix)] = True
+            mask = indices_mask(idx)                                                # (L, 4288)
             x = torch.from_numpy(encode_boards([boards[i] for i in live]))        # (L, 112, 8, 8)
             log_pi, wdl = evaluate(self.model, x, mask, self.micro_batch)
             log_p = play_distribution(log_pi, wdl, mask, self.mode).double().numpy()

@@ -10,14 +10,14 @@ move) the played policy p is compared with the raw base π_base (``--base``,
 default the first ``--model``) over the legal moves:
 
 * entropy H(p) (nats);
-* forward KL(π_base ‖ p) and reverse KL(p ‖ π_base) (exact sums, ``objectives``);
+* forward KL(π_base ‖ p) and reverse KL(p ‖ π_base) (exact sums, ``chess.policy``);
 * cov_k (k = ``--top-k``, 5): p's mass on the base's k most probable moves (all legal moves if fewer).
 
 Each is averaged over all positions of all games (pooled, as the paper's
 "average over the positions each model reaches"); ``se`` is the standard error
 of that mean clustered by game (positions of one game are not independent).
 A forward KL is +inf where p is exactly 0 on a move the base plays (τ ≤
-``objectives.TAU_MIN`` gives a one-hot μ); such positions are counted in
+``chess.policy.TAU_MIN`` gives a one-hot μ); such positions are counted in
 ``n_inf`` and left out of that mean.
 
 JSON (``--json OUT``)::
@@ -45,7 +45,8 @@ from pdx_lightning.evaluation.play import (ModelCache, PlayModeError, add_model_
 from pdx_lightning.evaluation.puzzles import table
 from pdx_lightning.nets.inference import evaluate
 from pdx_lightning.chess.moves import index_to_move, legal_mask
-from pdx_lightning.rl.objectives import entropy, forward_kl, reverse_kl
+from pdx_lightning.chess.policy import entropy, forward_kl, reverse_kl
+from pdx_lightning.chess.rules import game_end, ply_cap_reached
 
 
 def policy_diagnostics(log_p: torch.Tensor, log_p_base: torch.Tensor, mask: torch.Tensor,
@@ -71,16 +72,14 @@ def clustered_mean(x: np.ndarray, groups: np.ndarray) -> dict:
     return out
 
 
+_RESULT_KEY = {chess.WHITE: "white_win", chess.BLACK: "black_win", None: "draw"}
+
+
 def _ended(board: chess.Board, legal: list, hist: GameHistory, claim_draws: bool) -> str | None:
-    """``"white_win"``/``"black_win"``/``"draw"`` if the game is over by the rules, else None."""
-    if not legal:
-        return ("black_win" if board.turn == chess.WHITE else "white_win") if board.is_check() else "draw"
-    reps = hist.counts[hist.snaps[0].key]
-    if board.halfmove_clock >= 150 or reps >= 5 or board.is_insufficient_material():
-        return "draw"
-    if claim_draws and (board.halfmove_clock >= 100 or reps >= 3):
-        return "draw"
-    return None
+    """``"white_win"``/``"black_win"``/``"draw"`` if the game is over by the rules (``rules.game_end``,
+    repetitions counted by the game's ring buffer), else None."""
+    end = game_end(board, legal=legal, repetitions=hist.repetitions(), claim_draws=claim_draws)
+    return None if end is None else _RESULT_KEY[end.winner]
 
 
 @torch.inference_mode()
@@ -117,7 +116,7 @@ def self_play_diagnostics(model: torch.nn.Module, mode: str, base: torch.nn.Modu
             res = _ended(b, legal[i], hist[i], claim_draws)
             if res is not None:
                 results[res] += 1
-            elif len(b.move_stack) >= max_plies:
+            elif ply_cap_reached(b, max_plies):
                 results["capped"] += 1
             else:
                 still.append(i)

@@ -18,8 +18,6 @@ start so the encoder sees the full move history.
 from __future__ import annotations
 
 import argparse
-import json
-import math
 from pathlib import Path
 from typing import NamedTuple, Sequence
 
@@ -30,7 +28,9 @@ import torch
 from pdx_lightning.chess.encoding import encode_boards
 from pdx_lightning.nets.inference import evaluate
 from pdx_lightning.chess.moves import legal_mask
-from pdx_lightning.rl.objectives import tempered_log_probs, wdl_entropy
+from pdx_lightning.runtime.jsonio import json_safe, write_json  # noqa: F401  (the tools' JSON writer)
+from pdx_lightning.chess.policy import tempered_log_probs, wdl_entropy
+from pdx_lightning.chess.rules import game_end
 
 PLAY_MODES = ("adaptive", "raw")
 
@@ -113,9 +113,9 @@ TABIYAS: dict[str, str] = {
 
 
 def game_over(board: chess.Board, legal: list) -> bool:
-    """The game is over by the rules that need no claim (mate, stalemate, insufficient material, 75/5-fold)."""
-    return (not legal or board.is_insufficient_material() or board.is_seventyfive_moves()
-            or board.is_fivefold_repetition())
+    """The game is over by the rules that need no claim (``rules.game_end``: mate, stalemate, insufficient
+    material, 75-move rule, fivefold repetition)."""
+    return game_end(board, legal=legal) is not None
 
 
 def root_board(spec: str) -> tuple[str, chess.Board]:
@@ -169,26 +169,3 @@ class ModelCache:
 
             self._models[name] = load_model(name, weights=self.weights).to(self.device).eval()
         return self._models[name]
-
-
-def json_safe(x):
-    """NaN/inf → null, numpy scalars/arrays → Python."""
-    if isinstance(x, dict):
-        return {str(k): json_safe(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [json_safe(v) for v in x]
-    if isinstance(x, np.ndarray):
-        return json_safe(x.tolist())
-    if isinstance(x, (np.floating, float)):
-        return float(x) if math.isfinite(x) else None
-    if isinstance(x, np.integer):
-        return int(x)
-    if isinstance(x, np.bool_):
-        return bool(x)
-    return x
-
-
-def write_json(path: str, doc: dict) -> None:
-    with open(path, "w") as f:
-        json.dump(json_safe(doc), f)
-    print(f"wrote {path}")

@@ -27,7 +27,6 @@ with optimal mates found only for mate-in-1; the full set needs ``AltMoves``.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import time
 from dataclasses import dataclass
@@ -41,6 +40,7 @@ from pdx_lightning.evaluation.stats import (RATING_BINS, assign_bins, bin_edges_
 from pdx_lightning.evaluation.suite import Puzzle, Suite, load_suite
 from pdx_lightning.nets.inference import evaluate_boards
 from pdx_lightning.chess.moves import index_to_move, move_to_index
+from pdx_lightning.runtime.jsonio import write_json
 
 MULTI_SOLUTION_RULE = ("accepted = marked move + AltMoves + any immediate checkmate; solved = every solver "
                        "ply's argmax accepted, an argmax checkmate ends the puzzle won")
@@ -268,19 +268,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", metavar="OUT", help="write summaries, paired comparisons and per-puzzle arrays")
 
 
-def _clean(x):
-    """JSON-safe: NaN/inf → null, numpy scalars → Python."""
-    if isinstance(x, dict):
-        return {k: _clean(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_clean(v) for v in x]
-    if isinstance(x, (np.floating, float)):
-        return float(x) if math.isfinite(x) else None
-    if isinstance(x, np.integer):
-        return int(x)
-    return x
-
-
 def per_puzzle(r: SuiteResult) -> dict:
     """Per-puzzle arrays (per-ply ones nested per puzzle), enough to rebuild every table."""
     def split(a):
@@ -333,9 +320,7 @@ def run_eval(args: argparse.Namespace, command: str, render: Callable[[list[str]
                "models": [{"name": n, "weights": args.weights, "summary": s, "per_puzzle": per_puzzle(r)}
                           for n, s, r in zip(args.model, summaries, results)],
                "paired": paired}
-        with open(args.json, "w") as f:
-            json.dump(_clean(doc), f)
-        print(f"wrote {args.json}")
+        write_json(args.json, doc)
     return 0
 
 

@@ -435,3 +435,23 @@ def _load_one(path: str, rating_min, rating_max, themes, sample, seed, skip_bad)
         except PuzzleFormatError as e:
             bad(e)
     return suite
+
+
+@dataclass
+class SuiteSpec:
+    """A suite as evaluated: puzzle file(s) plus the selection applied to them (:func:`load_suite`).
+
+    The sweep's ``eval:`` suites and the puzzle-tuned control's ``exclude`` list (its pool must be
+    disjoint from every suite *as selected*) are written in this shape."""
+
+    path: list[str]
+    sample: int | None = None
+    seed: int = 0
+    rating_min: float | None = None
+    rating_max: float | None = None
+    themes: list[str] | None = None
+
+    def load(self) -> Suite:
+        """The selected puzzles (:func:`load_suite` with this selection)."""
+        return load_suite(self.path, sample=self.sample, seed=self.seed, rating_min=self.rating_min,
+                          rating_max=self.rating_max, themes=self.themes)

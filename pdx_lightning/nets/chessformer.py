@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, replace
-from typing import Literal, NamedTuple
+from typing import ClassVar, Literal
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from pdx_lightning.chess.moves import N_FROM_TO, POLICY_SIZE
+from pdx_lightning.nets.lc0_policy import castling_to_ours
+from pdx_lightning.nets.seam import ModelLoadError, NetOutput
+
+__all__ = ["ModelConfig", "Chessformer", "PRESETS", "PRESET_PARAMS", "NetOutput", "count_params",
+           "check_stored", "castling_to_ours", "lc0_position_table"]
 
 N_PLANES = 112
 ACTIVATIONS = {"mish": F.mish, "silu": F.silu, "relu": F.relu, "gelu": F.gelu}
@@ -24,8 +29,13 @@ ACTIVATIONS = {"mish": F.mish, "silu": F.silu, "relu": F.relu, "gelu": F.gelu}
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """Chessformer hyperparameters. Presets in ``PRESETS``; build with ``from_name``."""
+    """Chessformer hyperparameters. Presets in ``PRESETS``; build with ``from_name``.
 
+    ``family`` is a class attribute, not a field: ``to_dict()`` holds the fields only, so
+    ``ModelConfig(**cfg.to_dict())`` works, and so do dicts stored before families existed.
+    Files record the family beside the config (``nets/files.py``)."""
+
+    family: ClassVar[str] = "chessformer"
     name: str = "custom"
     embed_dim: int = 64            # d: token width
     n_layers: int = 4
@@ -44,7 +54,7 @@ class ModelConfig:
     # Lc0 nets use mish; on CPU torch's mish costs ~12× silu (measured 18 ms vs 1.5 ms on a
     # (256, 64, 192) tensor, 2 cores), so the CPU presets use silu.
 
-    # --- Lc0 attention-body structure (nets/lc0.py). The defaults are the original pdx
+    # --- Lc0 attention-body structure (nets/lc0/attention.py). The defaults are the original pdx
     # Chessformer, so the tiny/small presets and their saved weights compute what they always did.
     input_posenc: bool = False     # append Lc0's fixed 64-wide square table to each square's input
                                    # (T82's INPUT_EMBEDDING_PE_MAP)
@@ -103,8 +113,8 @@ PRESETS: dict[str, ModelConfig] = {
     # the bundled CPU base: sized so a 256-game self-play step stays under ~1 s on 2 cores
     "small": ModelConfig("small", embed_dim=64, n_layers=4, n_heads=4, ffn_dim=128, smolgen_compress=8,
                          smolgen_hidden=64, smolgen_gen=32, policy_dim=64, value_dim=32),
-    # BT4-1024x15x32h, the paper's network, as Lc0 computes it (nets/lc0.py): PE_DENSE embedding
-    # (512-wide board preprocessing, LayerNorm, gates, embedding FFN), post-LN encoders with
+    # BT4-1024x15x32h, the paper's network, as Lc0 computes it (nets/lc0/attention.py): PE_DENSE
+    # embedding (512-wide board preprocessing, LayerNorm, gates, embedding FFN), post-LN encoders with
     # DeepNorm on the sublayer, LayerNorm eps 1e-3, unscaled promotion offsets, king-takes-rook
     # castling, raw rule-50 input, flatten value head, moves-left head. A real BT4 file is read
     # with its own sizes (load_lc0); this preset fixes the shapes for tests and benchmarks.
@@ -114,13 +124,8 @@ PRESETS: dict[str, ModelConfig] = {
                        ln_eps=1e-3, smolgen_ln_eps=1e-3, deepnorm="scale_sublayer", promo_offsets_scaled=False,
                        policy_castling="king_takes_rook", moves_left_dim=32),
 }
-# Parameter counts of the presets (pinned by tests/test_chessformer.py).
+# Parameter counts of the presets (pinned by tests/nets/test_chessformer.py).
 PRESET_PARAMS = {"tiny": 115_859, "small": 468_131, "bt4": 184_958_851}
-
-
-class NetOutput(NamedTuple):
-    policy: torch.Tensor  # (B, 4288) logits
-    wdl: torch.Tensor     # (B, 3) logits, side to move's view: win, draw, loss
 
 
 class DeepNorm:
@@ -261,27 +266,6 @@ class MovesLeftHead(nn.Module):
         return F.relu(F.linear(m, self.fc2_weight, self.fc2_bias)).squeeze(-1)   # (B,) plies
 
 
-# Castling logits (side-to-move frame): ours (king's destination) and Lc0's (king takes rook).
-_E1 = 4
-_CASTLE_OURS = (_E1 * 64 + 6, _E1 * 64 + 2)   # e1g1, e1c1
-_CASTLE_LC0 = (_E1 * 64 + 7, _E1 * 64 + 0)    # e1h1, e1a1
-
-
-def castling_to_ours(policy: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    """Lc0 king-takes-rook castling logits → moves.py's layout (and back: it is an involution).
-
-    Wherever the side to move's king stands on e1 (plane 5 of ``x``), e1g1↔e1h1 and e1c1↔e1a1
-    are swapped. With the king on e1 the king-destination slots are only castling and the
-    rook-square slots are never legal, so every legal move keeps its logit.
-    """
-    king_e1 = x[:, 5, 0, _E1] > 0.5                                   # (B,)
-    cols = list(_CASTLE_OURS + _CASTLE_LC0)
-    swapped = list(_CASTLE_LC0 + _CASTLE_OURS)
-    out = policy.clone()
-    out[:, cols] = torch.where(king_e1[:, None], policy[:, swapped], policy[:, cols])
-    return out
-
-
 class Chessformer(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
@@ -355,3 +339,14 @@ def count_params(cfg: ModelConfig) -> int:
     """Parameter count of ``cfg``, built on the meta device (no memory)."""
     with torch.device("meta"):
         return sum(p.numel() for p in Chessformer(cfg).parameters())
+
+
+def check_stored(config: dict, state: dict, where: str) -> None:
+    """A stored (config, state dict) pair's encoder depth, before any model is built: a config
+    claiming more (or fewer) encoder layers than the tensors hold is refused here, so a lying
+    config cannot make even the meta-device build loop over layers the file lacks. Every
+    tensor's shape is then checked on the meta device (``seam.build_network``)."""
+    layers = {str(k).split(".")[1] for k in state if str(k).startswith("layers.")}
+    if not isinstance(config, dict) or config.get("n_layers", len(layers)) != len(layers):
+        raise ModelLoadError(f"{where}: the stored model config does not describe the stored weights "
+                             f"({len(layers)} encoder layers stored)")

@@ -1,26 +1,26 @@
 """On-policy self-play, one ply per step (paper Algorithm 1, Appendix D).
 
-``SelfPlayDataset`` owns this rank's N / world_size games. Each item it yields
-is a :class:`PendingBatch`: the current positions s, their legal masks,
-π_base(·|s) and τ(s) from the EMA value head. The training step then runs the
-online network on s *with* gradient and hands the detached outputs back
-through :meth:`PendingBatch.complete`, which samples a ~ μ ∝ π_θ^{1/τ}, plays
-it, evaluates the EMA at s' and returns (a, ρ, A, p̂). The parameters that
-sample a batch are therefore exactly the ones it updates (zero staleness), and
-the gradient-carrying online pass doubles as the sampling pass: four network
-passes per step (base(s), ema(s), ema(s'), online(s) fwd+bwd).
+``SelfPlayDataset`` owns this rank's N / world_size games and reads the networks
+it is given (:class:`SelfPlayNetworks`: the EMA, the base and the trained
+parameters' version). Each item it yields is a :class:`PendingBatch`: the
+current positions s, their legal masks, π_base(·|s) and τ(s) from the EMA value
+head. The training step then runs the online network on s *with* gradient and
+hands the detached outputs back through :meth:`SelfPlayDataset.complete`, which
+samples a ~ μ ∝ π_θ^{1/τ}, plays it, evaluates the EMA at s' and returns
+(a, ρ, A, p̂). The parameters that sample a batch are therefore exactly the ones
+it updates (zero staleness), and the gradient-carrying online pass doubles as
+the sampling pass: four network passes per step (base(s), ema(s), ema(s'),
+online(s) fwd+bwd). The online network itself never runs here.
 
-Completion works per micro-batch of games (``complete(slice, ...)``), so the
-module can accumulate gradients over micro-batches without keeping every
+Completion works per micro-batch of games (``complete(batch, slice, ...)``), so
+the module can accumulate gradients over micro-batches without keeping every
 micro-batch's graph alive.
 """
 from __future__ import annotations
 
 import random
-import re
-import time
-from dataclasses import dataclass, field
-from typing import Iterator, Literal
+from dataclasses import dataclass
+from typing import Callable, Iterator, Literal
 
 import chess
 import numpy as np
@@ -30,13 +30,38 @@ from torch.utils.data import IterableDataset
 
 from pdx_lightning.chess.encoding import GameHistory, encode_rows
 from pdx_lightning.nets.inference import evaluate
-from pdx_lightning.chess.moves import legal_indices, index_to_move, POLICY_SIZE
+from pdx_lightning.chess.moves import index_to_move, legal_mask
+from pdx_lightning.chess.openings import read_opening_lines
+from pdx_lightning.chess.rules import game_end, ply_cap_reached
 from pdx_lightning.rl.objectives import (DRAW, LOSS, RESULT_NONE, WIN, importance_weight, score,
                                       tempered_log_probs, value_target, wdl_entropy)
 
 
+TemperatureMode = Literal["adaptive", "fixed"]
+TEMPERATURE_MODES: tuple[str, ...] = TemperatureMode.__args__  # the sweep's temperature arms, in this order
+
+
 class SelfPlayError(RuntimeError):
-    """Self-play used wrongly (no networks attached, state of another shape)."""
+    """Self-play used wrongly (a stale batch, a state of another shape, too few games for a rank)."""
+
+
+@dataclass(frozen=True)
+class SelfPlayNetworks:
+    """What self-play reads from the module: two networks in eval mode and the parameters' version.
+
+    Attributes:
+        ema: θ̄, the bootstrap target: τ(s) = H(p_θ̄(s)) (Eq. 5), v_θ̄(s') and p̂ = flip(p_θ̄(s')).
+        base: π_base, the prior: log π_base(·|s) for the exploration term, and the opening moves.
+        version: the online parameters' version (optimizer steps taken); a batch is stamped with it
+            when begun and must be completed at the same version (zero staleness).
+
+    The online network π_θ is not here: the training step runs it (with gradient) and hands its
+    outputs to :meth:`SelfPlayDataset.complete`.
+    """
+
+    ema: torch.nn.Module
+    base: torch.nn.Module
+    version: Callable[[], int]
 
 
 @dataclass
@@ -54,8 +79,9 @@ class SelfPlayConfig:
             (k ~ U{0..restart_max_moves} base-sampled full moves, as at start), or "openings"
             (a random line from ``openings_file``, an EPD/text file of UCI lines).
         restart_max_moves: k's upper bound for restart="random_plies".
-        openings_file: for restart="openings": UCI lines from the start position, one per line, or EPD
-            records with the line in their ``c0`` opcode (``pdx data openings``); see read_opening_lines.
+        openings_file: for restart="openings": UCI lines from the start position, one per line, EPD
+            records with the line in their ``c0`` opcode (``pdx data openings``), or a PGN book (each
+            game's mainline); see ``chess.openings.read_opening_lines``.
         max_plies: game cap; a game reaching it ends.
         cap_result: "draw" scores a capped game as a draw (the paper); "bootstrap" keeps the EMA's
             value of s' as the target (truncation, the authors' code).
@@ -69,7 +95,7 @@ class SelfPlayConfig:
 
     n_games: int = 256
     seed: int = 0
-    temperature: Literal["adaptive", "fixed"] = "adaptive"
+    temperature: TemperatureMode = "adaptive"
     opening_max_moves: int = 60
     restart: Literal["initial", "random_plies", "openings"] = "initial"
     restart_max_moves: int = 8
@@ -83,7 +109,7 @@ class SelfPlayConfig:
     def __post_init__(self) -> None:
         if self.n_games < 1 or self.micro_batch < 1 or self.max_plies < 1:
             raise ValueError("n_games, micro_batch and max_plies must be >= 1")
-        if self.temperature not in ("adaptive", "fixed"):
+        if self.temperature not in TEMPERATURE_MODES:
             raise ValueError(f"temperature must be 'adaptive' or 'fixed', got {self.temperature!r}")
         if self.restart not in ("initial", "random_plies", "openings"):
             raise ValueError(f"restart must be initial|random_plies|openings, got {self.restart!r}")
@@ -97,7 +123,7 @@ class SelfPlayConfig:
 
 @dataclass
 class Completion:
-    """What ``PendingBatch.complete`` returns for one micro-batch (all stop-gradient)."""
+    """What :meth:`SelfPlayDataset.complete` returns for one micro-batch (all stop-gradient)."""
 
     action: torch.Tensor      # (b,) int64 policy slot of a
     rho: torch.Tensor         # (b,) ρ = min(1, π_θ(a|s)/μ(a|s))
@@ -114,39 +140,30 @@ class PendingBatch:
     mask: torch.Tensor        # (n, 4288) bool
     log_p_base: torch.Tensor  # (n, 4288)
     tau: torch.Tensor         # (n,)
-    version: int              # the module's parameter version that began the batch
-    dataset: "SelfPlayDataset" = field(repr=False)
+    version: int              # the parameter version that began the batch
 
     @property
     def size(self) -> int:
         return self.x.shape[0]
 
-    def complete(self, games: slice, log_p_theta: torch.Tensor, v_theta: torch.Tensor) -> Completion:
-        """Sample and play a for ``games`` from the online outputs (detached), evaluate s'."""
-        return self.dataset._complete(self, games, log_p_theta.detach().cpu(), v_theta.detach().cpu())
-
 
 class SelfPlayDataset(IterableDataset):
-    """This rank's share of N games, advanced one ply per yielded batch (infinite)."""
+    """This rank's share of N games, advanced one ply per yielded batch (infinite).
 
-    def __init__(self, config: SelfPlayConfig) -> None:
+    ``networks`` are read, never trained or swapped: the module keeps them in eval mode.
+    """
+
+    def __init__(self, config: SelfPlayConfig, networks: SelfPlayNetworks) -> None:
         super().__init__()
         self.cfg = config
-        self.nets: dict[str, torch.nn.Module] = {}
-        self.version_fn = lambda: 0
+        self.networks = networks
         self.boards: list[chess.Board] = []
         self.stats = {"games_finished": 0, "white_win": 0, "draw": 0, "black_win": 0, "length_sum": 0}
         self._pending_state: dict | None = None
         # read now: a bad openings file fails at construction, not at the first restart hours in
         self._openings = read_opening_lines(config.openings_file) if config.restart == "openings" else None
 
-    # ---- wiring -----------------------------------------------------------------------------
-    def attach(self, online: torch.nn.Module, ema: torch.nn.Module, base: torch.nn.Module,
-               version_fn=lambda: 0) -> None:
-        """Give the dataset the module's three networks and its parameter-version counter."""
-        self.nets = {"online": online, "ema": ema, "base": base}
-        self.version_fn = version_fn
-
+    # ---- ranks ------------------------------------------------------------------------------
     def _rank_world(self) -> tuple[int, int]:
         if dist.is_available() and dist.is_initialized():
             return dist.get_rank(), dist.get_world_size()
@@ -161,11 +178,15 @@ class SelfPlayDataset(IterableDataset):
 
     # ---- state (checkpoints) ----------------------------------------------------------------
     def state_dict(self) -> dict:
-        """Everything needed to continue the same games: move lists, RNG states, stats."""
+        """Everything needed to continue the same games: move lists, RNG states, stats and, with
+        ``reuse_successor_eval``, the EMA's cached evaluations of the current positions (made by
+        the EMA before its last update, so they cannot be recomputed after a restart)."""
+        cache = self._ema_cache if self.cfg.reuse_successor_eval else None
         return {"roots": [b.root().fen() for b in self.boards],
                 "moves": [[m.uci() for m in b.move_stack] for b in self.boards],
                 "torch_rng": self.gen.get_state(), "py_rng": self.rng.getstate(),
-                "stats": dict(self.stats), "n_games": len(self.boards)}
+                "stats": dict(self.stats), "n_games": len(self.boards),
+                "ema_cache": None if cache is None else cache.clone()}
 
     def load_state_dict(self, state: dict) -> None:
         """Resume from ``state_dict`` when iteration (re)starts."""
@@ -186,11 +207,14 @@ class SelfPlayDataset(IterableDataset):
         self.gen.set_state(state["torch_rng"])
         self.rng.setstate(state["py_rng"])
         self.stats = dict(state["stats"])
+        cache = state.get("ema_cache")  # absent in checkpoints written before it was stored
+        if cache is not None and tuple(cache.shape) != (len(self.boards), 3):
+            raise SelfPlayError(f"checkpoint's EMA cache has shape {tuple(cache.shape)}, "
+                                f"expected ({len(self.boards)}, 3)")
+        self._ema_cache = None if cache is None else cache.clone()
 
     # ---- iteration --------------------------------------------------------------------------
     def __iter__(self) -> Iterator[PendingBatch]:
-        if not self.nets:
-            raise SelfPlayError("SelfPlayDataset has no networks: call attach(online, ema, base) first")
         rank, _ = self._rank_world()
         self.gen = torch.Generator().manual_seed(self.cfg.seed + 1000 * rank)
         self.rng = random.Random(self.cfg.seed + 1000 * rank)
@@ -201,21 +225,20 @@ class SelfPlayDataset(IterableDataset):
         else:
             n = self.local_games()
             self.boards = [chess.Board() for _ in range(n)]
-            self._randomize(list(range(n)), [self.rng.randint(0, self.cfg.opening_max_moves) for _ in range(n)])
+            starts = [self.rng.randint(0, self.cfg.opening_max_moves) for _ in range(n)]
+            self._randomize(list(range(n)), starts)
         while True:
             yield self._begin()
 
     def _eval(self, name: str, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return evaluate(self.nets[name], x, mask, self.cfg.micro_batch)
+        """``evaluate`` with the network ``name`` ("ema" or "base") of :class:`SelfPlayNetworks`."""
+        return evaluate(getattr(self.networks, name), x, mask, self.cfg.micro_batch)
 
     def _rows(self, idx) -> torch.Tensor:
         return torch.from_numpy(encode_rows([self.hist[i].row(self.boards[i]) for i in idx]))
 
     def _mask(self, idx) -> torch.Tensor:
-        mask = torch.zeros(len(idx), POLICY_SIZE, dtype=torch.bool)
-        for r, i in enumerate(idx):
-            mask[r, torch.from_numpy(legal_indices(self.boards[i], self.legal[i]))] = True
-        return mask
+        return legal_mask([self.boards[i] for i in idx], [self.legal[i] for i in idx])
 
     def _tau(self, wdl: torch.Tensor) -> torch.Tensor:
         return wdl_entropy(wdl) if self.cfg.temperature == "adaptive" else torch.ones(wdl.shape[0])
@@ -257,19 +280,13 @@ class SelfPlayDataset(IterableDataset):
 
     def _result(self, i: int) -> int | None:
         """Result of game i at its current position from the view of the player who just moved
-        (WIN/DRAW/LOSS), or None if it goes on. Cheap: reuses the cached legal-move list and the
-        ring buffer's repetition counts instead of python-chess's stack walks."""
-        b, h = self.boards[i], self.hist[i]
-        if not self.legal[i]:
-            return WIN if b.is_check() else DRAW
-        reps = h.counts[h.snaps[0].key]
-        if b.halfmove_clock >= 150 or reps >= 5 or b.is_insufficient_material():
-            return DRAW
-        if self.cfg.claim_draws and (b.halfmove_clock >= 100 or reps >= 3):
-            return DRAW
-        if len(b.move_stack) >= self.cfg.max_plies and self.cfg.cap_result == "draw":
-            return DRAW
-        return None
+        (WIN/DRAW/LOSS), or None if it goes on: ``rules.game_end`` on the cached legal-move list and
+        the ring buffer's repetition count (no python-chess stack walks)."""
+        b = self.boards[i]
+        end = game_end(b, legal=self.legal[i], repetitions=self.hist[i].repetitions(),
+                       claim_draws=self.cfg.claim_draws,
+                       max_plies=self.cfg.max_plies if self.cfg.cap_result == "draw" else None)
+        return None if end is None else end.wdl_for(not b.turn)
 
     def _begin(self) -> PendingBatch:
         n = len(self.boards)
@@ -284,13 +301,21 @@ class SelfPlayDataset(IterableDataset):
         else:
             wdl = self._eval("ema", x, mask)[1]
         self._ema_cache = torch.full((n, 3), float("nan"))
-        self._t0 = time.perf_counter()
-        return PendingBatch(x, mask, logp_base, self._tau(wdl), self.version_fn(), self)
+        return PendingBatch(x, mask, logp_base, self._tau(wdl), self.networks.version())
 
-    def _complete(self, batch: PendingBatch, games: slice, logp: torch.Tensor, v_theta: torch.Tensor) -> Completion:
-        if batch.version != self.version_fn():
+    def complete(self, batch: PendingBatch, games: slice, log_p_theta: torch.Tensor,
+                 v_theta: torch.Tensor) -> Completion:
+        """Sample a ~ μ ∝ π_θ^{1/τ(s)} (Eq. 6) for ``games`` of ``batch``, play it, evaluate s'.
+
+        ``log_p_theta`` (b, P) and ``v_theta`` (b,) are the online network's masked log-policy and
+        score at s for those games (detached here). Returns a, ρ = min(1, π_θ(a|s)/μ(a|s)) (Eq. 12),
+        p̂ = flip(p_θ̄(s')) or the true result (App. E) and A = score(p̂) − v_θ(s) (Eq. 4).
+        Raises :class:`SelfPlayError` if the parameters moved since the batch was begun.
+        """
+        if batch.version != self.networks.version():
             raise SelfPlayError(f"stale batch: begun at parameter version {batch.version}, "
-                                f"completed at {self.version_fn()}")
+                                f"completed at {self.networks.version()}")
+        logp, v_theta = log_p_theta.detach().cpu(), v_theta.detach().cpu()
         idx = list(range(batch.size))[games]
         mask, tau = batch.mask[games], batch.tau[games]
         log_mu = tempered_log_probs(logp, mask, tau)                                      # (b, P)
@@ -311,7 +336,7 @@ class SelfPlayDataset(IterableDataset):
             self._ema_cache[live_games] = wdl_next[live]
         target = value_target(wdl_next, results)                                          # (b, 3)
         advantage = score(target) - v_theta
-        capped = [r for r in live if len(self.boards[idx[r]].move_stack) >= self.cfg.max_plies]
+        capped = [r for r in live if ply_cap_reached(self.boards[idx[r]], self.cfg.max_plies)]
         for r in [r for r in range(len(idx)) if results[r] != RESULT_NONE] + capped:
             self._finish(idx[r], results[r].item() if results[r] != RESULT_NONE else None)
         return Completion(action, rho, advantage, target, results != RESULT_NONE)
@@ -347,49 +372,3 @@ class SelfPlayDataset(IterableDataset):
 def _index_of(board: chess.Board, uci: str) -> int:
     from pdx_lightning.chess.moves import move_to_index
     return move_to_index(chess.Move.from_uci(uci), board.turn)
-
-
-_UCI_TOKEN = re.compile(r"[a-h][1-8][a-h][1-8][qrbn]?")
-
-
-def read_opening_lines(path: str) -> list[list[str]]:
-    """UCI lines from the start position, one per line (blank lines and ``#`` comments skipped).
-
-    A line is plain UCI moves (``e2e4 e7e5 g1f3``) or an EPD record whose ``c0`` opcode holds the
-    UCI line that reaches it (as ``pdx data openings`` writes them; the line must reach the EPD's
-    position). Moves come back normalized (king-takes-rook castling as the king's move). A file
-    that cannot be read, a line that is neither, an illegal move, or a line ending in a finished
-    game raises :class:`~pdx_lightning.datagen.openings.OpeningFormatError` naming ``file:line``.
-    """
-    from pdx_lightning.datagen.openings import OpeningFormatError, parse_opening  # noqa: PLC0415
-
-    try:
-        with open(path, encoding="utf-8") as f:
-            text_all = f.read()
-    except (OSError, UnicodeDecodeError) as e:
-        raise OpeningFormatError(f"{path}: cannot read opening lines ({type(e).__name__}: {e})") from e
-    lines = []
-    for n, raw in enumerate(text_all.split("\n"), 1):
-        text = raw.strip()
-        if not text or text.startswith("#"):
-            continue
-        tokens = text.split()
-        b = chess.Board()
-        if all(_UCI_TOKEN.fullmatch(t) for t in tokens):
-            for k, uci in enumerate(tokens):
-                try:
-                    b.push_uci(uci)
-                except ValueError:
-                    raise OpeningFormatError(f"{path}:{n}: move {k + 1} {uci!r} is illegal in {b.fen()}") from None
-        else:
-            opening = parse_opening(text, f"{path}:{n}")
-            if not opening.line:
-                raise OpeningFormatError(f"{path}:{n}: neither UCI moves nor an EPD with a c0 UCI line "
-                                         f"(restarts replay lines from the start position)")
-            b = opening.board
-        if b.is_game_over():
-            raise OpeningFormatError(f"{path}:{n}: the line ends in a finished game ({b.fen()})")
-        lines.append([m.uci() for m in b.move_stack])
-    if not lines:
-        raise OpeningFormatError(f"{path}: no opening lines")
-    return lines

@@ -58,13 +58,15 @@ def check_dir(path: str | os.PathLike, *, what: str = "output directory", min_fr
         try:
             path.mkdir(parents=True, exist_ok=True)
         except OSError as e:
-            raise PreflightError(f"{label} cannot be created ({e.strerror or e}); choose a writable location") from e
+            raise PreflightError(f"{label} cannot be created ({e.strerror or e}); "
+                                 f"choose a writable location") from e
     try:  # the only reliable writability test (ACLs, read-only mounts, root squash): create a file
         fd, probe = tempfile.mkstemp(prefix=".pdx-preflight-", dir=path)
         os.close(fd)
         os.unlink(probe)
     except OSError as e:
-        raise PreflightError(f"{label} is not writable ({e.strerror or e}); choose a writable location") from e
+        raise PreflightError(f"{label} is not writable ({e.strerror or e}); "
+                             f"choose a writable location") from e
     need = min_free_default() if min_free is None else min_free
     free = shutil.disk_usage(path).free
     if free < need:
@@ -91,8 +93,8 @@ def check_file(path: str | os.PathLike, *, what: str = "output file", min_free: 
 FILE_OPTIONS = ("json", "pgn", "md", "png", "out")
 DIR_OPTIONS = {
     "pdx_lightning.datagen.positions": ("out",),
-    "pdx_lightning.experiments.report": ("out",),
-    "pdx_lightning.experiments.sweep": ("out_dir",),
+    "pdx_lightning.experiments.report.command": ("out",),
+    "pdx_lightning.experiments.sweep.command": ("out_dir",),
 }
 
 
@@ -105,7 +107,8 @@ def check_tool_outputs(module: str, args: object, min_free: int | None = None) -
         if not value or not isinstance(value, (str, os.PathLike)) or value == "-":
             continue
         if opt in dirs:
-            checked.append(check_dir(value, what=f"--{opt.removesuffix('_dir')} directory", min_free=min_free))
+            what = f"--{opt.removesuffix('_dir')} directory"
+            checked.append(check_dir(value, what=what, min_free=min_free))
         else:
             checked.append(check_file(value, what=f"--{opt} file", min_free=min_free))
     return checked

@@ -1,4 +1,5 @@
-"""Crash-safe checkpoints and resumption for ``pdx fit`` / ``validate`` / ``pretrain``.
+"""Crash-safe checkpoints and resumption for ``pdx fit`` / ``validate`` / ``pretrain`` and the sweep's
+puzzle-tuned control (all built by :func:`pdx_lightning.runtime.entry.run_lightning`).
 
 :class:`PDXLightningCLI` is LightningCLI plus four guarantees:
 
@@ -161,7 +162,8 @@ class LogContinuity(L.Callback):
             try:
                 log = {k: float(v) for k, v in trainer._logger_connector.metrics["log"].items()}
                 log.setdefault("epoch", float(trainer.current_epoch))  # as Lightning adds when it logs
-                state["pending"] = {"step": int(trainer.fit_loop.epoch_loop._batches_that_stepped), "metrics": log}
+                step = int(trainer.fit_loop.epoch_loop._batches_that_stepped)
+                state["pending"] = {"step": step, "metrics": log}
             except Exception:  # noqa: BLE001  (private Lightning API moved: logs may miss one point)
                 pass
         return state
@@ -218,7 +220,8 @@ def _checkpoint_bytes(model: torch.nn.Module) -> int:
 
 
 class PDXLightningCLI(LightningCLI):
-    """LightningCLI with atomic checkpoints, safe and checked ``--ckpt_path``, pinned log versions, preflight."""
+    """LightningCLI with atomic checkpoints, safe and checked ``--ckpt_path``, pinned log versions and
+    preflight."""
 
     def instantiate_trainer(self, **kwargs: Any):
         trainer_cfg = self._get(self.config_init, "trainer", default={}) or {}
@@ -244,8 +247,9 @@ class PDXLightningCLI(LightningCLI):
         kw = super()._prepare_subcommand_kwargs(subcommand)
         if "weights_only" in self._subcommand_method_arguments.get(subcommand, ()):
             if kw.get("weights_only") is False:
-                raise CheckpointLoadError("pdx loads checkpoints with weights_only=True only; --weights_only false "
-                                          "would execute pickled code from the checkpoint file")
+                raise CheckpointLoadError("pdx loads checkpoints with weights_only=True only; "
+                                          "--weights_only false would execute pickled code from the "
+                                          "checkpoint file")
             kw["weights_only"] = True
         return kw
 
@@ -256,8 +260,9 @@ class PDXLightningCLI(LightningCLI):
         versions: list = []
         if path is not None:
             blob = read_checkpoint(path)
-            versions = ((blob.get("callbacks") or {}).get(LogContinuity.__qualname__) or {}).get("versions") or []
-            del blob
+            state = (blob.get("callbacks") or {}).get(LogContinuity.__qualname__) or {}
+            versions = state.get("versions") or []
+            del blob, state
         elif ckpt == "last":  # nothing to resume yet: a run killed before its first checkpoint?
             versions = _marker_versions(trainer)
         for lg, v in zip(trainer.loggers, versions):

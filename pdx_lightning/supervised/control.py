@@ -26,6 +26,7 @@ Standalone::
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import asdict, is_dataclass
 from typing import Sequence
 
@@ -35,11 +36,12 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from pdx_lightning.chess.encoding import encode_boards
-from pdx_lightning.evaluation.suite import Puzzle, load_suite
 from pdx_lightning.chess.moves import legal_mask, move_to_index
-from pdx_lightning.nets import file_sha256, load_model, resolve_model_path
-from pdx_lightning.rl.objectives import masked_log_softmax
-from pdx_lightning.experiments.sweep import SuiteSpec
+from pdx_lightning.chess.policy import masked_log_softmax
+from pdx_lightning.evaluation.suite import Puzzle, SuiteSpec, load_suite
+from pdx_lightning.nets import load_model
+from pdx_lightning.runtime.checkpoint_meta import check_base, write_network_meta
+from pdx_lightning.runtime.optim import layerwise_adamw
 
 
 class PoolOverlapError(ValueError):
@@ -69,9 +71,9 @@ def disjoint_pool(pool: Sequence[Puzzle], suites: Sequence[Puzzle], remove: bool
     bad = overlap(pool, suites)
     if bad and not remove:
         shown = "; ".join(f"{p.source or p.puzzle_id}: {why}" for p, why in bad[:5])
-        raise PoolOverlapError(f"the control's pool overlaps the evaluation suites in {len(bad)} of {len(pool)} "
-                               f"puzzles (by PuzzleId or solver-position FEN), e.g. {shown}; remove them from the "
-                               f"pool or set remove_overlap: true")
+        raise PoolOverlapError(f"the control's pool overlaps the evaluation suites in {len(bad)} of "
+                               f"{len(pool)} puzzles (by PuzzleId or solver-position FEN), e.g. {shown}; "
+                               f"remove them from the pool or set remove_overlap: true")
     drop = {id(p) for p, _ in bad}
     return [p for p in pool if id(p) not in drop]
 
@@ -117,7 +119,8 @@ class PuzzleControl(L.LightningModule):
     ) -> None:
         """
         Args:
-            base: the network fine-tuned (``base:small``, ``random:<preset>``, ``.pt``, ``.ckpt``, ``.pb.gz``).
+            base: the network fine-tuned (``base:small``, ``random:<preset>``, ``.pt``, ``.ckpt``,
+                ``.pb.gz``).
             pool: puzzle CSV(s) to train on (Lichess, Ruoss or generated format).
             exclude: every evaluation suite (files + selection); the pool must share no PuzzleId or solver
                 position with them.
@@ -138,7 +141,8 @@ class PuzzleControl(L.LightningModule):
         if not pool:
             raise ValueError("PuzzleControl needs a pool of puzzle CSVs (--model.pool)")
         if batch_size < 1 or warmup_steps < 0:
-            raise ValueError(f"batch_size must be >= 1 and warmup_steps >= 0 (got {batch_size}, {warmup_steps})")
+            raise ValueError(f"batch_size must be >= 1 and warmup_steps >= 0 "
+                             f"(got {batch_size}, {warmup_steps})")
         self.save_hyperparameters(ignore=["exclude"])
         # plain dicts, so checkpoints stay loadable with torch.load(weights_only=True)
         self.hparams["exclude"] = [asdict(e) if is_dataclass(e) else dict(e) for e in exclude or []]
@@ -156,9 +160,7 @@ class PuzzleControl(L.LightningModule):
             return
         hp = self.hparams
         pool = load_suite(hp.pool, sample=hp.pool_sample, seed=hp.seed).puzzles
-        suites = [p for spec in map(lambda d: SuiteSpec(**d), hp.exclude) for p in load_suite(
-            spec.path, sample=spec.sample, seed=spec.seed, rating_min=spec.rating_min, rating_max=spec.rating_max,
-            themes=spec.themes).puzzles]
+        suites = [p for spec in hp.exclude for p in SuiteSpec(**spec).load().puzzles]
         kept = disjoint_pool(pool, suites, remove=hp.remove_overlap)
         if len(kept) < len(pool):
             print(f"control: removed {len(pool) - len(kept)} pool puzzles that overlap the evaluation suites")
@@ -173,8 +175,6 @@ class PuzzleControl(L.LightningModule):
                           collate_fn=collate, drop_last=len(self.dataset) >= self.hparams.batch_size)
 
     def configure_optimizers(self):
-        from pdx_lightning.rl.module import layerwise_adamw  # noqa: PLC0415
-
         return layerwise_adamw(self.online, self.hparams)
 
     def configure_callbacks(self):
@@ -194,19 +194,29 @@ class PuzzleControl(L.LightningModule):
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         """What ``load_model`` needs (model config), and the base by name + hash as PDXModule does."""
-        path = resolve_model_path(self.hparams.base)
-        checkpoint["pdx_base"] = {"name": self.hparams.base, "sha256": file_sha256(path) if path else None}
-        checkpoint["pdx_model_config"] = self.online.cfg.to_dict()
-        checkpoint["pdx_control"] = {"pool": list(self.hparams.pool), "pool_size": getattr(self, "pool_size", None)}
+        write_network_meta(checkpoint, self.online, self.hparams.base)
+        checkpoint["pdx_control"] = {"pool": list(self.hparams.pool),
+                                     "pool_size": getattr(self, "pool_size", None)}
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        """A resume (the sweep resumes the control from last.ckpt) refuses a base file that changed."""
+        check_base(checkpoint, self.hparams.base)
 
 
 def main(args: list[str] | None = None) -> None:
-    """``python -m pdx_lightning.supervised.control fit|validate ...``: LightningCLI on :class:`PuzzleControl`."""
-    from lightning.pytorch.cli import LightningCLI  # noqa: PLC0415
+    """``python -m pdx_lightning.supervised.control fit|validate ...``: the project's LightningCLI
+    (``runtime.entry``: atomic checkpoints, weights_only resume, log continuity) on :class:`PuzzleControl`."""
+    from pdx_lightning.runtime.entry import run_lightning  # noqa: PLC0415
 
-    LightningCLI(PuzzleControl, args=args, save_config_kwargs={"overwrite": True},
-                 trainer_defaults={"log_every_n_steps": 1})
+    run_lightning(PuzzleControl, args, trainer_defaults={"log_every_n_steps": 1})
 
 
 if __name__ == "__main__":
-    main()
+    from pdx_lightning.runtime.preflight import PreflightError  # noqa: PLC0415
+    from pdx_lightning.runtime.resume import CheckpointLoadError  # noqa: PLC0415
+
+    try:
+        main()
+    except (PreflightError, CheckpointLoadError) as e:  # before any work (or a refused resume): a message
+        print(f"control: error: {e}", file=sys.stderr)
+        sys.exit(2)

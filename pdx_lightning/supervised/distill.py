@@ -27,7 +27,7 @@ from pdx_lightning.chess.encoding import GameHistory, PackedRows, encode_packed,
 from pdx_lightning.chess.moves import POLICY_SIZE, legal_indices
 from pdx_lightning.nets import load_model, save_network
 from pdx_lightning.nets.chessformer import Chessformer, ModelConfig
-from pdx_lightning.rl.objectives import entropy, masked_log_softmax
+from pdx_lightning.chess.policy import entropy, masked_log_softmax
 from pdx_lightning.supervised.shards import Shard, decode_move, load_all
 from pdx_lightning.supervised.teacher import CP_WEIGHT, DEFAULT_TEMPERATURE, MATE_BONUS
 
@@ -255,10 +255,10 @@ class DistillModule(L.LightningModule):
 
 
 def run_pretrain_cli(argv: list[str]) -> None:
-    """``pdx pretrain [LightningCLI fit flags]``."""
-    from pdx_lightning.runtime.resume import PDXLightningCLI as LightningCLI  # noqa: PLC0415  (atomic, safe resume)
+    """``pdx pretrain [LightningCLI fit flags]``: the project's LightningCLI (``runtime.entry``), ``fit``."""
+    from pdx_lightning.runtime.entry import run_lightning  # noqa: PLC0415
 
     if argv and argv[0] in ("-h", "--help"):
         print("pdx pretrain: supervised search distillation (LightningCLI `fit` on DistillModule + ShardDataModule)\n")
-    LightningCLI(DistillModule, ShardDataModule, args=["fit", *argv], save_config_kwargs={"overwrite": True},
-                 trainer_defaults={"log_every_n_steps": 10})
+    run_lightning(DistillModule, ["fit", *argv], datamodule_class=ShardDataModule,
+                  trainer_defaults={"log_every_n_steps": 10})

@@ -72,3 +72,41 @@ def test_puzzle_validation_scores_the_ema_and_logs(tmp_path):
     assert {"puzzles/acc", "puzzles/p_star_geo", "mates/acc_1"} <= keys
     assert 0.0 <= cb.history[-1][1]["puzzles/acc"] <= 1.0
     assert "puzzles/acc" in open(next(tmp_path.rglob("metrics.csv"))).readline()
+
+
+def test_puzzle_validation_of_files_reads_exactly_those_files_and_scores_a_model():
+    from pdx_lightning.evaluation.puzzles import evaluate_for_validation
+    from pdx_lightning.evaluation.suite import load_suite
+
+    cb = PuzzleValidation.of_files(None, [f"{FIXTURES}/generated_altmoves.csv"], sample=None, micro_batch=8)
+    assert cb.suite_path is None                                     # no bundled tactics slipped in
+    batches = list(cb.val_dataloader())
+    assert len(batches) == 1 and batches[0] is cb.load() and not batches[0].puzzles
+    m = module()
+    with torch.no_grad():
+        for p in m.ema.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    got = cb.score(m.ema, batches[0])
+    mates = load_suite([f"{FIXTURES}/generated_altmoves.csv"]).puzzles
+    assert got == pytest.approx(evaluate_for_validation(m.ema, [], mates), rel=1e-6)
+    assert got != pytest.approx(evaluate_for_validation(m.online, [], mates), rel=1e-6)
+    assert set(got) and all(k.startswith("mates/") for k in got)
+
+
+def test_the_modules_validation_loop_scores_the_ema_through_puzzle_validation(monkeypatch):
+    """PDXModule's val_suite/val_mates reach the scorer only through PuzzleValidation."""
+    import pdx_lightning.evaluation.puzzles as P
+
+    m = module(val_suite=f"{FIXTURES}/lichess_sample.csv", val_mates=[f"{FIXTURES}/generated_altmoves.csv"])
+    assert isinstance(m.puzzle_validation, PuzzleValidation)
+    calls, orig = [], P.evaluate_for_validation
+
+    def recording(model, *a, **k):
+        calls.append(model)
+        return orig(model, *a, **k)
+    monkeypatch.setattr(P, "evaluate_for_validation", recording)
+    out = L.Trainer(accelerator="cpu", logger=False, enable_progress_bar=False,
+                    enable_model_summary=False).validate(m, verbose=False)[0]
+    assert calls == [m.ema]
+    assert {"puzzles/acc", "puzzles/p_star_geo", "puzzles/nll", "mates/acc_1"} <= set(out)
+    assert 0.0 <= out["puzzles/acc"] <= 1.0 and out["puzzles/nll"] > 0

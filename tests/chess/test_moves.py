@@ -72,3 +72,18 @@ def test_legal_mask_batched_matches_per_board():
     for row, b in zip(mask, boards):
         assert row.sum().item() == b.legal_moves.count()
         assert set(torch.nonzero(row).flatten().tolist()) == set(legal_indices(b).tolist())
+
+
+def test_indices_mask_is_the_one_mask_builder():
+    from pdx_lightning.chess.moves import indices_mask
+
+    boards = [chess.Board(), chess.Board("k7/2K5/8/8/8/8/8/1Q6 b - - 0 1"),
+              chess.Board("7k/5Q2/6K1/8/8/8/8/8 b - - 0 1")]  # the last one is stalemate
+    idx = [legal_indices(b) for b in boards]
+    mask = indices_mask(idx)
+    assert mask.shape == (3, POLICY_SIZE) and mask.dtype == torch.bool
+    assert mask.sum(1).tolist() == [20, len(idx[1]), 0]  # the stalemated board has an all-False row
+    for row, ix in zip(mask, idx):
+        assert set(torch.nonzero(row).flatten().tolist()) == set(ix.tolist())
+    assert torch.equal(legal_mask(boards, [list(b.legal_moves) for b in boards]), mask)
+    assert indices_mask([]).shape == (0, POLICY_SIZE)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import sys
 from collections import Counter
 
 import chess
@@ -335,3 +336,34 @@ def test_game_against_stockfish_low_nodes_gives_legal_pgn(openings, tiny):
                             "stalemate", "512-ply cap")
         if g.reason == "checkmate":
             assert board.is_checkmate() and board.outcome().result() == g.result
+
+
+# -- external UCI engines (uci: players) --------------------------------------------------------
+def test_uci_spec_parsing(tmp_path):
+    from pdx_lightning.engines.external import UciSpecError, parse_uci_spec
+
+    argv, limit, opts = parse_uci_spec(f"uci:{sys.executable} -m pdx_lightning.engines.uci --model 'random:tiny:1'")
+    assert argv == [sys.executable, "-m", "pdx_lightning.engines.uci", "--model", "random:tiny:1"]
+    assert limit.nodes == 1 and opts == {}
+    argv, limit, opts = parse_uci_spec(f"uci[movetime=250,Threads=2,Style=fast]:{sys.executable}")
+    assert limit.time == 0.25 and limit.nodes is None and opts == {"Threads": 2, "Style": "fast"}
+    for bad, msg in [("uci:", "no command"), ("uci[nodes=0]:" + sys.executable, "positive"),
+                     ("uci[nodes]:" + sys.executable, "bad field"), ("uci:/no/such/engine", "not found"),
+                     ("uci[nodes=1" + sys.executable, "expected uci"), ("uci:'unclosed", "cannot split")]:
+        with pytest.raises(UciSpecError, match=msg):
+            parse_uci_spec(bad)
+
+
+def test_uci_player_plays_the_same_games_as_the_network_it_runs(openings, tiny):
+    """A network behind a real UCI process (``pdx uci``) at nodes=1 plays exactly the moves of the same
+    network played in-process by argmax: the external-engine path loses nothing (history included)."""
+    sched = round_robin(2, 2, 2)
+    inproc = play_games([NetPlayer("a", tiny[1]), NetPlayer("b", tiny[2])], openings, sched, max_plies=24,
+                        progress=False)
+    ext = make_player(f"uci:{sys.executable} -m pdx_lightning.engines.uci --model random:tiny:1", "a")
+    try:
+        games = play_games([ext, NetPlayer("b", tiny[2])], openings, sched, max_plies=24, progress=False)
+    finally:
+        ext.close()
+    assert [[m.uci() for m in g.moves] for g in games] == [[m.uci() for m in g.moves] for g in inproc]
+    assert all(len(g.moves) > 4 for g in games)

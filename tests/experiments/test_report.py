@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from pdx_lightning.experiments import report
-from pdx_lightning.experiments.report import ReportError, load_runs
+from pdx_lightning.experiments.report import command as report
+from pdx_lightning.experiments.report.recovery import suite_result
+from pdx_lightning.experiments.report.runs import ReportError, load_runs
 
 RUNS = Path(__file__).parents[1] / "fixtures" / "report" / "runs"
 
@@ -87,9 +88,9 @@ def test_recovery_numbers_equal_the_recovery_module_on_the_same_arrays(full):
     from pdx_lightning.evaluation.recovery import recovery_analysis
 
     runs = load_runs(RUNS)
-    base = report.suite_result(runs.base["suites"]["tactics"])
+    base = suite_result(runs.base["suites"]["tactics"])
     r = next(r for r in runs.rows() if r.cell and r.cell["term"] == "reverse_kl" and r.cell["temperature"] == "adaptive")
-    pos = recovery_analysis(base, report.suite_result(r.eval["suites"]["tactics"]))["position"]
+    pos = recovery_analysis(base, suite_result(r.eval["suites"]["tactics"]))["position"]
     cells = row(md, "Figure 8 (numbers)", "Reverse-KL anchor, adaptive")
     assert cells[1:4] == [str(pos["base_wrong"]), str(pos["recovered"]), str(pos["given_back"])]
     assert cells[4:] == [f"{b['recovered']}/{b['n']}" for b in pos["by_prob"] + pos["by_rank"]]
@@ -149,3 +150,18 @@ def test_the_committed_cpu_matrix_report_rebuilds_from_its_json_archive(tmp_path
     body = lambda p: p.read_text().splitlines()[1:]  # noqa: E731 (line 1 names the runs directory)
     assert body(tmp_path / "out" / "report.md") == body(shipped / "report.md")
     assert sorted(p.name for p in (tmp_path / "out").glob("*.png")) == sorted(p.name for p in shipped.glob("*.png"))
+
+
+def test_the_report_labels_every_arm_the_sweep_can_run():
+    """One source of arms: the sweep's terms/temperatures are rl's, and the report has a label for each."""
+    import typing
+
+    from pdx_lightning.experiments import arms
+    from pdx_lightning.rl.objectives import EXPLORATION_TERMS
+    from pdx_lightning.rl.selfplay import SelfPlayConfig
+
+    assert arms.TERMS == tuple(EXPLORATION_TERMS) and arms.UNREGULARIZED in arms.TERMS
+    assert arms.TEMPERATURES == typing.get_args(typing.get_type_hints(SelfPlayConfig)["temperature"])
+    assert set(arms.PRIOR_ANCHORED) <= set(arms.REGULARIZED) and arms.UNREGULARIZED not in arms.REGULARIZED
+    assert all(t in arms.TERM_LABEL for t in (*arms.TERMS, arms.CONTROL))
+    assert all(t in arms.TEMP_LABEL for t in arms.TEMPERATURES)

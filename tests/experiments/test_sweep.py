@@ -1,7 +1,7 @@
 """`pdx sweep`: the matrix on the tiny preset, resumability, the YAML schema, and the puzzle-tuned control.
 
-Fits run in-process: ``sweep.launch`` (the one place a training subprocess starts) is replaced by a
-recorder that runs the same command line through ``pdx_lightning.cli.main`` / ``control.main``, so the
+Fits run in-process: ``sweep.train.launch`` (the one place a subprocess of the sweep starts) is replaced by
+a recorder that runs the same command line through ``pdx_lightning.cli.main`` / ``control.main``, so the
 generated configs go through LightningCLI for real and every launch is counted.
 """
 import json
@@ -12,12 +12,13 @@ import torch
 import yaml
 
 from pdx_lightning import cli
+from pdx_lightning.evaluation.suite import SuiteSpec, load_suite
+from pdx_lightning.experiments.sweep import command, lock, train
+from pdx_lightning.experiments.sweep.config import SweepConfigError, load_config
+from pdx_lightning.experiments.sweep.record import select
+from pdx_lightning.experiments.sweep.train import SweepError
 from pdx_lightning.supervised import control
-from pdx_lightning.experiments import sweep
 from pdx_lightning.supervised.control import PoolOverlapError, PuzzleControl
-from pdx_lightning.evaluation.suite import load_suite
-from pdx_lightning.experiments.sweep import SuiteSpec, SweepConfigError, SweepError, load_config
-from pdx_lightning.experiments.sweep_eval import select
 
 FIX = Path(__file__).parents[1] / "fixtures"
 SAMPLE, MATES, POOL = str(FIX / "lichess_sample.csv"), str(FIX / "generated_altmoves.csv"), str(FIX / "control_pool.csv")
@@ -47,13 +48,13 @@ def launches(monkeypatch):
 
     fake.stop_after = None
     fake.calls = calls
-    monkeypatch.setattr(sweep, "launch", fake)
+    monkeypatch.setattr(train, "launch", fake)
     return fake
 
 
 def run_sweep(*argv: str) -> int:
     args = cli.build_parser().parse_args(["sweep", *argv])
-    return sweep.run(args)
+    return command.run(args)
 
 
 def test_two_cell_sweep_writes_its_table_and_a_rerun_launches_no_fit(tmp_path, launches):
@@ -129,7 +130,7 @@ def test_unknown_flags_go_to_every_fit_and_dry_run_launches_nothing(tmp_path, la
     args = cli.build_parser().parse_args(["sweep", "--config", str(cfg), "--trainer.strategy", "ddp",
                                           "--trainer.devices", "2", "--dry-run"])
     assert args.fit_args == ["--trainer.strategy", "ddp", "--trainer.devices", "2"] and args.dry_run
-    assert sweep.run(args) == 0
+    assert command.run(args) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2 and all(line.split()[1] == "train" and line.endswith("--trainer.devices 2") for line in lines)
     assert launches.calls == [] and not (tmp_path / "out").exists()
@@ -140,10 +141,10 @@ def test_unknown_flags_go_to_every_fit_and_dry_run_launches_nothing(tmp_path, la
 def test_changing_the_budget_of_an_existing_sweep_is_refused(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
-    sweep.check_lock(load_config(write_config(tmp_path, terms=["none"])), out)  # the first run records it
-    sweep.check_lock(load_config(write_config(tmp_path, terms=["none", "entropy"], betas=[1.0])), out)  # grid grows
+    lock.check_lock(load_config(write_config(tmp_path, terms=["none"])), out)  # the first run records it
+    lock.check_lock(load_config(write_config(tmp_path, terms=["none", "entropy"], betas=[1.0])), out)  # grid grows
     with pytest.raises(SweepConfigError, match=r"steps: 2 -> 3"):
-        sweep.check_lock(load_config(write_config(tmp_path, steps=3)), out)
+        lock.check_lock(load_config(write_config(tmp_path, steps=3)), out)
 
 
 def test_two_sweeps_started_together_on_one_directory_lock_it_once(tmp_path):
@@ -155,7 +156,7 @@ def test_two_sweeps_started_together_on_one_directory_lock_it_once(tmp_path):
         out = tmp_path / f"out{trial}"
         out.mkdir()
         with ThreadPoolExecutor(2) as pool:
-            futures = [pool.submit(sweep.check_lock, cfg, out) for cfg in (a, b)]
+            futures = [pool.submit(lock.check_lock, cfg, out) for cfg in (a, b)]
         errors = [f.exception() for f in futures]
         assert sum(isinstance(e, SweepConfigError) for e in errors) == 1 and errors.count(None) == 1, errors
         assert [p.name for p in out.iterdir()] == ["config.lock.json"]  # no temporary file left
@@ -165,38 +166,70 @@ def test_the_lock_works_on_a_file_system_without_hard_links(tmp_path, monkeypatc
     def no_links(*a):
         raise PermissionError(1, "Operation not permitted")
 
-    monkeypatch.setattr(sweep.os, "link", no_links)
+    monkeypatch.setattr(lock.os, "link", no_links)
     out = tmp_path / "out"
     out.mkdir()
-    sweep.check_lock(load_config(write_config(tmp_path)), out)
+    lock.check_lock(load_config(write_config(tmp_path)), out)
     with pytest.raises(SweepConfigError, match=r"steps: 2 -> 3"):
-        sweep.check_lock(load_config(write_config(tmp_path, steps=3)), out)
+        lock.check_lock(load_config(write_config(tmp_path, steps=3)), out)
     assert [p.name for p in out.iterdir()] == ["config.lock.json"]
 
 
 @pytest.mark.parametrize("over, message", [
-    ({"betas": [0.01], "bogus": 1}, r"unknown key\(s\) \['bogus'\]"),
+    ({"betas": [0.01], "bogus": 1, "bogus2": 2}, r"sweep.yaml: unknown key\(s\) \['bogus', 'bogus2'\]; valid keys: eval, "),
     ({"eval": {"selection": SAMPLE, "hrad": SAMPLE}}, r"eval: unknown key\(s\) \['hrad'\]; valid keys: selection"),
     ({"eval": {"selection": {"path": SAMPLE, "smaple": 3}}}, r"eval.selection: unknown key\(s\) \['smaple'\]"),
+    ({"eval": {"selection": SAMPLE, "tactics": {"path": SAMPLE, "smaple": 3}}},
+     r"eval.tactics: unknown key\(s\) \['smaple'\]; valid keys: path, sample, seed, rating_min"),
+    ({"arena": {"gmaes": 3}}, r"arena: unknown key\(s\) \['gmaes'\]; valid keys: games, base_games"),
     ({"betas": [0.0]}, r"beta = 0 is the 'none' term"),
-    ({"terms": ["kl"]}, r"unknown term/temperature \['kl'\]"),
-    ({"steps": "many"}, r"steps: expected int, got 'many'"),
+    ({"terms": ["kl"]}, r"terms: expected one of none, entropy, reverse_kl, forward_kl, got kl"),
+    ({"temperatures": ["hot"]}, r"temperatures: expected one of adaptive, fixed, got hot"),
+    ({"steps": "many"}, r"steps: expected int, got many"),
+    ({"arena": {"games": "x"}}, r"arena.games: expected int, got x"),
+    ({"eval": {"selection": {"path": SAMPLE, "sample": "x"}}}, r"eval.selection.sample: expected int or null, got x"),
+    ({"analyses": {"run": ["coverge"]}}, r"analyses.run: expected one of coverage, diagnostics, recovery, got coverge"),
     ({"selfplay": {"n_games": 8}}, r"selfplay: \['n_games'\] are set by the sweep"),
     ({"control": {"enabled": True}}, r"control.enabled needs control.pool"),
 ])
 def test_sweep_yaml_errors_name_the_key(tmp_path, over, message):
-    with pytest.raises(SweepConfigError, match=message):
+    with pytest.raises(SweepConfigError, match=message) as err:
         load_config(write_config(tmp_path, **over))
+    assert "\n" not in str(err.value)  # one line, not jsonargparse's nested report
 
 
 def test_sweep_yaml_reads_pyyaml_exponents_and_suite_shorthand(tmp_path):
     path = tmp_path / "s.yaml"
-    path.write_text(f"betas: [1e-4, 1.0e-2, 1]\neval: {{selection: {SAMPLE}}}\n")
+    path.write_text(f"betas: [1e-4, 1.0e-2, 1]\neval: {{selection: {SAMPLE}, mates: {{path: {MATES}, sample: 2}}}}\n")
     cfg = load_config(path)  # PyYAML reads 1e-4 as a string
     assert cfg.betas == [1e-4, 1e-2, 1.0] and cfg.eval.selection.path == [SAMPLE]
+    assert cfg.eval.mates == SuiteSpec(path=[MATES], sample=2) and cfg.eval.tactics is None
+    assert cfg.terms == ["none", "entropy", "reverse_kl", "forward_kl"] and cfg.temperatures == ["adaptive", "fixed"]
     (tmp_path / "e.yaml").write_text("steps: 3\n")
-    with pytest.raises(SweepConfigError, match=r"e.yaml: missing required key\(s\) \['eval'\]"):
+    with pytest.raises(SweepConfigError, match=r"e.yaml: missing required key\(s\) \['eval.selection.path'\]"):
         load_config(tmp_path / "e.yaml")
+    (tmp_path / "l.yaml").write_text("- 1\n")
+    with pytest.raises(SweepConfigError, match=r"l.yaml: expected a mapping of sweep keys"):
+        load_config(tmp_path / "l.yaml")
+
+
+def test_the_cells_mappings_pass_through_as_written(tmp_path):
+    """model/selfplay/trainer/control.model go to the cells' LightningCLI configs unchanged (no YAML re-read)."""
+    cfg = load_config(write_config(tmp_path, model={"warmup_steps": 1, "note": "007", "flag": "yes"},
+                                   control={"model": {"lr_policy_head": "1e-2"}}))
+    assert cfg.model == {"warmup_steps": 1, "note": "007", "flag": "yes"}
+    assert cfg.control.model == {"lr_policy_head": "1e-2"}
+
+
+def test_the_recorded_config_of_a_sweep_reads_back_as_the_same_config(tmp_path):
+    """sweep.json stores asdict(config); reading it back (as the stage test and the report fixture do) is lossless."""
+    from dataclasses import asdict
+
+    from pdx_lightning.experiments.sweep.config import parse_config
+
+    cfg = load_config(write_config(tmp_path, arena={"games": 3}, analyses={"run": ["coverage"]},
+                                   control={"enabled": True, "pool": [POOL]}))
+    assert parse_config(json.loads(json.dumps(asdict(cfg)))) == cfg
 
 
 def test_beta_star_is_the_best_selection_accuracy_then_p_star_then_smaller_beta():
@@ -252,8 +285,8 @@ def test_launch_runs_the_command_and_appends_its_output_to_the_log(tmp_path):
     import sys
 
     log = tmp_path / "fit.log"
-    assert sweep.launch([sys.executable, "-c", "print('step 1'); raise SystemExit(3)"], log) == 3
-    assert sweep.launch([sys.executable, "-c", "print('step 2')"], log) == 0
+    assert train.launch([sys.executable, "-c", "print('step 1'); raise SystemExit(3)"], log) == 3
+    assert train.launch([sys.executable, "-c", "print('step 2')"], log) == 0
     text = log.read_text()
     assert text.index("step 1") < text.index("step 2") and text.count("\n$ ") == 2
 
@@ -278,7 +311,7 @@ def test_stages_run_once_all_cells_are_done_and_no_stages_skips_them(tmp_path, m
         Path(cmd[cmd.index("--json") + 1]).write_text("{}")
         return 0
 
-    monkeypatch.setattr(sweep, "launch", fake)
+    monkeypatch.setattr(train, "launch", fake)
     assert run_sweep("--config", str(tmp_path / "s.yaml"), "--no-stages") == 0 and calls == []
     assert run_sweep("--config", str(tmp_path / "s.yaml")) == 0
     assert [c[3:5] for c in calls] == [["arena", "--model"], ["arena", "--model"], ["eval", "diagnostics"],

@@ -4,7 +4,7 @@ import torch
 from pdx_lightning.chess.moves import POLICY_SIZE, legal_mask
 from pdx_lightning.nets import ModelLoadError, load_model, save_network
 from pdx_lightning.nets.chessformer import PRESETS, Chessformer, ModelConfig, count_params
-from pdx_lightning.rl.objectives import masked_log_softmax
+from pdx_lightning.chess.policy import masked_log_softmax
 
 # Stated parameter counts (the README's preset table quotes these).
 EXPECTED_PARAMS = {"tiny": 115_859, "small": 468_131, "bt4": 184_958_851}

@@ -1,4 +1,5 @@
 """PDXModule with a real Lightning Trainer on the tiny preset (CPU)."""
+import functools
 import hashlib
 import subprocess
 import sys
@@ -18,8 +19,9 @@ torch.set_num_threads(1)
 FAST = dict(lr_backbone=1e-3, lr_final_block=1e-3, lr_policy_head=1e-3, lr_value_head=1e-3, warmup_steps=1)
 
 
-def module(n_games=8, **kw):
-    sp = SelfPlayConfig(n_games=n_games, opening_max_moves=4, max_plies=30, micro_batch=4, seed=1)
+def module(n_games=8, selfplay_kw=None, **kw):
+    sp = SelfPlayConfig(n_games=n_games, opening_max_moves=4, max_plies=30, micro_batch=4, seed=1,
+                        **(selfplay_kw or {}))
     return PDXModule(base="random:tiny", selfplay=sp, **{**FAST, **kw})
 
 
@@ -39,6 +41,36 @@ def test_zero_staleness_each_batch_is_generated_by_the_parameters_it_updates():
     # no prefetch: exactly one batch per step, each begun at the version its step updates
     assert begun == [(v, v) for v in range(5)]
     assert m.param_version == 5
+
+
+def test_self_play_reads_the_ema_and_the_base_and_the_parameter_version():
+    m = module()
+    nets = m.dataset.networks
+    assert nets.ema is m.ema and nets.base is m.base
+    assert not any(net is m.online for net in (nets.ema, nets.base))
+    assert nets.version() == 0
+    m.param_version = 7
+    assert nets.version() == 7
+
+
+def test_the_online_masked_log_softmax_is_computed_once_per_micro_batch(monkeypatch):
+    """log π_θ(·|s) with gradient: one masked log-softmax per micro-batch, shared by sampling
+    (complete), the loss and the KL metrics (the EMA/base passes and μ run without gradient)."""
+    import pdx_lightning.rl.module as M
+    import pdx_lightning.rl.objectives as O
+
+    calls = []
+
+    def counting(orig):
+        def f(logits, mask):
+            calls.append(logits.requires_grad)
+            return orig(logits, mask)
+        return f
+    monkeypatch.setattr(O, "masked_log_softmax", counting(O.masked_log_softmax))
+    monkeypatch.setattr(M, "masked_log_softmax", counting(M.masked_log_softmax))
+    m = module()                                                    # 8 games in micro-batches of 4
+    trainer(2).fit(m)
+    assert calls.count(True) == 2 * 2
 
 
 class ModeProbe(L.Callback):
@@ -63,15 +95,77 @@ def test_roles_eval_mode_frozen_and_out_of_the_optimizer():
 
 
 def test_online_moves_ema_follows_by_alpha_and_base_stays():
-    m = module(ema_decay=0.5)
+    """θ̄ ← αθ̄ + (1−α)θ (Eq. 11) with α = 0.9, so swapping α and 1−α would show."""
+    m = module(ema_decay=0.9)
     base0 = [p.clone() for p in m.base.parameters()]
+    ema0 = [p.clone() for p in m.ema.parameters()]
     trainer(1).fit(m)
     for b0, b in zip(base0, m.base.parameters()):
         assert torch.equal(b0, b)
-    # after one step: ema = 0.5·base + 0.5·online
-    for b0, e, o in zip(base0, m.ema.parameters(), m.online.parameters()):
-        torch.testing.assert_close(e, 0.5 * b0 + 0.5 * o)
-    assert any(not torch.equal(b0, o) for b0, o in zip(base0, m.online.parameters()))
+    moved = 0
+    for e0, e, o in zip(ema0, m.ema.parameters(), m.online.parameters()):
+        torch.testing.assert_close(e, 0.9 * e0 + 0.1 * o)   # after one step, from θ̄₀ = θ₀ = base
+        moved += int((o - e0).abs().max() > 1e-4)
+    assert moved > len(ema0) // 2                                   # the online weights did move
+
+
+def test_optimizer_defaults_are_adamw_with_the_papers_betas_and_no_weight_decay():
+    m = PDXModule(base="random:tiny", selfplay=SelfPlayConfig(n_games=2))
+    opt = m.configure_optimizers()["optimizer"]
+    assert type(opt) is torch.optim.AdamW
+    for g in opt.param_groups:
+        assert g["betas"] == (0.9, 0.98) and g["weight_decay"] == 0.0 and g["eps"] == 1e-8
+    peak = {"backbone": 3e-6, "final_block": 1e-5, "policy_head": 1e-5, "value_head": 3e-5}
+    assert {g["name"]: g["initial_lr"] for g in opt.param_groups} == peak
+    assert m.hparams.warmup_steps == 200
+
+
+PEAK = {"backbone": 1e-4, "final_block": 2e-4, "policy_head": 3e-4, "value_head": 5e-4}
+
+
+def _lrs(opt) -> dict[str, float]:
+    return {g["name"]: g["lr"] for g in opt.param_groups}
+
+
+def test_optimizer_groups_betas_weight_decay_and_warmup_schedule():
+    """The four layerwise groups (App. G) at their own peak rates, AdamW's (β1, β2) and weight decay
+    as given, and the rate at optimizer step t = peak · min(1, (t + 1) / warmup_steps)."""
+    m = module(lr_backbone=PEAK["backbone"], lr_final_block=PEAK["final_block"],
+               lr_policy_head=PEAK["policy_head"], lr_value_head=PEAK["value_head"], warmup_steps=4,
+               adam_betas=(0.8, 0.95), weight_decay=0.05)  # not AdamW's defaults
+    conf = m.configure_optimizers()
+    opt, sched = conf["optimizer"], conf["lr_scheduler"]["scheduler"]
+    assert type(opt) is torch.optim.AdamW and conf["lr_scheduler"]["interval"] == "step"
+    groups = m.online.param_groups()
+    assert [g["name"] for g in opt.param_groups] == ["backbone", "final_block", "policy_head", "value_head"]
+    for g in opt.param_groups:
+        assert [id(p) for p in g["params"]] == [id(p) for p in groups[g["name"]]]
+        assert g["betas"] == (0.8, 0.95) and g["weight_decay"] == 0.05
+    seen = []
+    for _ in range(7):
+        seen.append(_lrs(opt))
+        opt.step()
+        sched.step()
+    for t, lrs in enumerate(seen):
+        factor = min(1.0, (t + 1) / 4)                               # 1/4, 2/4, 3/4, 1, 1, 1, 1
+        assert lrs == pytest.approx({k: v * factor for k, v in PEAK.items()}, rel=1e-12), t
+
+
+class LRProbe(L.Callback):
+    def __init__(self):
+        self.seen = []
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        self.seen.append(_lrs(trainer.optimizers[0]))
+
+
+def test_training_steps_the_warmup_once_per_optimizer_step():
+    m = module(lr_backbone=PEAK["backbone"], lr_final_block=PEAK["final_block"],
+               lr_policy_head=PEAK["policy_head"], lr_value_head=PEAK["value_head"], warmup_steps=3)
+    probe = LRProbe()
+    trainer(4, callbacks=[probe]).fit(m)
+    factors = [1 / 3, 2 / 3, 1.0, 1.0]
+    assert probe.seen == [pytest.approx({k: v * f for k, v in PEAK.items()}, rel=1e-12) for f in factors]
 
 
 @pytest.mark.parametrize("kind", ["none", "entropy", "reverse_kl", "forward_kl"])
@@ -99,23 +193,41 @@ def _moves(m):
     return [[mv.uci() for mv in b.move_stack] for b in m.dataset.boards]
 
 
-def test_resume_continues_the_same_games_and_weights(tmp_path):
+class TauProbe(L.Callback):
+    """τ(s) of every step's batch, read from the step's logged mean (exact to float32)."""
+
+    def __init__(self):
+        self.tau = {}
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        self.tau[trainer.global_step] = float(trainer.callback_metrics["selfplay/tau_mean"])
+
+
+@pytest.mark.parametrize("reuse", [False, True], ids=["fresh_ema_eval", "reuse_successor_eval"])
+def test_resume_continues_the_same_games_and_weights(tmp_path, reuse):
+    """A run interrupted after step 3 and resumed from its checkpoint equals an uninterrupted one
+    exactly: games, τ at every step, online and EMA weights. With ``reuse_successor_eval`` the
+    EMA evaluations cached for step 4 (made before step 3's EMA update) travel in the checkpoint."""
+    kw = dict(selfplay_kw={"reuse_successor_eval": reuse}, lr_value_head=3e-2)
     L.seed_everything(0)
-    full = module()
-    trainer(5).fit(full)
+    full, full_tau = module(**kw), TauProbe()
+    trainer(5, callbacks=[full_tau]).fit(full)
 
     L.seed_everything(0)
-    first = module()
+    first = module(**kw)
     ckpt = ModelCheckpoint(dirpath=tmp_path, save_last=True, every_n_train_steps=1)
     trainer(3, callbacks=[ckpt], enable_checkpointing=True).fit(first)
     L.seed_everything(0)
-    resumed = module()
-    trainer(5, callbacks=[ModelCheckpoint(dirpath=tmp_path, save_last=True, every_n_train_steps=1)],
-            enable_checkpointing=True).fit(resumed, ckpt_path=str(tmp_path / "last.ckpt"), weights_only=True)
+    resumed, resumed_tau = module(**kw), TauProbe()
+    again = ModelCheckpoint(dirpath=tmp_path, save_last=True, every_n_train_steps=1)
+    trainer(5, callbacks=[again, resumed_tau], enable_checkpointing=True).fit(
+        resumed, ckpt_path=str(tmp_path / "last.ckpt"), weights_only=True)
     assert resumed.param_version == 5
     assert _moves(resumed) == _moves(full)
-    for a, b in zip(full.ema.parameters(), resumed.ema.parameters()):
-        torch.testing.assert_close(a, b)
+    assert resumed_tau.tau == {s: full_tau.tau[s] for s in (4, 5)}
+    for a, b in zip([*full.ema.parameters(), *full.online.parameters()],
+                    [*resumed.ema.parameters(), *resumed.online.parameters()]):
+        assert torch.equal(a, b)
     blob = torch.load(tmp_path / "last.ckpt", weights_only=True)
     assert not any(k.startswith("base.") for k in blob["state_dict"])   # base referenced, not copied
     assert blob["pdx_base"]["name"] == "random:tiny"
@@ -154,12 +266,77 @@ def test_ddp_two_cpu_processes_identical_ema_different_games(tmp_path):
     assert r0[3] == r1[3] == "3"
 
 
+SUITE, MATES = "tests/fixtures/lichess_sample.csv", "tests/fixtures/generated_altmoves.csv"
+
+
+def _ema_metrics(net, suite=SUITE, mates=(MATES,)):
+    from pdx_lightning.evaluation.puzzles import evaluate_for_validation
+    from pdx_lightning.evaluation.suite import load_suite
+
+    puzzles = load_suite(suite).puzzles if suite else []
+    return evaluate_for_validation(net, puzzles, load_suite(list(mates)).puzzles if mates else [])
+
+
 def test_validate_scores_the_ema_on_the_validation_suite(tmp_path):
-    m = module(val_suite="tests/fixtures/lichess_sample.csv", val_mates=["tests/fixtures/generated_altmoves.csv"])
+    m = module(val_suite=SUITE, val_mates=[MATES])
+    with torch.no_grad():                      # make the EMA differ from the online network
+        for p in m.ema.parameters():
+            p.add_(0.05 * torch.randn_like(p))
     out = trainer(1).validate(m, verbose=False)[0]
-    assert {"puzzles/acc", "puzzles/p_star_geo", "mates/acc_1"} <= set(out)
+    assert {"puzzles/acc", "puzzles/p_star_geo", "puzzles/nll", "mates/acc_1"} <= set(out)
+    expect, online = _ema_metrics(m.ema), _ema_metrics(m.online)
+    assert out == pytest.approx(expect, rel=1e-5)                   # the EMA's scores, not the online's
+    assert online["puzzles/nll"] != pytest.approx(expect["puzzles/nll"], rel=1e-5)
+    only_mates = trainer(1).validate(module(val_mates=[MATES]), verbose=False)[0]
+    assert "mates/acc_1" in only_mates and not any(k.startswith("puzzles/") for k in only_mates)
+    assert trainer(1).validate(module(), verbose=False) == []      # no files: no validation loop
     # a checkpoint's hyperparameters (plain dicts) rebuild the module
     ckpt = ModelCheckpoint(dirpath=tmp_path, save_last=True, every_n_train_steps=1)
     trainer(1, callbacks=[ckpt], enable_checkpointing=True).fit(m)
     again = PDXModule.load_from_checkpoint(tmp_path / "last.ckpt", weights_only=True)
     assert again.dataset.cfg.n_games == 8
+    assert "val_suite" not in again.hparams and again.puzzle_validation is None  # a validation setting
+
+
+def test_pdx_validate_cli_accepts_model_val_suite_and_scores_the_checkpoints_ema(tmp_path, monkeypatch):
+    """`pdx validate --config conf/pdx.yaml --ckpt_path CKPT --model.val_suite FILE` (as the README says)."""
+    from pdx_lightning.rl.module import run_cli
+
+    root = Path(__file__).resolve().parents[2]
+    m = module()
+    trainer(1, callbacks=[ModelCheckpoint(dirpath=tmp_path, save_last=True, every_n_train_steps=1)],
+            enable_checkpointing=True).fit(m)
+    monkeypatch.chdir(tmp_path)
+    results, validate = [], L.Trainer.validate
+
+    @functools.wraps(validate)                 # LightningCLI reads the signature (ckpt_path, ...)
+    def recording(self, *a, **k):
+        results.append(validate(self, *a, **k))
+        return results[-1]
+    monkeypatch.setattr(L.Trainer, "validate", recording)
+    run_cli(["validate", "--config", str(root / "conf" / "pdx.yaml"), "--model.base", "random:tiny",
+             "--trainer.logger", "false", "--trainer.enable_progress_bar", "false",
+             "--ckpt_path", str(tmp_path / "last.ckpt"), "--model.val_suite", str(root / SUITE),
+             "--model.val_mates", f"[{root / MATES}]"])
+    expect = _ema_metrics(m.ema, str(root / SUITE), [str(root / MATES)])
+    assert {"puzzles/acc", "puzzles/nll", "mates/acc_1"} <= set(results[0][0])
+    assert results[0][0] == pytest.approx(expect, rel=1e-5)          # the checkpoint's EMA, scored
+
+
+def test_the_rl_layer_reaches_evaluation_only_through_the_callbacks():
+    """No module of pdx_lightning.rl imports the evaluation layer, not even lazily (PuzzleValidation
+    does it for PDXModule's validation loop)."""
+    import ast
+
+    rl = Path(__file__).resolve().parents[2] / "pdx_lightning" / "rl"
+    files = sorted(rl.glob("*.py"))
+    assert any(f.name == "module.py" for f in files)
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            else:
+                continue
+            assert not any(n.startswith("pdx_lightning.evaluation") for n in names), f"{path.name}: {names}"

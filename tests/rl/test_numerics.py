@@ -192,3 +192,24 @@ def test_a_nan_stops_training_naming_the_step_and_tensor(inject, expect):
     if "gradient" in expect:                        # the parameters were not touched by the bad step
         for k, v in m.online.state_dict().items():
             assert torch.equal(v, snapshot[k]), k
+
+
+# ---------------------------------------------------------------- the guard itself
+
+def test_check_finite_names_the_step_tensor_and_rows_and_skips_masked_out_values():
+    from pdx_lightning.rl.guards import check_finite, check_finite_gradients
+
+    t = torch.zeros(4, 3)
+    t[2, 1] = float("nan")
+    with pytest.raises(FloatingPointError, match=r"step 7: non-finite x: NaN in rows \[2\] of a \(4, 3\) tensor"):
+        check_finite(7, {"ok": torch.ones(2), "x": t})
+    log_p = torch.tensor([[0.0, float("-inf")]])
+    check_finite(7, {"log π": (log_p, torch.tensor([[True, False]]))})          # −inf off the legal moves
+    with pytest.raises(FloatingPointError, match=r"step 7: non-finite log π: inf in rows \[0\]"):
+        check_finite(7, {"log π": (log_p, torch.tensor([[True, True]]))})
+    with pytest.raises(FloatingPointError, match=r"step 3: non-finite loss/total: inf \(scalar inf\)"):
+        check_finite(3, {"loss/total": torch.tensor(float("inf"))})
+    net = torch.nn.Linear(2, 2)
+    net.weight.grad, net.bias.grad = torch.zeros(2, 2), torch.tensor([0.0, float("nan")])
+    with pytest.raises(FloatingPointError, match=r"step 5: non-finite gradient in bias: NaN in rows \[1\]"):
+        check_finite_gradients(5, net)

@@ -10,8 +10,8 @@ from pdx_lightning.chess.moves import POLICY_SIZE
 from pdx_lightning.rl.objectives import (
     DRAW, EXPLORATION_TERMS, LOSS, RESULT_NONE, TAU_MIN, WIN, ObjectiveInputError,
     UnknownExplorationTerm, entropy, exploration_term, flip_wdl, forward_kl, importance_weight,
-    masked_log_softmax, pdx_loss, ppo_clipped_surrogate, reverse_kl, score, td_advantage,
-    tempered_log_probs, value_loss, value_target, wdl_entropy)
+    masked_log_softmax, pdx_loss, pdx_loss_from_log_probs, ppo_clipped_surrogate, reverse_kl, score,
+    td_advantage, tempered_log_probs, value_loss, value_target, wdl_entropy)
 
 INF, LN2, LN3 = math.inf, math.log(2), math.log(3)
 F64 = torch.float64
@@ -273,6 +273,20 @@ def test_pdx_loss_hand():
                    kind="forward_kl", beta=0.1, c_v=2.0)
     expect = (0.1 * LN3 + 0.1 * math.log(1.5) + LN3, 0.1 * LN3, math.log(1.5), 0.5 * LN3)
     assert [x.item() for x in out] == pytest.approx(expect, rel=1e-6)
+
+
+@pytest.mark.parametrize("kind", EXPLORATION_TERMS)
+def test_pdx_loss_from_log_probs_is_pdx_loss_of_the_logits_with_the_same_gradient(kind):
+    logits, wdl, mask, action, rho, adv, tgt, base = _loss_inputs(3)
+    a, b = logits.clone().requires_grad_(True), logits.clone().requires_grad_(True)
+    ref = pdx_loss(a, wdl, mask, action, rho, adv, tgt, base, kind=kind, beta=0.3, c_v=0.7)
+    out = pdx_loss_from_log_probs(masked_log_softmax(b, mask), wdl, mask, action, rho, adv, tgt, base,
+                                  kind=kind, beta=0.3, c_v=0.7)
+    for x, y in zip(ref, out):
+        assert_close(x, y)
+    ref.total.backward()
+    out.total.backward()
+    assert_close(a.grad, b.grad)
 
 
 @pytest.mark.parametrize("kind", EXPLORATION_TERMS)

@@ -1,307 +1,79 @@
-"""Lc0 interoperability: read Leela Chess Zero attention-body networks (BT4, T82 ``.pb.gz``)
-into the Chessformer, and write ours in that format (``pdx export lc0``).
+"""Lc0 interoperability: read Leela Chess Zero ``.pb.gz`` networks into a pdx network family,
+and write ours in that format (``pdx export lc0``: ``nets/export_cli.py``).
 
-What is mapped (net.proto field → Chessformer), computed as the Lc0 engine computes it:
+Layout of this package:
 
-* input: INPUT_CLASSICAL_112_PLANE, the raw rule-50 count on plane 109 (Lc0 scales nothing;
-  ``rule50_scale = 1``; on export our ``rule50_scale`` is folded into the embedding column 109);
-* embedding: PE_DENSE (BT4: board preprocessing ``ip_emb_preproc``, ``ip_emb``, LayerNorm, gates,
-  embedding FFN + LayerNorm) or PE_MAP (T82: Lc0's fixed 64-wide square table, ``ip_emb``, gates);
-* encoders: fused Q/K/V, smolgen (swish, LayerNorm eps 1e-3, shared ``smolgen_w``), post-LN with
-  DeepNorm ``LN(x + f(x)·(2N)^-¼)``, LayerNorm eps 1e-3 (PE_DENSE) or 1e-6 (PE_MAP);
-* heads: the ``vanilla`` attention policy with unscaled promotion offsets, the ``winner`` WDL value
-  head, and the moves-left head (carried, see ``chessformer.MovesLeftHead``); other heads in a
-  multi-head file (optimistic, soft, opponent, q, st) are ignored, as Lc0 does by default.
+* ``schema.py``: net.proto as protobuf classes (no protoc step);
+* ``format.py``: the family-independent format layer: reading and writing files, what a file
+  declares (its network body kind), the layer encodings, the 4,288 ↔ 1,858 policy maps and the
+  castling remap (those two from ``nets/lc0_policy.py``);
+* one mapping module per network body (``attention.py``: attention body ↔ Chessformer). A
+  mapping defines ``BODY``, ``FAMILY``, ``decode(net, fmt, where) -> (config, state dict)``,
+  ``export_problems(cfg, allow_castling_mismatch) -> list[str]`` and
+  ``encode(model, encoding, moves_left, allow_castling_mismatch) -> schema.Net``.
 
-Layout facts (verified in tests/test_lc0.py): our 4,288 policy layout *is* Lc0's attention
-output (``from*64+to``, then ``4096 + from_file*24 + to_file*3 + {q,r,b}``, knight promotion on
-the plain pair); ``ATTN_TO_1858`` maps it onto the classic 1,858 list. One difference: Lc0 scores
-castling on king-takes-rook (e1h1), we on the king's destination (e1g1). Imported nets get
-``policy_castling="king_takes_rook"``, whose forward pass swaps those logits into our layout.
-
-Anything else (residual towers, ONNX payloads, canonical input formats, other activations,
-policy encoders, relative position encodings) is refused with ``Lc0FormatError`` naming what
-was found; a file is fully decoded and checked before a model is built, so a bad file never
-yields a partly loaded model.
+:func:`load_lc0` reads a file, detects its body kind and dispatches to that body's mapping;
+:func:`export_lc0` dispatches on ``model.cfg.family``. A file whose body no mapping reads (today:
+residual towers) is refused with ``Lc0FormatError`` saying what it is.
 """
 from __future__ import annotations
 
-import argparse
-import gzip
-import io
 import os
-import sys
-import zlib
-from dataclasses import replace
-from functools import lru_cache
 from pathlib import Path
+from types import ModuleType
 
-import numpy as np
 import torch
-from google.protobuf.message import DecodeError
 
-from pdx_lightning.nets import ModelLoadError, load_model
 from pdx_lightning.nets.lc0 import schema as P
-from pdx_lightning.nets.chessformer import Chessformer, ModelConfig
+from pdx_lightning.nets.lc0.format import (ATTN_TO_1858, POLICY_1858, Lc0ExportError, Lc0FormatError,
+                                           NetFormat, detect_format, enum_name, lc0_1858_moves,
+                                           policy_to_1858, read_net, write_net)
+from pdx_lightning.nets.seam import get_family
 
 __all__ = ["Lc0FormatError", "Lc0ExportError", "load_lc0", "export_lc0", "lc0_export_problems", "lc0_style",
-           "ATTN_TO_1858", "POLICY_1858", "lc0_1858_moves", "policy_to_1858"]
+           "ATTN_TO_1858", "POLICY_1858", "lc0_1858_moves", "policy_to_1858", "mappings"]
 
 
-class Lc0FormatError(ModelLoadError):
-    """An Lc0 weights file that is corrupt, truncated, or of a kind the Chessformer cannot hold."""
+def mappings() -> dict[str, ModuleType]:
+    """Lc0 network body kind (``format.NetFormat.body``) → the module mapping it onto a pdx family.
+
+    A new body: write its mapping module beside ``attention.py`` and add it here. The imports are
+    inside the function: importing any module of this package (e.g. ``format.py``, from a
+    family's model) first runs this file, and importing the mappings, and through them the
+    models, at module level here would then be circular.
+    """
+    from pdx_lightning.nets.lc0 import attention, classic  # noqa: PLC0415  (see docstring)
+
+    return {m.BODY: m for m in (attention, classic)}
 
 
-class Lc0ExportError(ValueError):
-    """A network whose computation Lc0's weight format cannot express."""
+def _mapping_for_family(family: str) -> ModuleType | None:
+    return next((m for m in mappings().values() if m.FAMILY == family), None)
 
 
-# ---------------------------------------------------------------- policy layouts (4288 ↔ 1858)
-
-@lru_cache(maxsize=1)
-def _policy_maps() -> tuple[np.ndarray, list[str]]:
-    """Lc0's classic 1,858 move list, in its order: every queen-line and knight move by
-    from-square then to-square (a1 = 0 … h8 = 63), then the q/r/b promotions by from-file,
-    to-file, piece. Returns (4288 → 1858 index or −1, the 1858 UCI strings)."""
-    attn = np.full(4288, -1, dtype=np.int64)
-    names: list[str] = []
-    sq = lambda s: "abcdefgh"[s % 8] + str(s // 8 + 1)  # noqa: E731
-    for f in range(64):
-        for t in range(64):
-            df, dr = abs(f % 8 - t % 8), abs(f // 8 - t // 8)
-            if f != t and (df == 0 or dr == 0 or df == dr or {df, dr} == {1, 2}):
-                attn[f * 64 + t] = len(names)
-                names.append(sq(f) + sq(t))
-    for ff in range(8):
-        for tf in range(max(0, ff - 1), min(8, ff + 2)):
-            for k, piece in enumerate("qrb"):
-                attn[4096 + ff * 24 + tf * 3 + k] = len(names)
-                names.append(sq(48 + ff) + sq(56 + tf) + piece)
-    return attn, names
-
-
-ATTN_TO_1858: np.ndarray = _policy_maps()[0]           # (4288,) our index → Lc0 1858 index, −1 if none
-POLICY_1858: np.ndarray = np.flatnonzero(ATTN_TO_1858 >= 0)[np.argsort(ATTN_TO_1858[ATTN_TO_1858 >= 0])]
-# POLICY_1858[i] = our index of Lc0's i-th move, (1858,). Index-level maps (same square pairs);
-# at the move level only castling differs: our e1g1 is Lc0's e1h1 (see castling_to_ours).
-ATTN_TO_1858.setflags(write=False)
-POLICY_1858.setflags(write=False)
-
-
-def lc0_1858_moves() -> list[str]:
-    """Lc0's 1,858 policy moves (UCI, side-to-move frame); castling appears as e1h1/e1a1 there."""
-    return list(_policy_maps()[1])
-
-
-def policy_to_1858(policy: torch.Tensor) -> torch.Tensor:
-    """``(B, 4288)`` logits in our layout → ``(B, 1858)`` in Lc0's classic order (what Lc0's
-    attention head gathers). Castling: apply ``castling_to_ours`` first if the logits are ours."""
-    return policy[:, torch.from_numpy(POLICY_1858).to(policy.device)]
-
-
-# ---------------------------------------------------------------- the field ↔ parameter table
-
-def _table(cfg: ModelConfig, pol: str, pol_embed: str, val: str) -> list[tuple[str, str, object]]:
-    """(net.proto path under ``weights``, state-dict key, part) for every tensor of ``cfg``.
-    part: None (same layout), "T" (stored transposed: Lc0's gates are (d, 64)),
-    or (i, n): the i-th of n row blocks (Q/K/V inside our fused ``qkv``)."""
-    t: list[tuple[str, str, object]] = []
-    add = lambda path, key, part=None: t.append((path, key, part))  # noqa: E731
-    if cfg.input_dense:
-        add("ip_emb_preproc_w", "input_dense.weight"); add("ip_emb_preproc_b", "input_dense.bias")
-    add("ip_emb_w", "embed.weight"); add("ip_emb_b", "embed.bias")
-    if cfg.embed_ln:
-        add("ip_emb_ln_gammas", "embed_ln.weight"); add("ip_emb_ln_betas", "embed_ln.bias")
-    add("ip_mult_gate", "gate_mul", "T"); add("ip_add_gate", "gate_add", "T")
-    if cfg.embed_ffn_dim:
-        for n, k in (("dense1_w", "embed_ffn1.weight"), ("dense1_b", "embed_ffn1.bias"),
-                     ("dense2_w", "embed_ffn2.weight"), ("dense2_b", "embed_ffn2.bias")):
-            add(f"ip_emb_ffn.{n}", k)
-        add("ip_emb_ffn_ln_gammas", "embed_ln2.weight"); add("ip_emb_ffn_ln_betas", "embed_ln2.bias")
-    add("smolgen_w", "smolgen_shared.weight")
-    for i in range(cfg.n_layers):
-        e, k = f"encoder.{i}", f"layers.{i}"
-        for j, c in enumerate("qkv"):
-            add(f"{e}.mha.{c}_w", f"{k}.qkv.weight", (j, 3)); add(f"{e}.mha.{c}_b", f"{k}.qkv.bias", (j, 3))
-        add(f"{e}.mha.dense_w", f"{k}.out.weight"); add(f"{e}.mha.dense_b", f"{k}.out.bias")
-        for n, m in (("compress", "compress.weight"), ("dense1_w", "dense1.weight"), ("dense1_b", "dense1.bias"),
-                     ("ln1_gammas", "ln1.weight"), ("ln1_betas", "ln1.bias"), ("dense2_w", "dense2.weight"),
-                     ("dense2_b", "dense2.bias"), ("ln2_gammas", "ln2.weight"), ("ln2_betas", "ln2.bias")):
-            add(f"{e}.mha.smolgen.{n}", f"{k}.smolgen.{m}")
-        for n, m in (("ln1_gammas", "ln1.weight"), ("ln1_betas", "ln1.bias"), ("ffn.dense1_w", "ffn1.weight"),
-                     ("ffn.dense1_b", "ffn1.bias"), ("ffn.dense2_w", "ffn2.weight"), ("ffn.dense2_b", "ffn2.bias"),
-                     ("ln2_gammas", "ln2.weight"), ("ln2_betas", "ln2.bias")):
-            add(f"{e}.{n}", f"{k}.{m}")
-    add(f"{pol_embed}ip_pol_w", "policy_head.embed.weight"); add(f"{pol_embed}ip_pol_b", "policy_head.embed.bias")
-    for n, m in (("ip2_pol_w", "wq.weight"), ("ip2_pol_b", "wq.bias"), ("ip3_pol_w", "wk.weight"),
-                 ("ip3_pol_b", "wk.bias"), ("ip4_pol_w", "promo.weight")):
-        add(f"{pol}{n}", f"policy_head.{m}")
-    for n, m in (("ip_val_w", "embed.weight"), ("ip_val_b", "embed.bias"), ("ip1_val_w", "fc.weight"),
-                 ("ip1_val_b", "fc.bias"), ("ip2_val_w", "out.weight"), ("ip2_val_b", "out.bias")):
-        add(f"{val}{n}", f"value_head.{m}")
-    if cfg.moves_left_dim:
-        for n, m in (("ip_mov_w", "embed_weight"), ("ip_mov_b", "embed_bias"), ("ip1_mov_w", "fc1_weight"),
-                     ("ip1_mov_b", "fc1_bias"), ("ip2_mov_w", "fc2_weight"), ("ip2_mov_b", "fc2_bias")):
-            add(n, f"moves_left_head.{m}")
-    return t
-
-
-def _resolve(msg, path: str, create: bool = False):
-    """The sub-message at ``path`` ("encoder.3.mha.q_w"); None if absent and not ``create``."""
-    for part in path.split("."):
-        if part.isdigit():
-            if int(part) >= len(msg):
-                return None
-            msg = msg[int(part)]
-        else:
-            try:
-                if not create and not msg.HasField(part):
-                    return None
-            except ValueError:  # a repeated field: no presence, indexed by the next part
-                pass
-            msg = getattr(msg, part)
-    return msg
-
-
-# ---------------------------------------------------------------- reading
-
-def _read_net(path: Path):
-    try:
-        data = path.read_bytes()
-        if data[:2] == b"\x1f\x8b":
-            data = gzip.decompress(data)
-    except (OSError, EOFError, zlib.error) as e:
-        raise Lc0FormatError(f"{path}: truncated or corrupt gzip stream ({e})") from e
-    try:
-        net = P.Net.FromString(data)
-    except (DecodeError, RuntimeError, ValueError) as e:
-        raise Lc0FormatError(f"{path}: not a readable Lc0 protobuf (net.proto Net): {e}") from e
-    if not net.HasField("magic") or net.magic != P.MAGIC:
-        found = f"0x{net.magic:x}" if net.HasField("magic") else "none"
-        raise Lc0FormatError(f"{path}: not an Lc0 weights file (magic {found}, expected 0x{P.MAGIC:x})")
-    return net
-
-
-def _config_from_net(net, where: str) -> tuple[ModelConfig, str, str, str]:
-    """The Chessformer config of an attention-body net, or Lc0FormatError naming what it is."""
-    nf, w = net.format.network_format, net.weights
-    name = lambda table, v: f"{table.get(v, 'unknown')} ({v})"  # noqa: E731
-    if net.HasField("onnx_model") or nf.network == 5:
-        raise Lc0FormatError(f"{where}: an ONNX-converted network (NETWORK_ONNX); pass the original .pb.gz")
-    if not net.HasField("weights"):
-        raise Lc0FormatError(f"{where}: the file holds no weights")
-    if len(w.residual) or w.HasField("input"):
-        raise Lc0FormatError(f"{where}: a residual-tower (classic/SE convolutional) network with {len(w.residual)} "
-                             f"blocks, format {name(P.NETWORK_NAMES, nf.network)}; only attention-body networks "
-                             f"(BT4, T82) map onto the Chessformer")
-    if nf.network not in P.ATTENTION_BODY_NETWORKS or not len(w.encoder):
-        raise Lc0FormatError(f"{where}: network format {name(P.NETWORK_NAMES, nf.network)} with {len(w.encoder)} "
-                             f"encoder layers is not an attention-body network")
-    problems = []
-    if nf.input != P.INPUT_CLASSICAL_112_PLANE:
-        problems.append(f"input format {name(P.INPUT_NAMES, nf.input)} (encoding.py builds "
-                        f"INPUT_CLASSICAL_112_PLANE only)")
-    if nf.policy != P.POLICY_ATTENTION:
-        problems.append(f"policy format {name(P.POLICY_NAMES, nf.policy)} (need POLICY_ATTENTION)")
-    if nf.value != P.VALUE_WDL:
-        problems.append(f"value format {name(P.VALUE_NAMES, nf.value)} (need VALUE_WDL)")
-    if nf.default_activation not in (P.DEFAULT_ACTIVATION_RELU, P.DEFAULT_ACTIVATION_MISH):
-        problems.append(f"unknown default activation {nf.default_activation}")
-    act = "mish" if nf.default_activation == P.DEFAULT_ACTIVATION_MISH else "relu"
-    act_fn = P.ACTIVATION_MISH if act == "mish" else P.ACTIVATION_RELU
-    if nf.ffn_activation not in (P.ACTIVATION_DEFAULT, act_fn):
-        problems.append(f"FFN activation {name(P.ACTIVATION_NAMES, nf.ffn_activation)} differs from the default "
-                        f"{act} (the Chessformer uses one activation)")
-    if nf.smolgen_activation != P.ACTIVATION_SWISH:
-        problems.append(f"smolgen activation {name(P.ACTIVATION_NAMES, nf.smolgen_activation)} (need SWISH)")
-    if not w.HasField("smolgen_w") or any(not e.mha.HasField("smolgen") for e in w.encoder):
-        problems.append("encoders without smolgen")
-    if len(w.pol_encoder) or len(w.policy_heads.vanilla.pol_encoder):
-        problems.append("policy-head encoder layers")
-    if any(e.mha.HasField(f) for e in w.encoder for f in ("rpe_q", "rpe_k", "rpe_v")):
-        problems.append("relative position encodings (rpe_q/k/v)")
-    if problems:
-        raise Lc0FormatError(f"{where}: this Lc0 network cannot be mapped onto the Chessformer: " + "; ".join(problems))
-
-    def size(msg, path: str) -> int:
-        layer = _resolve(msg, path)
-        if layer is None or not layer.params:
-            raise Lc0FormatError(f"{where}: missing weights.{path}")
-        return len(layer.params) // (4 if layer.encoding == P.FLOAT32 else 2)
-
-    if w.policy_heads.vanilla.HasField("ip2_pol_b"):
-        pol = "policy_heads.vanilla."
-        pol_embed = pol if w.policy_heads.vanilla.HasField("ip_pol_w") else "policy_heads."
+def _unmapped(fmt: NetFormat, where: str) -> Lc0FormatError:
+    readable = ", ".join(f"{b} → {m.FAMILY}" for b, m in mappings().items())
+    if fmt.body == "residual":
+        what = (f"a residual-tower (classic/SE convolutional) network with {fmt.n_residual} blocks, format "
+                f"{enum_name(P.NETWORK_NAMES, fmt.network)}")
     else:
-        pol = pol_embed = ""
-    val = "value_heads.winner." if w.value_heads.HasField("winner") else ""
-    if nf.HasField("input_embedding") and nf.input_embedding not in P.EMBEDDING_NAMES:
-        raise Lc0FormatError(f"{where}: unknown input embedding {nf.input_embedding}")
-    # Files older than the input_embedding field are PE_MAP (T82), or PE_DENSE if they carry the
-    # preprocessing layer; Lc0's backends treat INPUT_EMBEDDING_NONE like PE_MAP (112 + 64 inputs).
-    dense = nf.input_embedding == P.INPUT_EMBEDDING_PE_DENSE or (
-        not nf.HasField("input_embedding") and w.HasField("ip_emb_preproc_b"))
-    d, heads = size(w, "ip_emb_b"), w.headcount
-    if heads <= 0 or d % heads:
-        raise Lc0FormatError(f"{where}: headcount {heads} does not divide the embedding width {d}")
-    if size(w, "encoder.0.mha.q_b") != d:
-        raise Lc0FormatError(f"{where}: attention width {size(w, 'encoder.0.mha.q_b')} differs from the embedding "
-                             f"width {d} (the Chessformer uses one width)")
-    if size(w, f"{val}ip1_val_b") != 128:
-        raise Lc0FormatError(f"{where}: value head hidden width {size(w, f'{val}ip1_val_b')} (the Chessformer's is 128)")
-    mlh = net.format.network_format.moves_left == P.MOVES_LEFT_V1
-    try:
-        cfg = ModelConfig(
-            name=Path(where).name, embed_dim=d, n_layers=len(w.encoder), n_heads=heads,
-            ffn_dim=size(w, "encoder.0.ffn.dense1_b"),
-            smolgen_compress=size(w, "encoder.0.mha.smolgen.compress") // d,
-            smolgen_hidden=size(w, "encoder.0.mha.smolgen.dense1_b"),
-            smolgen_gen=size(w, "encoder.0.mha.smolgen.dense2_b") // heads,
-            input_dense=size(w, "ip_emb_preproc_b") // 64 if dense else 0,
-            policy_dim=size(w, f"{pol}ip2_pol_b"), policy_embed_dim=size(w, f"{pol_embed}ip_pol_b"),
-            value_dim=size(w, f"{val}ip_val_b"), value_pool="flatten", rule50_scale=1.0, activation=act,
-            input_posenc=not dense, embed_ln=dense, embed_ffn_dim=size(w, "ip_emb_ffn.dense1_b") if dense else 0,
-            ln_eps=1e-3 if dense else 1e-6, smolgen_ln_eps=1e-3, deepnorm="scale_sublayer",
-            promo_offsets_scaled=False, policy_castling="king_takes_rook",
-            moves_left_dim=size(w, "ip_mov_b") if mlh else 0,
-            moves_left_hidden=size(w, "ip1_mov_b") if mlh else 128)
-    except ValueError as e:
-        raise Lc0FormatError(f"{where}: inconsistent layer sizes: {e}") from e
-    if cfg.policy_embed_dim == cfg.policy_dim:
-        cfg = replace(cfg, policy_embed_dim=0)
-    return cfg, pol, pol_embed, val
+        what = f"a network with body {fmt.body!r} ({fmt.describe()})"
+    return Lc0FormatError(f"{where}: {what}; pdx reads these Lc0 network bodies: {readable} (attention: BT4, "
+                          f"T82 onto the Chessformer)")
 
 
-def load_lc0(path: str | os.PathLike) -> Chessformer:
-    """Read an Lc0 attention-body network (``.pb.gz`` or ``.pb``) as a Chessformer (eval mode)."""
+def load_lc0(path: str | os.PathLike) -> torch.nn.Module:
+    """Read an Lc0 network (``.pb.gz`` or ``.pb``) as the pdx family its body maps onto (eval mode)."""
     path = Path(path)
     where = str(path)
-    net = _read_net(path)
-    cfg, pol, pol_embed, val = _config_from_net(net, where)
-    with torch.device("meta"):
-        shapes = {k: v.shape for k, v in Chessformer(cfg).state_dict().items()}
-    parts: dict[str, list] = {}
-    for lc0_path, key, part in _table(cfg, pol, pol_embed, val):
-        layer = _resolve(net.weights, lc0_path)
-        if layer is None or not layer.params:
-            raise Lc0FormatError(f"{where}: missing weights.{lc0_path}")
-        try:
-            values = P.decode_layer(layer)
-        except P.LayerDecodeError as e:
-            raise Lc0FormatError(f"{where}: weights.{lc0_path}: {e}") from e
-        shape = shapes[key]
-        if part == "T":
-            shape = shape[::-1]
-        elif part is not None:
-            shape = (shape[0] // part[1],) + tuple(shape[1:])
-        if values.numel() != int(np.prod(shape)):
-            raise Lc0FormatError(f"{where}: weights.{lc0_path} has {values.numel()} values, expected "
-                                 f"{'×'.join(map(str, shape))} = {int(np.prod(shape))} for {key}")
-        values = values.reshape(shape)
-        parts.setdefault(key, []).append(values.t().contiguous() if part == "T" else values)
-    state = {k: torch.cat(v) if len(v) > 1 else v[0] for k, v in parts.items()}
-    del net, parts  # BT4: ~0.4 GB of protobuf, freed before the ~0.75 GB model is built
-    model = Chessformer(cfg)
+    net = read_net(path)
+    fmt = detect_format(net, where)
+    mapping = mappings().get(fmt.body)
+    if mapping is None:
+        raise _unmapped(fmt, where)
+    cfg, state = mapping.decode(net, fmt, where)
+    del net  # BT4: ~0.4 GB of protobuf, freed before the ~0.75 GB model is built
+    model = get_family(cfg.family).model_cls(cfg)
     try:
         model.load_state_dict(state, strict=True)
     except RuntimeError as e:  # a table/model mismatch is a bug, but still never a half-loaded model
@@ -309,137 +81,38 @@ def load_lc0(path: str | os.PathLike) -> Chessformer:
     return model.eval()
 
 
-# ---------------------------------------------------------------- writing
-
-def lc0_style(cfg: ModelConfig, embedding: str = "pe_dense") -> ModelConfig:
-    """``cfg`` changed into what Lc0 can express: mish, flatten value head, DeepNorm on the
-    sublayer, unscaled promotion offsets, king-takes-rook castling, and the embedding (and its
-    LayerNorm eps) of a PE_DENSE (BT4) or PE_MAP (T82) network."""
-    common = dict(activation="mish", value_pool="flatten", deepnorm="scale_sublayer", promo_offsets_scaled=False,
-                  policy_castling="king_takes_rook", smolgen_ln_eps=1e-3)
-    if embedding == "pe_dense":
-        return replace(cfg, input_dense=cfg.input_dense or 8, input_posenc=False, embed_ln=True,
-                       embed_ffn_dim=cfg.embed_ffn_dim or cfg.ffn_dim, ln_eps=1e-3, **common)
-    if embedding == "pe_map":
-        return replace(cfg, input_dense=0, input_posenc=True, embed_ln=False, embed_ffn_dim=0, ln_eps=1e-6, **common)
-    raise ValueError(f"embedding must be 'pe_dense' or 'pe_map', got {embedding!r}")
-
-
-def lc0_export_problems(cfg: ModelConfig, allow_castling_mismatch: bool = False) -> list[str]:
+def lc0_export_problems(cfg, allow_castling_mismatch: bool = False) -> list[str]:
     """Why ``cfg``'s computation has no exact Lc0 equivalent (empty: exportable)."""
-    p = []
-    if cfg.activation not in ("mish", "relu"):
-        p.append(f"activation={cfg.activation!r}: Lc0's default activation is mish or relu")
-    if cfg.value_pool != "flatten":
-        p.append(f"value_pool={cfg.value_pool!r}: Lc0's value head flattens the 64 squares")
-    if cfg.deepnorm != "scale_sublayer":
-        p.append(f"deepnorm={cfg.deepnorm!r}: Lc0 computes LN(x + f(x)·(2N)^-¼); LN(α·x + f(x)) equals it only "
-                 f"with a LayerNorm eps Lc0 does not use")
-    if cfg.promo_offsets_scaled:
-        p.append("promo_offsets_scaled=True: Lc0 adds promotion offsets unscaled")
-    dense, posenc = cfg.input_dense > 0, cfg.input_posenc
-    if dense == posenc:
-        p.append(f"input embedding (input_dense={cfg.input_dense}, input_posenc={posenc}): Lc0 has either the "
-                 f"board preprocessing (PE_DENSE, input_dense > 0) or the square table (PE_MAP), exactly one")
-    elif dense and not (cfg.embed_ln and cfg.embed_ffn_dim and cfg.ln_eps == 1e-3):
-        p.append(f"PE_DENSE needs embed_ln=True, embed_ffn_dim > 0 and ln_eps=1e-3 (got {cfg.embed_ln}, "
-                 f"{cfg.embed_ffn_dim}, {cfg.ln_eps})")
-    elif posenc and (cfg.embed_ln or cfg.embed_ffn_dim or cfg.ln_eps != 1e-6):
-        p.append(f"PE_MAP needs embed_ln=False, embed_ffn_dim=0 and ln_eps=1e-6 (got {cfg.embed_ln}, "
-                 f"{cfg.embed_ffn_dim}, {cfg.ln_eps})")
-    if cfg.smolgen_ln_eps != 1e-3:
-        p.append(f"smolgen_ln_eps={cfg.smolgen_ln_eps}: Lc0's smolgen LayerNorms use 1e-3")
-    if cfg.policy_castling != "king_takes_rook" and not allow_castling_mismatch:
-        p.append("policy_castling='king_to': the network scores castling on e1g1, Lc0 reads it on e1h1 "
-                 "(pass --allow-castling-mismatch to export anyway)")
-    return p
+    family = getattr(cfg, "family", None)
+    mapping = _mapping_for_family(family)
+    if mapping is None:
+        return [f"network family {family!r} has no Lc0 mapping (mapped: "
+                f"{', '.join(m.FAMILY for m in mappings().values())})"]
+    return mapping.export_problems(cfg, allow_castling_mismatch)
 
 
-def _lc0_tensors(model: Chessformer, cfg: ModelConfig, pol: str, pol_embed: str, val: str) -> dict[str, torch.Tensor]:
-    """``model``'s tensors in Lc0's storage layout, by net.proto path (``cfg`` may drop the MLH)."""
-    state = {k: v.detach().to("cpu", torch.float32) for k, v in model.state_dict().items()}
-    if cfg.rule50_scale != 1.0:  # Lc0 feeds the raw count: fold our input scaling into the weights
-        w = state["embed.weight"].clone()
-        w[:, 109] *= cfg.rule50_scale
-        state["embed.weight"] = w
-    out = {}
-    for lc0_path, key, part in _table(cfg, pol, pol_embed, val):
-        t = state[key]
-        if part == "T":
-            t = t.t()
-        elif part is not None:
-            t = t.chunk(part[1])[part[0]]
-        out[lc0_path] = t.contiguous()
-    return out
+def lc0_style(cfg, embedding: str = "pe_dense"):
+    """A Chessformer config changed into what Lc0 can express (``attention.lc0_style``)."""
+    from pdx_lightning.nets.lc0 import attention  # noqa: PLC0415  (see mappings)
+
+    return attention.lc0_style(cfg, embedding)
 
 
-def export_lc0(model: Chessformer, path: str | os.PathLike, encoding: str = "linear16",
+def export_lc0(model: torch.nn.Module, path: str | os.PathLike, encoding: str = "linear16",
                moves_left: bool = True, allow_castling_mismatch: bool = False) -> Path:
-    """Write ``model`` as an Lc0 ``.pb.gz`` (gzip + net.proto; multi-head attention-body format).
+    """Write ``model`` as an Lc0 ``.pb.gz`` in the format of its family's mapping.
 
     ``encoding``: linear16 (every Lc0 release and tool reads it; quantized to 65,536 levels per
     tensor), float16, bfloat16, or float32 (lossless; needs a recent Lc0). ``moves_left=False``
-    drops a carried moves-left head. Refuses (``Lc0ExportError``) what Lc0 cannot express.
+    drops a carried moves-left head. Refuses (``Lc0ExportError``) what Lc0 cannot express; then
+    nothing is written.
     """
-    cfg = model.cfg
-    problems = lc0_export_problems(cfg, allow_castling_mismatch)
-    if problems:
-        raise Lc0ExportError("the network cannot be written in Lc0's format:\n  - " + "\n  - ".join(problems))
+    family = getattr(model.cfg, "family", None)
+    mapping = _mapping_for_family(family)
+    if mapping is None:
+        raise Lc0ExportError(lc0_export_problems(model.cfg)[0])
     if encoding not in P.ENCODINGS:
         raise Lc0ExportError(f"unknown encoding {encoding!r}; choose one of {', '.join(P.ENCODINGS)}")
-    if not moves_left and cfg.moves_left_dim:
-        cfg = replace(cfg, moves_left_dim=0)
-    net = P.Net(magic=P.MAGIC)
-    net.min_version.major, net.min_version.minor, net.min_version.patch = 0, 30, 0
-    net.format.weights_encoding = P.LINEAR16  # each Layer carries its own encoding, which overrides this
-    nf = net.format.network_format
-    nf.input, nf.output = P.INPUT_CLASSICAL_112_PLANE, P.OUTPUT_WDL
-    nf.network, nf.policy, nf.value = P.NETWORK_ATTENTIONBODY_WITH_MULTIHEADFORMAT, P.POLICY_ATTENTION, P.VALUE_WDL
-    nf.moves_left = P.MOVES_LEFT_V1 if cfg.moves_left_dim else P.MOVES_LEFT_NONE
-    nf.default_activation = P.DEFAULT_ACTIVATION_MISH if cfg.activation == "mish" else P.DEFAULT_ACTIVATION_RELU
-    nf.smolgen_activation, nf.ffn_activation = P.ACTIVATION_SWISH, P.ACTIVATION_DEFAULT
-    nf.input_embedding = P.INPUT_EMBEDDING_PE_DENSE if cfg.input_dense else P.INPUT_EMBEDDING_PE_MAP
-    w = net.weights
-    w.headcount = cfg.n_heads
-    for _ in range(cfg.n_layers):
-        w.encoder.add()
-    pol = "policy_heads.vanilla."
-    enc = P.ENCODINGS[encoding]
-    for lc0_path, t in _lc0_tensors(model, cfg, pol, pol, "value_heads.winner.").items():
-        _resolve(w, lc0_path, create=True).CopyFrom(P.encode_layer(t, enc))
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    buf = io.BytesIO()
-    with gzip.GzipFile(fileobj=buf, mode="wb", compresslevel=6, mtime=0) as gz:  # mtime 0: same bytes
-        gz.write(net.SerializeToString())
-    tmp.write_bytes(buf.getvalue())
-    os.replace(tmp, path)
-    return path
-
-
-# ---------------------------------------------------------------- `pdx export lc0`
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True, help="network to export (base:<name>, a .pt/.ckpt, an Lc0 .pb.gz)")
-    parser.add_argument("--out", required=True, help="output file, e.g. net.pb.gz")
-    parser.add_argument("--weights", default="ema", choices=("ema", "online"), help="which weights of a checkpoint")
-    parser.add_argument("--encoding", default="linear16", choices=tuple(P.ENCODINGS),
-                        help="layer encoding: linear16 (default; what released nets use and every Lc0 reads; "
-                             "16-bit levels between each tensor's min and max), float16, bfloat16, or float32 "
-                             "(lossless); the last three need an Lc0 that reads per-layer encodings")
-    parser.add_argument("--no-moves-left", action="store_true", help="drop a carried moves-left head")
-    parser.add_argument("--allow-castling-mismatch", action="store_true",
-                        help="export a network that scores castling on e1g1 (Lc0 will read e1h1)")
-
-
-def run(args: argparse.Namespace) -> int:
-    try:
-        model = load_model(args.model, weights=args.weights)
-        out = export_lc0(model, args.out, encoding=args.encoding, moves_left=not args.no_moves_left,
-                         allow_castling_mismatch=args.allow_castling_mismatch)
-    except (ModelLoadError, Lc0ExportError) as e:
-        print(f"pdx export lc0: {args.model}: {e}", file=sys.stderr)
-        return 2
-    print(f"wrote {out} ({out.stat().st_size:,} bytes, {args.encoding}, "
-          f"{sum(p.numel() for p in model.parameters()):,} parameters)")
-    return 0
+    net = mapping.encode(model, P.ENCODINGS[encoding], moves_left=moves_left,
+                         allow_castling_mismatch=allow_castling_mismatch)
+    return write_net(net, path)

@@ -1,24 +1,14 @@
-"""Lc0's weight-file schema (``pblczero.Net``, lczero-common ``proto/net.proto``) and its
-``Weights.Layer`` codec.
+"""Lc0's weight-file schema (``pblczero.Net``, lczero-common ``proto/net.proto``), as data.
 
 The schema is declared here as data and turned into protobuf message classes at import
 time (``descriptor_pb2`` → a private descriptor pool), so there is no protoc step and no
 generated code tied to one protobuf release. Only the messages and fields the attention-body
-networks use are declared; proto2 parsing keeps every other field as an unknown field, so
-nothing in a file is lost or misread. Field numbers follow net.proto exactly.
-
-Layer encodings (``Weights.Layer.encoding``, default LINEAR16 when absent):
-
-* ``LINEAR16``: little-endian uint16 ``q``; value = ``q / 0xffff · (max_val − min_val) + min_val``,
-  evaluated in float64 and rounded once to float32 (Lc0's C++ evaluates
-  ``min·(1−θ) + max·θ`` in float32, which can differ in the last bit);
-* ``FLOAT16`` / ``BFLOAT16``: little-endian IEEE half / bfloat16 (the top half of a float32);
-* ``FLOAT32``: little-endian float32.
+and residual-tower networks use are declared; proto2 parsing keeps every other field as an
+unknown field, so nothing in a file is lost or misread. Field numbers follow net.proto exactly.
+Reading, writing and the layer encodings are in ``format.py``.
 """
 from __future__ import annotations
 
-import numpy as np
-import torch
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 LINEAR16, FLOAT16, BFLOAT16, FLOAT32 = 1, 2, 3, 4
@@ -43,6 +33,7 @@ ACTIVATION_NAMES = {0: "ACTIVATION_DEFAULT", 1: "ACTIVATION_MISH", 2: "ACTIVATIO
 EMBEDDING_NAMES = {0: "INPUT_EMBEDDING_NONE", 1: "INPUT_EMBEDDING_PE_MAP", 2: "INPUT_EMBEDDING_PE_DENSE"}
 INPUT_CLASSICAL_112_PLANE = 1
 OUTPUT_WDL = 2
+NETWORK_ONNX = 5
 NETWORK_ATTENTIONBODY_WITH_HEADFORMAT, NETWORK_ATTENTIONBODY_WITH_MULTIHEADFORMAT = 6, 7
 ATTENTION_BODY_NETWORKS = (6, 7, 134)
 POLICY_ATTENTION, VALUE_WDL, MOVES_LEFT_NONE, MOVES_LEFT_V1 = 3, 2, 0, 1
@@ -61,7 +52,8 @@ _SCHEMA: dict[str, list[tuple[str, int, str, bool]]] = {
               ("encoding", 4, "enum", False), ("dims", 5, "uint32", True)],
     "ConvBlock": [(n, i, "Layer", False) for i, n in enumerate(
         ("weights", "biases", "bn_means", "bn_stddivs", "bn_gammas", "bn_betas"), 1)],
-    "Residual": [("conv1", 1, "ConvBlock", False), ("conv2", 2, "ConvBlock", False)],
+    "SEunit": [(n, i, "Layer", False) for i, n in enumerate(("w1", "b1", "w2", "b2"), 1)],
+    "Residual": [("conv1", 1, "ConvBlock", False), ("conv2", 2, "ConvBlock", False), ("se", 3, "SEunit", False)],
     "Smolgen": [(n, i, "Layer", False) for i, n in enumerate(
         ("compress", "dense1_w", "dense1_b", "ln1_gammas", "ln1_betas", "dense2_w", "dense2_b",
          "ln2_gammas", "ln2_betas"), 1)],
@@ -138,57 +130,3 @@ def _build_classes() -> dict:
 MESSAGES = _build_classes()
 Net = MESSAGES["Net"]
 Layer = MESSAGES["Layer"]
-
-
-class LayerDecodeError(ValueError):
-    """A ``Weights.Layer`` whose bytes cannot be decoded (the caller adds where it is)."""
-
-
-def decode_layer(layer) -> torch.Tensor:
-    """A ``Weights.Layer`` → flat float32 tensor (module docstring: encodings)."""
-    enc = layer.encoding if layer.HasField("encoding") else LINEAR16
-    raw = layer.params
-    width = 4 if enc == FLOAT32 else 2
-    if enc not in ENCODING_NAMES:
-        raise LayerDecodeError(f"unknown layer encoding {enc}")
-    if len(raw) % width:
-        raise LayerDecodeError(f"{len(raw)} bytes is not a whole number of {ENCODING_NAMES[enc]} values")
-    if enc == LINEAR16:
-        lo, hi = np.float64(np.float32(layer.min_val)), np.float64(np.float32(layer.max_val))
-        if not (np.isfinite(lo) and np.isfinite(hi)):
-            raise LayerDecodeError(f"LINEAR16 range [{lo}, {hi}] is not finite")
-        q = np.frombuffer(raw, dtype="<u2").astype(np.float64)
-        values = (q / 0xFFFF * (hi - lo) + lo).astype(np.float32)
-    elif enc == FLOAT16:
-        values = np.frombuffer(raw, dtype="<f2").astype(np.float32)
-    elif enc == BFLOAT16:
-        values = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
-    else:
-        values = np.frombuffer(raw, dtype="<f4").astype(np.float32)
-    if not np.isfinite(values).all():
-        raise LayerDecodeError(f"{ENCODING_NAMES[enc]} values include NaN or infinity")
-    return torch.from_numpy(values.copy())
-
-
-def encode_layer(values: torch.Tensor, encoding: int = LINEAR16):
-    """Flat float32 values → a ``Weights.Layer``. LINEAR16 stores the tensor's own min/max and
-    rounds each value to the nearest of the 65,536 levels between them."""
-    v = values.detach().to("cpu", torch.float32).reshape(-1).numpy()
-    if not np.isfinite(v).all():
-        raise ValueError("cannot encode NaN or infinite weights")
-    layer = Layer(encoding=encoding)
-    if encoding == LINEAR16:
-        lo, hi = (np.float32(v.min()), np.float32(v.max())) if v.size else (np.float32(0), np.float32(0))
-        span = np.float64(hi) - np.float64(lo)
-        q = np.zeros(v.shape, np.float64) if span == 0 else np.rint((v.astype(np.float64) - lo) / span * 0xFFFF)
-        layer.min_val, layer.max_val = float(lo), float(hi)
-        layer.params = np.clip(q, 0, 0xFFFF).astype("<u2").tobytes()
-    elif encoding == FLOAT16:
-        layer.params = v.astype("<f2").tobytes()
-    elif encoding == BFLOAT16:
-        layer.params = torch.from_numpy(v).to(torch.bfloat16).view(torch.int16).numpy().astype("<i2").tobytes()
-    elif encoding == FLOAT32:
-        layer.params = v.astype("<f4").tobytes()
-    else:
-        raise ValueError(f"unknown layer encoding {encoding}")
-    return layer

@@ -1,4 +1,4 @@
-"""The report's PNG figures (matplotlib, Agg), drawn from a loaded :class:`report.Runs` only.
+"""The report's PNG figures (matplotlib, Agg), drawn from a loaded :class:`~.runs.Runs` only.
 
 Figure 1 (p* ratio to the base by mate depth), Figure 5 (accuracy vs β with
 Wilson bands), Figure 7 (trajectory coverage curves), Figure 8 (recovery by
@@ -15,10 +15,13 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from pdx_lightning.experiments.report import TEMP_LABEL, TERM_LABEL, Runs, _by_depth, _summary, recovery  # noqa: E402
+from pdx_lightning.experiments.arms import (CONTROL, REGULARIZED, TEMP_LABEL, TEMPERATURES,  # noqa: E402
+                                            TERM_LABEL, UNREGULARIZED)
+from pdx_lightning.experiments.report.recovery import recovery  # noqa: E402
+from pdx_lightning.experiments.report.runs import Runs, by_depth, suite_summary  # noqa: E402
 
 COLORS = {"none": "tab:gray", "entropy": "tab:orange", "reverse_kl": "tab:blue", "forward_kl": "tab:green",
-          "control": "tab:red"}
+          CONTROL: "tab:red"}
 
 
 def _save(fig, out: Path, name: str) -> str:
@@ -28,25 +31,20 @@ def _save(fig, out: Path, name: str) -> str:
     return name
 
 
-def _label(r) -> str:
-    return r.label if r.tau == "–" else f"{r.label}, {r.tau}"
-
-
 def figure1(runs: Runs, out: Path) -> str | None:
-    """Geometric-mean p* on each mate depth, relative to the frozen base (ratios of Table 4's mate columns)."""
+    """Geometric-mean p* on each mate depth relative to the frozen base (ratios of Table 4's mate columns)."""
     rows = runs.rows()
-    base = _by_depth(rows[0])
+    base = by_depth(rows[0])
     if not base:
         return None
     fig, ax = plt.subplots(figsize=(6, 4))
     for r in rows[1:]:
-        d = _by_depth(r)
+        d = by_depth(r)
         depths = [k for k in sorted(d) if k in base and d[k].get("p_star_geo") and base[k].get("p_star_geo")]
         if depths:
-            term = r.cell["term"] if r.cell["kind"] == "rl" else "control"
             ax.plot(depths, [d[k]["p_star_geo"] / base[k]["p_star_geo"] for k in depths], marker="o",
-                    color=COLORS.get(term), ls="-" if r.cell.get("temperature") != "fixed" else ":",
-                    label=_label(r))
+                    color=COLORS.get(r.term), ls="-" if r.cell.get("temperature") != "fixed" else ":",
+                    label=r.title())
     ax.axhline(1.0, color="k", ls="--", lw=1, label="frozen base")
     ax.set(yscale="log", xlabel="mate depth N", ylabel="p* / p*(base)", title="Solution probability vs base")
     for axis in (ax.yaxis.set_major_formatter, ax.yaxis.set_minor_formatter):
@@ -58,22 +56,24 @@ def figure1(runs: Runs, out: Path) -> str | None:
 
 def figure5(runs: Runs, out: Path) -> tuple[str | None, str]:
     """Accuracy vs β per arm, one panel per temperature, 95% Wilson bands; dashed: base and β = 0."""
-    suite = "tactics" if _summary(runs.base, "tactics") else "selection"
+    suite = "tactics" if suite_summary(runs.base, "tactics") else "selection"
     cells = [c for c in runs.sweep["cells"] if c["kind"] == "rl" and c["name"] in runs.evals]
-    temps = [t for t in ("adaptive", "fixed") if any(c["temperature"] == t for c in cells)]
-    if not cells or not temps or not _summary(runs.base, suite):
+    temps = [t for t in TEMPERATURES if any(c["temperature"] == t for c in cells)]
+    if not cells or not temps or not suite_summary(runs.base, suite):
         return None, suite
     sel = {s["cell"] for s in runs.sweep["selected"]}
     fig, axes = plt.subplots(1, len(temps), figsize=(5.5 * len(temps), 4), squeeze=False, sharey=True)
-    base = _summary(runs.base, suite)
+    base = suite_summary(runs.base, suite)
     for ax, temp in zip(axes[0], temps):
-        for term in ("entropy", "reverse_kl", "forward_kl"):
-            arm = sorted((c for c in cells if c["term"] == term and c["temperature"] == temp), key=lambda c: c["beta"])
-            pts = [(c, s) for c in arm if (s := _summary(runs.evals[c["name"]], suite))]
+        for term in REGULARIZED:
+            arm = sorted((c for c in cells if c["term"] == term and c["temperature"] == temp),
+                         key=lambda c: c["beta"])
+            pts = [(c, s) for c in arm if (s := suite_summary(runs.evals[c["name"]], suite))]
             if not pts:
                 continue
             b = [c["beta"] for c, _ in pts]
-            ax.plot(b, [100 * s["acc"] for _, s in pts], marker="o", color=COLORS[term], label=TERM_LABEL[term])
+            ax.plot(b, [100 * s["acc"] for _, s in pts], marker="o", color=COLORS[term],
+                    label=TERM_LABEL[term])
             ax.fill_between(b, [100 * s["acc_ci"][0] for _, s in pts], [100 * s["acc_ci"][1] for _, s in pts],
                             color=COLORS[term], alpha=0.15)
             for c, s in pts:
@@ -81,8 +81,10 @@ def figure5(runs: Runs, out: Path) -> tuple[str | None, str]:
                     ax.plot([c["beta"]], [100 * s["acc"]], marker="*", ms=14, color=COLORS[term], mec="k")
         ax.axhline(100 * base["acc"], color="k", ls="--", lw=1, label="frozen base")
         for c in cells:
-            if c["term"] == "none" and c["temperature"] == temp and (s := _summary(runs.evals[c["name"]], suite)):
-                ax.axhline(100 * s["acc"], color=COLORS["none"], ls="--", lw=1, label="β = 0 (no regularizer)")
+            if c["term"] == UNREGULARIZED and c["temperature"] == temp and \
+                    (s := suite_summary(runs.evals[c["name"]], suite)):
+                ax.axhline(100 * s["acc"], color=COLORS[UNREGULARIZED], ls="--", lw=1,
+                           label="β = 0 (no regularizer)")
         ax.set(xscale="log", xlabel="β", title=f"self-play τ: {TEMP_LABEL[temp]}")
         ax.legend(fontsize=7)
     axes[0][0].set_ylabel(f"{suite} accuracy (%)")
@@ -101,9 +103,10 @@ def figure7(runs: Runs, out: Path) -> str | None:
         if res["position"] != pos or not res.get("curve", {}).get("k"):
             continue
         r = rows.get(res["model"])
-        color = "k" if r is None or r.cell is None else COLORS.get(r.cell["term"] if r.cell["kind"] == "rl" else "control")
-        ax.plot(res["curve"]["k"], res["curve"]["mean"], ls="-" if res["play"] == "raw" else "--", color=color,
-                label=f"{_label(r) if r else res['model']} ({'raw' if res['play'] == 'raw' else 'μ'})")
+        color = "k" if r is None or r.cell is None else COLORS.get(r.term)
+        ax.plot(res["curve"]["k"], res["curve"]["mean"], ls="-" if res["play"] == "raw" else "--",
+                color=color,
+                label=f"{r.title() if r else res['model']} ({'raw' if res['play'] == 'raw' else 'μ'})")
     ax.axhline(cov.get("target", 0.95), color="k", ls=":", lw=1)
     ax.set(xscale="log", xlabel="K (lines drawn without replacement)", ylabel=f"Ω^{cov.get('depth', '?')}_K",
            title=f"Trajectory coverage at {pos}")
@@ -123,7 +126,8 @@ def figure8(runs: Runs, out: Path) -> str | None:
         bins = entries[0][1]["position"][key]
         for j, (label, m) in enumerate(entries):
             xs = [i + (j - (len(entries) - 1) / 2) * width for i in range(len(bins))]
-            ax.bar(xs, [100 * b["recovered"] / b["n"] if b["n"] else 0 for b in m["position"][key]], width, label=label)
+            shares = [100 * b["recovered"] / b["n"] if b["n"] else 0 for b in m["position"][key]]
+            ax.bar(xs, shares, width, label=label)
         ax.set_xticks(range(len(bins)), [f"{b['bin']}\n(n={b['n']})" for b in bins])
         ax.set(xlabel=xlabel)
     axes[0].set_ylabel("recovered (% of base-wrong positions)")
@@ -138,15 +142,16 @@ def draw_all(runs: Runs, out: Path) -> dict[str, tuple[str | None, str]]:
     depth = f" at depth {cov['depth']}" if cov.get("depth") else ""
     return {
         "Figure 1: p* relative to the base by mate depth": (
-            figure1(runs, out), "Geometric-mean solution probability on each mate-in-N suite divided by the frozen "
-            "base's (dashed, 1×); solid adaptive τ, dotted τ≡1; models of Table 1."),
+            figure1(runs, out), "Geometric-mean solution probability on each mate-in-N suite divided by "
+            "the frozen base's (dashed, 1×); solid adaptive τ, dotted τ≡1; models of Table 1."),
         "Figure 5: accuracy vs β": (
-            f5, f"Argmax accuracy on the {suite} suite against β, shaded 95% Wilson bands; stars mark β* (chosen on "
-            "the selection suite); dashed: frozen base and β = 0."),
+            f5, f"Argmax accuracy on the {suite} suite against β, shaded 95% Wilson bands; stars mark β* "
+            "(chosen on the selection suite); dashed: frozen base and β = 0."),
         "Figure 7: trajectory coverage": (
-            figure7(runs, out), f"Ω_K{depth} from `coverage.json`: mass covered by K distinct lines drawn without "
-            "replacement (mean over seeds); solid raw π, dashed tempered μ; dotted: the target."),
+            figure7(runs, out), f"Ω_K{depth} from `coverage.json`: mass covered by K distinct lines drawn "
+            "without replacement (mean over seeds); solid raw π, dashed tempered μ; dotted: the target."),
         "Figure 8: what fine-tuning recovers": (
-            figure8(runs, out), "Share of the base's wrong solver positions on the tactics suite where the model's "
-            "argmax is accepted, binned by the base's probability on the accepted moves (left) and their rank (right)."),
+            figure8(runs, out), "Share of the base's wrong solver positions on the tactics suite where the "
+            "model's argmax is accepted, binned by the base's probability on the accepted moves (left) and "
+            "their rank (right)."),
     }

@@ -1,0 +1,32 @@
+"""``pdx report --runs DIR --out DIR``: the paper's tables and figures, rebuilt from stored JSON only.
+
+``--runs`` is a ``pdx sweep`` output directory (layout in :mod:`pdx_lightning.experiments.sweep`):
+``sweep.json``, ``base/eval.json`` and ``cells/<cell>/{result,eval}.json``
+(schema ``pdx_cell_eval/1``, :mod:`pdx_lightning.experiments.sweep.evaluate`), and whichever of
+these exist (a missing file makes its table say *not measured*; nothing is estimated):
+
+* ``arena.json`` / ``arena_sampled.json`` — ``pdx arena --json`` (argmax / ``--sample``):
+  ``players[{label, model}]``, ``elo.ratings[{player, elo, ci95}]`` (base anchored at 0),
+  ``head_to_head[{player, opponent, w, d, l, los}]`` → Table 1 Elo, W–D–L, LOS; Table 5 Elo.
+* ``diagnostics.json`` — ``pdx eval diagnostics --json`` → Table 5::
+
+      {"models": [{"name", "play": "raw"|"adaptive", "entropy": {"mean"}, "forward_kl": {"mean"},
+                   "reverse_kl": {"mean"}, "cov_k": {"mean"}}], "top_k": 5}
+
+* ``coverage.json`` — ``pdx eval coverage --json`` → Figure 7::
+
+      {"depth": N, "target": 0.95, "positions": [{"name"}],
+       "results": [{"model", "play", "position", "curve": {"k": [...], "mean": [...]},
+                    "draws_to_target": {"mean", "std"}}]}
+
+* ``recovery.json`` — ``pdx eval recovery --json`` (schema in :mod:`pdx_lightning.evaluation.recovery`;
+  read: ``models[{name, position: {base_wrong, recovered, given_back, by_prob[{bin, n, recovered}],
+  by_rank[...]}}]``) → Figure 8. Without it the report computes the same entries with
+  ``recovery_analysis`` from the per-position arrays of the ``tactics`` suite in the eval JSONs, and says so.
+
+Models are matched to rows by arena label, model string or checkpoint path (the sweep passes
+checkpoint paths and cell names).
+
+Modules: :mod:`.runs` (reading the directory, Table 1's rows), :mod:`.tables` (Markdown tables),
+:mod:`.recovery` (Figure 8's numbers), :mod:`.figures` (PNGs), :mod:`.command` (``pdx report``).
+"""

@@ -1,0 +1,59 @@
+"""``pdx report --runs DIR --out DIR``: ``report.md`` and the PNG figures of a sweep's output directory."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from pdx_lightning.experiments.report import figures
+from pdx_lightning.experiments.report.recovery import recovery
+from pdx_lightning.experiments.report.runs import NM, Runs, load_runs
+from pdx_lightning.experiments.report.tables import (table1, table3, table4, table5, table6, table_cells,
+                                                     table_recovery)
+
+
+def render(runs: Runs, out: Path) -> str:
+    """The whole report as Markdown; the figures are written into ``out``."""
+    cfg = runs.sweep["config"]
+    done = sum(c["status"] == "done" for c in runs.sweep["cells"])
+    suites = {k: f"{s['n']} puzzles" for k, s in (runs.base or {}).get("suites", {}).items()}
+    md = [f"# pdx report: {runs.root}", "",
+          f"Base `{cfg['base']}`; every cell {cfg['steps']} steps × {cfg['games']} games, seed {cfg['seed']} "
+          f"(matched compute); terms {cfg['terms']}, temperatures {cfg['temperatures']}, "
+          f"β grid {cfg['betas']}; {done}/{len(runs.sweep['cells'])} cells finished. Suites: "
+          + (", ".join(f"{k} {v}" for k, v in suites.items()) or NM)
+          + ". All numbers are read from the JSON files in the runs directory; *not measured* marks inputs "
+          "that are absent. Accuracies are argmax, multi-solution scored, EMA weights, ± half the 95% Wilson "
+          "interval; rows are each arm's β* (Table 6).", ""]
+    md += ["## Table 1: accuracy and searchless strength at β*", "", table1(runs), "",
+           "Elo: argmax round robin (`arena.json`), base anchored at 0, ± half the 95% interval; "
+           "W–D–L and LOS: direct record against the base."
+           + ("" if runs.files["arena"] else f" Elo, W–D–L, LOS: *{NM}* (no arena.json)."),
+           "", "## Table 3: mate-in-N accuracy (%)", "", table3(runs), "",
+           "## Table 4: solution probability p*, geometric mean (arithmetic)", "", table4(runs), "",
+           "## Table 5: sampled play and policy diagnostics", "", table5(runs), "",
+           "Elo: sampled round robin (`arena_sampled.json`); H, KLs, cov: `diagnostics.json`.", "",
+           "## Table 6: β selection on the selection suite", "", table6(runs), ""]
+    for title, (png, caption) in figures.draw_all(runs, out).items():
+        md += [f"## {title}", "", f"![{title}]({png})" if png else f"*{NM}*", "", caption, ""]
+    entries, source = recovery(runs)
+    md += ["## Figure 8 (numbers): recovery of base-wrong positions", "",
+           (table_recovery(entries) + f"\n\nSource: {source}.") if entries else f"*{NM}*", "",
+           "## All cells", "", table_cells(runs), "",
+           "H and the KLs are the online policy's means over the self-play positions of the last training "
+           "step (TensorBoard `policy/entropy`, `kl/*`), not Table 5's played-policy diagnostics.", ""]
+    return "\n".join(md)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--runs", required=True,
+                        help="a `pdx sweep` output directory (sweep.json, cells/, ...)")
+    parser.add_argument("--out", required=True, help="directory for report.md and the PNG figures")
+
+
+def run(args: argparse.Namespace) -> int:
+    runs = load_runs(args.runs)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.md").write_text(render(runs, out))
+    print(f"wrote {out / 'report.md'}")
+    return 0

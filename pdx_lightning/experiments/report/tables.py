@@ -1,0 +1,171 @@
+"""The paper's tables as Markdown, from a loaded :class:`~pdx_lightning.experiments.report.runs.Runs`.
+
+Table 1 (accuracy and searchless strength at β*), Table 3 (mate-in-N accuracy), Table 4 (solution
+probability p*), Table 5 (sampled play and policy diagnostics), Table 6 (β selection), every cell,
+and Figure 8's recovery numbers. An absent input makes its cells say *not measured*.
+"""
+from __future__ import annotations
+
+from pdx_lightning.experiments.arms import REGULARIZED, TEMP_LABEL, TEMPERATURES, TERM_LABEL, UNREGULARIZED
+from pdx_lightning.experiments.report.runs import NM, Runs, by_depth, mate_depths, suite_summary
+
+
+# ---------------------------------------------------------------- formatting
+
+def fmt_acc(s: dict | None) -> str:
+    """``acc ± half the 95% Wilson interval`` in percent."""
+    if not s or s.get("acc") is None:
+        return NM
+    lo, hi = s["acc_ci"]
+    return f"{100 * s['acc']:.2f} ± {50 * (hi - lo):.2f}"
+
+
+def markdown_table(header: list[str], rows: list[list]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(str(c) for c in r) + " |" for r in rows])
+
+
+def _beta(c: dict | None) -> str:
+    return "–" if not c or c.get("beta") is None else f"{c['beta']:g}"
+
+
+def _player(doc: dict | None, keys: set) -> str | None:
+    """The arena label of the player whose label or model string is one of ``keys``."""
+    for p in (doc or {}).get("players", []):
+        if p["label"] in keys or p["model"] in keys:
+            return p["label"]
+    return None
+
+
+def _elo(doc: dict | None, keys: set) -> tuple[str, dict | None]:
+    label = _player(doc, keys)
+    if label is None or "ratings" not in (doc or {}).get("elo", {}):
+        return NM, None
+    r = next(r for r in doc["elo"]["ratings"] if r["player"] == label)
+    h2h = next((h for h in doc.get("head_to_head", []) if h["player"] == label), None)
+    if label == doc["elo"].get("anchor"):
+        return f"{r['elo']:+.1f} (anchor)", h2h
+    lo, hi = r["ci95"]
+    return f"Δ {r['elo']:+.1f} ± {(hi - lo) / 2:.1f}", h2h
+
+
+# ---------------------------------------------------------------- tables
+
+def table1(runs: Runs) -> str:
+    arena = runs.files["arena"]
+    out = []
+    for r in runs.rows():
+        elo, h = _elo(arena, r.keys)
+        wdl = f"{h['w']}–{h['d']}–{h['l']}" if h else ("–" if r.cell is None else NM)
+        los = f"{h['los']:.2f}" if h and h.get("los") is not None else ("–" if r.cell is None else NM)
+        out.append([r.label, r.tau, _beta(r.cell), fmt_acc(suite_summary(r.eval, "tactics")),
+                    fmt_acc(suite_summary(r.eval, "hard")), elo, wdl, los])
+    return markdown_table(["Exploration term", "Self-play τ", "β*", "Acc. (%)", "Acc. hard (%)", "Elo",
+                           "W–D–L vs base", "LOS"], out)
+
+
+def table3(runs: Runs) -> str:
+    rows = runs.rows()
+    depths = mate_depths(rows)
+    if not depths:
+        return f"*{NM}* (no mate suite in the eval JSONs)."
+    return markdown_table(["Exploration term", "Self-play τ", *[f"mate-in-{d}" for d in depths]],
+                          [[r.label, r.tau, *[fmt_acc(by_depth(r).get(d)) for d in depths]] for r in rows])
+
+
+def _pstar(s: dict | None) -> tuple[float | None, str]:
+    if not s or s.get("p_star_geo") is None:
+        return None, NM
+    return s["p_star_geo"], f"{s['p_star_geo']:.3f} ({s['p_star_arith']:.3f})"
+
+
+def table4(runs: Runs) -> str:
+    rows = runs.rows()
+    depths = mate_depths(rows)
+    cols = [lambda r: suite_summary(r.eval, "tactics"), lambda r: suite_summary(r.eval, "hard")]
+    cols += [lambda r, d=d: by_depth(r).get(d) for d in depths]
+    cells = [[_pstar(f(r)) for f in cols] for r in rows]
+    for j in range(len(cols)):  # bold the best geometric mean per column
+        vals = [c[j][0] for c in cells if c[j][0] is not None]
+        for c in cells:
+            if vals and c[j][0] == max(vals):
+                c[j] = (c[j][0], f"**{c[j][1]}**")
+    return markdown_table(["Model", "Self-play τ", "Tactics all", "Tactics hard",
+                           *[f"mate-in-{d}" for d in depths]],
+                          [[r.label, r.tau, *[s for _, s in c]] for r, c in zip(rows, cells)])
+
+
+def table5(runs: Runs) -> str:
+    arena, diag = runs.files["arena_sampled"], runs.files["diagnostics"]
+    base_name = runs.sweep["base"]["name"]
+    cfgs = [("Frozen base", "raw", {"base raw", base_name}, "raw"), ("", "μ", {"base mu"}, "adaptive")]
+    for r in runs.rows(control=False)[1:]:
+        play = "adaptive" if r.cell["temperature"] == "adaptive" else "raw"
+        cfgs.append((r.label, "μ" if play == "adaptive" else "raw", r.keys, play))
+    out = []
+    for label, samp, keys, play in cfgs:
+        d = next((m for m in (diag or {}).get("models", []) if m["play"] == play and
+                  (m["name"] in keys or (label == "" and m["name"] == base_name))), None)
+        vals = [f"{d[k]['mean']:.2f}" if d and d[k].get("mean") is not None else NM
+                for k in ("entropy", "forward_kl", "reverse_kl", "cov_k")]
+        out.append([label, samp, _elo(arena, keys)[0], *vals])
+    k = (diag or {}).get("top_k", 5)
+    return markdown_table(["Configuration", "Samp.", "Elo (sampled)", "H(p)", "KL(π_base‖p)", "KL(p‖π_base)",
+                           f"cov{k}"], out)
+
+
+def table6(runs: Runs) -> str:
+    """Coefficient selection on the selection suite (Wilson ± half-widths); bold = β* of the row."""
+    cells = [c for c in runs.sweep["cells"] if c["kind"] == "rl"]
+    betas = sorted({c["beta"] for c in cells if c["term"] != UNREGULARIZED})
+    sel = {(s["term"], s["temperature"]): s["cell"] for s in runs.sweep["selected"]}
+    rows = []
+    for term in REGULARIZED:
+        for temp in TEMPERATURES:
+            arm = {c["beta"]: c for c in cells if c["term"] == term and c["temperature"] == temp}
+            if arm:
+                vals = [(f"**{fmt_acc(c['selection'])}**" if sel.get((term, temp)) == c["name"]
+                         else fmt_acc(c["selection"])) if (c := arm.get(b)) else "–" for b in betas]
+                rows.append([TERM_LABEL[term], TEMP_LABEL[temp], *vals])
+    refs = [f"frozen base {fmt_acc(suite_summary(runs.base, 'selection'))}"]
+    refs += [f"unregularized ({TEMP_LABEL[c['temperature']]}) {fmt_acc(c['selection'])}"
+             for c in cells if c["term"] == UNREGULARIZED]
+    n = (suite_summary(runs.base, "selection") or {}).get("n", "?")
+    table = markdown_table(["Exploration term", "Self-play τ", *[f"β={b:g}" for b in betas]], rows) if rows \
+        else f"*{NM}*"
+    return table + f"\n\nSelection suite: {n} puzzles, accuracy (%) ± half the 95% Wilson interval. " \
+        + "Reference: " + "; ".join(refs) + "."
+
+
+def table_cells(runs: Runs) -> str:
+    """Every cell: its accuracies and, from its training log, the online policy's last self-play
+    diagnostics."""
+    def num(v, fmt):
+        return NM if v is None else fmt.format(v)
+
+    out = []
+    for c in runs.sweep["cells"]:
+        m = runs.results.get(c["name"], {}).get("metrics", {})
+        secs = runs.results.get(c["name"], {}).get("seconds", {})
+        out.append([c["name"], _beta(c), fmt_acc(c["selection"]),
+                    fmt_acc(suite_summary(runs.evals.get(c["name"]), "tactics")),
+                    num(m.get("final/tactics/p_star_geo"), "{:.3f}"),
+                    num(m.get("final/policy/entropy"), "{:.2f}"),
+                    num(m.get("final/kl/forward_to_base"), "{:.3f}"),
+                    num(m.get("final/kl/reverse_to_base"), "{:.3f}"),
+                    num(secs.get("train"), "{:.0f}")])
+    return markdown_table(["Cell", "β", "Selection acc. (%)", "Tactics acc. (%)", "p* geo", "H(π_θ)",
+                           "KL(π_base‖π_θ)", "KL(π_θ‖π_base)", "train s"], out)
+
+
+def table_recovery(entries: list[tuple[str, dict]]) -> str:
+    """Recovered / base-wrong solver positions per bin (the position unit, as the paper's Figure 8)."""
+    def share(b):
+        return f"{b['recovered']}/{b['n']}"
+
+    pos = [m["position"] for _, m in entries]
+    bins = [f"p {b['bin']}" for b in pos[0]["by_prob"]] + [f"rank {b['bin']}" for b in pos[0]["by_rank"]]
+    return markdown_table(["Model", "base-wrong", "recovered", "given back", *bins],
+                          [[lab, p["base_wrong"], p["recovered"], p["given_back"],
+                            *[share(b) for b in p["by_prob"] + p["by_rank"]]]
+                           for (lab, _), p in zip(entries, pos)])

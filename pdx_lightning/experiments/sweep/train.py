@@ -1,0 +1,104 @@
+"""Training one sweep cell: its complete LightningCLI config, its command, its (resumed) launches.
+
+A cell is a ``pdx fit`` subprocess (the control: ``python -m pdx_lightning.supervised.control fit``)
+on ``<out>/cells/<cell>/fit.yaml``; extra command-line flags are passed to every fit. A cell with
+``checkpoints/last.ckpt`` resumes from it (``--ckpt_path``: the same games and optimizer).
+:func:`launch` is the one place a subprocess of the sweep starts (tests replace it).
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from pdx_lightning.experiments.sweep.config import Cell, SweepConfig, eval_suites
+
+
+class SweepError(RuntimeError):
+    """A cell or stage that failed (says which, and where its log is)."""
+
+
+def launch(cmd: list[str], log_path: Path) -> int:
+    """Run one subprocess, output appended to ``log_path`` (tests replace this to count launches)."""
+    with open(log_path, "a") as log:
+        log.write(f"\n$ {' '.join(cmd)}\n")
+        log.flush()
+        return subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode
+
+
+def fit_config(cfg: SweepConfig, cell: Cell, cell_dir: Path) -> dict:
+    """The cell's complete LightningCLI config (the fit_config file, then the sweep's settings on top)."""
+    import yaml  # noqa: PLC0415
+
+    doc: dict = {}
+    if cell.kind == "rl" and cfg.fit_config:
+        with open(cfg.fit_config) as f:
+            doc = yaml.safe_load(f) or {}
+    trainer = dict(doc.get("trainer") or {})
+    ckpt_dir = str(cell_dir / "checkpoints")
+    keep = [c for c in trainer.get("callbacks") or []
+            if not str(c.get("class_path", "")).endswith("ModelCheckpoint")]
+    trainer.update({
+        "max_steps": cfg.steps, "enable_progress_bar": False,
+        "logger": [{"class_path": "lightning.pytorch.loggers.TensorBoardLogger",
+                    "init_args": {"save_dir": str(cell_dir), "name": "tb", "version": 0,
+                                  "default_hp_metric": False}},
+                   {"class_path": "lightning.pytorch.loggers.CSVLogger",
+                    "init_args": {"save_dir": str(cell_dir), "name": "csv", "version": 0}}],
+        # final.ckpt at step max_steps exactly, then last.ckpt every checkpoint_every steps (to resume
+        # from). In this order, so a cell killed between the two saves never has last.ckpt at max_steps
+        # without final.ckpt (a resume from there would train no step and save nothing)
+        "callbacks": [*keep, {"class_path": "lightning.pytorch.callbacks.ModelCheckpoint",
+                              "init_args": {"dirpath": ckpt_dir, "filename": "final", "save_top_k": 1,
+                                            "every_n_train_steps": cfg.steps,
+                                            "enable_version_counter": False}},
+                      {"class_path": "lightning.pytorch.callbacks.ModelCheckpoint",
+                       "init_args": {"dirpath": ckpt_dir, "save_last": True, "save_top_k": 0,
+                                     "every_n_train_steps": cfg.checkpoint_every}}],
+        **cfg.trainer})
+    if cell.kind == "control":
+        model = {"base": cfg.base, "pool": cfg.control.pool, "exclude": eval_suites(cfg),
+                 "batch_size": cfg.games, "seed": cfg.seed, **cfg.control.model}
+    else:
+        model = {**(doc.get("model") or {}), **cfg.model, "base": cfg.base, "exploration": cell.term,
+                 "beta": cell.beta}
+        model["selfplay"] = {**(model.get("selfplay") or {}), **cfg.selfplay, "n_games": cfg.games,
+                             "temperature": cell.temperature, "seed": cfg.seed}
+    return {**doc, "seed_everything": cfg.seed, "trainer": trainer, "model": model}
+
+
+def fit_command(cell: Cell, cell_dir: Path, fit_args: list[str]) -> list[str]:
+    """The cell's training command line (with ``--ckpt_path`` when it has a checkpoint to resume from)."""
+    entry = ["pdx_lightning.supervised.control" if cell.kind == "control" else "pdx_lightning.cli", "fit"]
+    cmd = [sys.executable, "-m", *entry, "--config", str(cell_dir / "fit.yaml"), *fit_args]
+    last = cell_dir / "checkpoints" / "last.ckpt"
+    return cmd + (["--ckpt_path", str(last)] if last.is_file() else [])
+
+
+def train_cell(cfg: SweepConfig, cell: Cell, cell_dir: Path, fit_args: list[str]) -> float:
+    """Train (or resume) one cell until ``final.ckpt`` exists; returns seconds spent."""
+    import yaml  # noqa: PLC0415
+
+    t0 = time.perf_counter()
+    cell_dir.mkdir(parents=True, exist_ok=True)
+    (cell_dir / "fit.yaml").write_text(yaml.safe_dump(fit_config(cfg, cell, cell_dir), sort_keys=False))
+    cmd = fit_command(cell, cell_dir, fit_args)
+    what = "resume" if "--ckpt_path" in cmd else "train"
+    print(f"[sweep] {cell.name}: {what} ({cfg.steps} steps)", flush=True)
+    rc = launch(cmd, cell_dir / "fit.log")
+    seconds = time.perf_counter() - t0 + train_seconds(cell_dir)  # summed over the cell's (resumed) launches
+    (cell_dir / "train.json").write_text(json.dumps({"seconds": seconds}))
+    if rc != 0 or not (cell_dir / "checkpoints" / "final.ckpt").is_file():
+        log = cell_dir / "fit.log"
+        tail = "".join(log.read_text().splitlines(True)[-25:]) if log.is_file() else "(no log)\n"
+        raise SweepError(f"cell {cell.name}: training failed (exit {rc}); log {log}:\n{tail}")
+    return seconds
+
+
+def train_seconds(cell_dir: Path) -> float:
+    """Wall seconds spent training the cell so far, over every launch (``train.json``; 0 if never trained
+    here)."""
+    path = cell_dir / "train.json"
+    return float(json.loads(path.read_text())["seconds"]) if path.is_file() else 0.0

@@ -1,0 +1,44 @@
+"""The fine-tuning optimizer shared by the self-play module and the puzzle-tuned control.
+
+AdamW over the network's four layerwise learning-rate groups (paper Appendix G: backbone, final
+block, policy head, value head; ``nets.PARAM_GROUPS``, from the network's ``param_groups()``), with a
+linear warmup from 0 to the peak rates, then constant.
+"""
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import torch
+
+from pdx_lightning.nets import PARAM_GROUPS
+
+
+class LayerwiseHyperparameters(Protocol):
+    """What :func:`layerwise_adamw` reads (``PDXModule``'s and ``PuzzleControl``'s hyperparameters)."""
+
+    lr_backbone: float
+    lr_final_block: float
+    lr_policy_head: float
+    lr_value_head: float
+    adam_betas: tuple[float, float]
+    weight_decay: float
+    warmup_steps: int
+
+
+def layerwise_adamw(net: torch.nn.Module, hp: LayerwiseHyperparameters | Any) -> dict:
+    """AdamW over the four layerwise-LR groups (Appendix G) with a linear warmup, then constant.
+
+    Returns Lightning's ``configure_optimizers`` dict (the scheduler steps every optimizer step):
+    at step ``t`` every group's rate is ``peak · min(1, (t + 1) / max(1, warmup_steps))``.
+    """
+    lrs = {"backbone": hp.lr_backbone, "final_block": hp.lr_final_block,
+           "policy_head": hp.lr_policy_head, "value_head": hp.lr_value_head}
+    groups = net.param_groups()
+    if unknown := sorted(set(groups) - set(PARAM_GROUPS)):
+        raise ValueError(f"layerwise_adamw: {type(net).__name__}.param_groups() returned unknown groups "
+                         f"{unknown}; expected {list(PARAM_GROUPS)}")
+    opt = torch.optim.AdamW([{"params": ps, "lr": lrs[name], "name": name} for name, ps in groups.items()],
+                            betas=tuple(hp.adam_betas), weight_decay=hp.weight_decay)
+    warm = max(1, hp.warmup_steps)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: min(1.0, (step + 1) / warm))
+    return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
