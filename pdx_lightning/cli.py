@@ -57,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="torch CPU threads for the command (default: $PDX_THREADS, else an "
                              "OMP_NUM_THREADS already set, else 1; 'auto': torch's one per core)")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
+    parser.add_argument("--traceback", action="store_true",
+                        help="show the Python traceback of user errors too (bad input, files, flags)")
     sub = parser.add_subparsers(dest="command", metavar="<command>")
     for name, help_ in LIGHTNING.items():
         sub.add_parser(name, help=help_, add_help=False)
@@ -126,11 +128,20 @@ def _global_options(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     g = argparse.ArgumentParser(add_help=False)
     g.add_argument("--threads")
     g.add_argument("--version", action="store_true")
+    g.add_argument("--traceback", action="store_true")
     i = 0
     while i < len(argv) and argv[i].startswith("-") and argv[i] not in ("-h", "--help"):
-        i += 1 if ("=" in argv[i] or argv[i] == "--version") else 2
+        i += 1 if ("=" in argv[i] or argv[i] in ("--version", "--traceback")) else 2
     opts, rest = g.parse_known_args(argv[:i])
     return opts, rest + argv[i:]
+
+
+def _user_error_types() -> tuple[type[BaseException], ...]:
+    from pdx_lightning.errors import UserError  # noqa: PLC0415
+    from pdx_lightning.runtime.preflight import PreflightError  # noqa: PLC0415
+    from pdx_lightning.runtime.resume import CheckpointLoadError  # noqa: PLC0415
+
+    return UserError, PreflightError, CheckpointLoadError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -146,31 +157,28 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         print(f"pdx: error: {e}", file=sys.stderr)
         return 2
-    if argv and argv[0] in LIGHTNING:
-        from pdx_lightning.runtime.preflight import PreflightError  # noqa: PLC0415
-        from pdx_lightning.runtime.resume import CheckpointLoadError  # noqa: PLC0415
-
-        try:
+    name = argv[0] if argv else ""
+    try:
+        if argv and argv[0] in LIGHTNING:
             _lightning(argv[0], argv[1:])
-        except (PreflightError, CheckpointLoadError) as e:  # before any work: a message, not a traceback
-            print(f"pdx {argv[0]}: error: {e}", file=sys.stderr)
-            return 2
-        return 0
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "_module", None):
-        parser.print_help()
-        return 0 if not argv else 2
-    from pdx_lightning.runtime.preflight import PreflightError, check_tool_outputs  # noqa: PLC0415
-
-    try:  # unwritable or full output locations fail now, not after the work
-        check_tool_outputs(args._module, args)
-    except PreflightError as e:
+            return 0
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "_module", None):
+            parser.print_help()
+            return 0 if not argv else 2
         name = " ".join(filter(None, [args.command, getattr(args, "tool", None)]))
-        print(f"pdx {name}: error: {e}", file=sys.stderr)
+        from pdx_lightning.runtime.preflight import check_tool_outputs  # noqa: PLC0415
+
+        check_tool_outputs(args._module, args)  # unwritable or full output locations fail now, not after the work
+        rc = importlib.import_module(args._module).run(args)
+        return int(rc or 0)
+    except _user_error_types() as e:  # a user mistake: one line that says what and how to fix it
+        if opts.traceback:
+            raise
+        msg = " ".join(str(e).split("\n")) or type(e).__name__
+        print(f"pdx {name}: error: {msg}", file=sys.stderr)
         return 2
-    rc = importlib.import_module(args._module).run(args)
-    return int(rc or 0)
 
 
 if __name__ == "__main__":

@@ -17,12 +17,14 @@ from pathlib import Path
 
 import numpy as np
 
+from pdx_lightning.errors import UserError
+
 GiB = 1 << 30
 MiB = 1 << 20
 CHUNK = 1 << 20
 
 
-class FileLimitError(ValueError):
+class FileLimitError(UserError, ValueError):
     """A file that exceeds a reading bound or lies about its sizes (refused before allocating)."""
 
     def __init__(self, path: str | os.PathLike, problem: str, limit: str | None = None,
