@@ -43,6 +43,7 @@ class PackedPositions:
     cand_p: np.ndarray         # (n, K) float32 policy target, 0 on padding
     wdl: np.ndarray            # (n, 3) float32
     game: np.ndarray           # (n,) game id (for held-out splits by game)
+    ply: np.ndarray | None = None  # (n,) moves played before the position (opening weighting)
 
     def __len__(self) -> int:
         return len(self.wdl)
@@ -68,7 +69,19 @@ def pack_shard(shard: Shard, temperature: float = DEFAULT_TEMPERATURE, cp_weight
         off.append(off[-1] + len(idx))
     return PackedPositions(pack_rows(rows), np.concatenate(legal), np.asarray(off, dtype=np.int64),
                            shard.cand_idx.astype(np.int64), shard.policy(temperature, cp_weight, mate_bonus),
-                           shard.wdl.astype(np.float32), shard.game.astype(np.int64))
+                           shard.wdl.astype(np.float32), shard.game.astype(np.int64), shard.ply.astype(np.int64))
+
+
+def weighted_index(index: np.ndarray, ply: np.ndarray, opening_plies: int, opening_repeats: int,
+                   start_repeats: int) -> np.ndarray:
+    """``index`` with every opening position (1 <= ply < opening_plies) repeated ``opening_repeats``
+    times and the initial position (ply 0) ``start_repeats`` times: an epoch's permutation of it
+    oversamples them deterministically (resumable and DDP-split like any epoch)."""
+    reps = np.ones(len(index), dtype=np.int64)
+    p = ply[index]
+    reps[(p >= 1) & (p < opening_plies)] = opening_repeats
+    reps[p == 0] = start_repeats
+    return np.repeat(index, reps)
 
 
 class PositionDataset(Dataset):
@@ -131,7 +144,8 @@ class ResumableLoader(DataLoader):
 class ShardDataModule(L.LightningDataModule):
     def __init__(self, shards: str = "shards/base_v1", val_fraction: float = 0.02, batch_size: int = 256,
                  temperature: float = DEFAULT_TEMPERATURE, cp_weight: float = CP_WEIGHT,
-                 mate_bonus: float = MATE_BONUS, max_positions: int | None = None, seed: int = 0) -> None:
+                 mate_bonus: float = MATE_BONUS, max_positions: int | None = None, seed: int = 0,
+                 opening_plies: int = 0, opening_repeats: int = 1, start_repeats: int = 1) -> None:
         """
         Args:
             shards: directory of ``pdx data positions`` shards.
@@ -143,7 +157,17 @@ class ShardDataModule(L.LightningDataModule):
             mate_bonus: b, bonus for mating moves in the expected score (teacher.py).
             max_positions: use at most this many positions (None = all).
             seed: seed of the held-out split and of each epoch's shuffle (seed + epoch).
+            opening_plies: positions with ``1 <= ply < opening_plies`` are opening positions, whose
+                112-plane input still carries zero-filled history (ply < 8): the labeller keeps one
+                copy of each position (de-duplication by Zobrist key), so they are rare.
+            opening_repeats: each training epoch sees every opening position this many times.
+            start_repeats: each training epoch sees the initial position (ply 0, empty history; one
+                record in a whole labelled set) this many times, so the value head learns the start
+                of every self-play game. 1 = no weighting (the epoch is a plain permutation).
         """
+        if opening_repeats < 1 or start_repeats < 1:
+            raise ValueError(f"opening_repeats and start_repeats must be >= 1, got {opening_repeats}, "
+                             f"{start_repeats}")
         super().__init__()
         if not 0.0 < val_fraction < 1.0:
             raise ValueError(f"val_fraction must lie in (0, 1), got {val_fraction}")
@@ -162,7 +186,11 @@ class ShardDataModule(L.LightningDataModule):
         rng = np.random.default_rng(hp.seed)
         held = set(rng.choice(games, size=max(1, int(round(len(games) * hp.val_fraction))), replace=False).tolist())
         is_val = np.fromiter((g in held for g in self.data.game.tolist()), dtype=bool, count=len(self.data))
+        if hp.start_repeats > 1:  # the initial position is trained on, wherever its game fell
+            is_val &= self.data.ply != 0
         self.train_index, self.val_index = np.nonzero(~is_val)[0], np.nonzero(is_val)[0]
+        self.train_index = weighted_index(self.train_index, self.data.ply, hp.opening_plies, hp.opening_repeats,
+                                          hp.start_repeats)
         self.stats = {"positions": len(self.data), "train": len(self.train_index), "val": len(self.val_index),
                       "games": len(games), "corrupt_shards": reader.n_corrupt, "duplicates": reader.n_duplicates}
         print(f"[pretrain] {json.dumps(self.stats)}")

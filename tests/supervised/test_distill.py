@@ -96,3 +96,26 @@ def test_pretrain_resumed_mid_epoch_trains_on_the_batches_the_epoch_had_left(tmp
     assert epochs[0] != epochs[1]  # each epoch is its own shuffle
     for a, b in zip(full.model.state_dict().values(), resumed.model.state_dict().values()):
         torch.testing.assert_close(a, b)
+
+
+def test_opening_positions_are_oversampled_deterministically():
+    from pdx_lightning.supervised.distill import ShardDataModule, weighted_index
+
+    ply = np.array([0, 1, 5, 9, 30, 2])
+    idx = weighted_index(np.arange(6), ply, opening_plies=8, opening_repeats=3, start_repeats=5)
+    assert np.bincount(idx, minlength=6).tolist() == [5, 3, 3, 1, 1, 3]
+    assert weighted_index(np.arange(6), ply, 8, 1, 1).tolist() == list(range(6))
+    plain = ShardDataModule(shards=SHARDS, val_fraction=0.5, seed=3)
+    plain.setup()
+    dm = ShardDataModule(shards=SHARDS, val_fraction=0.5, seed=3, opening_plies=8, opening_repeats=2,
+                         start_repeats=50)
+    dm.setup()
+    starts = np.flatnonzero(dm.data.ply == 0)
+    assert len(starts) >= 1 and not np.isin(starts, dm.val_index).any()  # the start is always trained on
+    counts = np.bincount(dm.train_index, minlength=len(dm.data))
+    assert (counts[starts] == 50).all()
+    opening = np.flatnonzero((dm.data.ply >= 1) & (dm.data.ply < 8))
+    trained_opening = opening[np.isin(opening, plain.train_index)]
+    assert len(trained_opening) and (counts[trained_opening] == 2).all()
+    with pytest.raises(ValueError, match="opening_repeats"):
+        ShardDataModule(shards=SHARDS, opening_repeats=0)
