@@ -83,15 +83,16 @@ def score_elo(wins: float, draws: float, losses: float) -> tuple[float, float, f
     s = (wins + 0.5 * draws) / n
     var = max((wins + 0.25 * draws) / n - s * s, 0.0)
     half = Z95 * math.sqrt(var / n)
+    return score_to_elo(s), score_to_elo(s - half), score_to_elo(s + half)
 
-    def to_elo(p: float) -> float:
-        if p <= 0.0:
-            return -math.inf
-        if p >= 1.0:
-            return math.inf
-        return -400.0 * math.log10(1.0 / p - 1.0)
 
-    return to_elo(s), to_elo(s - half), to_elo(s + half)
+def score_to_elo(score: float) -> float:
+    """Logistic Elo difference of an expected score: ``−400·log10(1/s − 1)``; ±inf at 0 and 1."""
+    if score <= 0.0:
+        return -math.inf
+    if score >= 1.0:
+        return math.inf
+    return -400.0 * math.log10(1.0 / score - 1.0)
 
 
 def _log1mexp_neg(z: np.ndarray) -> np.ndarray:

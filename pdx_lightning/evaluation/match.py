@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from pdx_lightning.evaluation.elo import Z95, los, score_elo
+from pdx_lightning.evaluation.elo import Z95, los, score_elo, score_to_elo
 
 PENTANOMIAL_SCORES = (0.0, 0.5, 1.0, 1.5, 2.0)
 
@@ -26,14 +26,6 @@ PENTANOMIAL_SCORES = (0.0, 0.5, 1.0, 1.5, 2.0)
 def elo_to_score(elo: float) -> float:
     """Expected score of a player ``elo`` points stronger (logistic Elo)."""
     return 1.0 / (1.0 + 10.0 ** (-elo / 400.0))
-
-
-def score_to_elo(score: float) -> float:
-    if score <= 0.0:
-        return -math.inf
-    if score >= 1.0:
-        return math.inf
-    return -400.0 * math.log10(1.0 / score - 1.0)
 
 
 @dataclass(frozen=True)
