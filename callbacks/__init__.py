@@ -1,6 +1,9 @@
 """Lightning callbacks of pdx_lightning, installed as ``pdx_lightning.callbacks``."""
 from pdx_lightning.callbacks.beta import BetaSchedule
 from pdx_lightning.callbacks.ema import EMAUpdate
+from pdx_lightning.callbacks.games import SelfPlayGames
 from pdx_lightning.callbacks.puzzles import PuzzleValidation
+from pdx_lightning.callbacks.tensorboard import HParamsSummary, PolicySnapshot
 
-__all__ = ["BetaSchedule", "EMAUpdate", "PuzzleValidation"]
+__all__ = ["BetaSchedule", "EMAUpdate", "HParamsSummary", "PolicySnapshot", "PuzzleValidation",
+           "SelfPlayGames"]

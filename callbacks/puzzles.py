@@ -1,6 +1,7 @@
 """PuzzleValidation: tactical accuracy of the EMA network, every k steps or in Lightning's validation loop."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Sequence
 
 import lightning as L
@@ -38,8 +39,10 @@ class PuzzleValidation(L.Callback):
     and :meth:`score`, so the training module never imports the evaluation layer.
 
     Args:
-        suite: puzzle CSV (Lichess format); default the bundled ``data/tactics.csv``.
-        mates: mate-suite CSVs; default the bundled ``data/mates_in_*.csv``.
+        suite: puzzle CSV (Lichess format); default the bundled ``data/tactics.csv``. A relative path
+            that does not exist from the working directory is looked up from the repository
+            (``data/tactics.csv`` in a config works from anywhere).
+        mates: mate-suite CSVs (relative paths as ``suite``); default the bundled ``data/mates_in_*.csv``.
         every_n_steps: scoring period in optimizer steps (also at step 0 and at the end).
         sample: score a seeded sample of this many puzzles per file (None = all).
         seed: the sample's seed.
@@ -50,8 +53,8 @@ class PuzzleValidation(L.Callback):
                  sample: int | None = 300, seed: int = 0, micro_batch: int = 512) -> None:
         if every_n_steps < 1:
             raise ValueError(f"every_n_steps must be >= 1, got {every_n_steps}")
-        self.suite_path = suite if suite is not None else _bundled("tactics.csv")
-        self.mate_paths = (mates if mates is not None
+        self.suite_path = _in_repo(suite) if suite is not None else _bundled("tactics.csv")
+        self.mate_paths = ([_in_repo(m) for m in mates] if mates is not None
                            else sorted(str(p) for p in DATA_DIR.glob("mates_in_*.csv")))
         self.every, self.sample, self.seed, self.micro_batch = every_n_steps, sample, seed, micro_batch
         self.history: list[tuple[int, dict[str, float]]] = []
@@ -120,3 +123,11 @@ class PuzzleValidation(L.Callback):
 def _bundled(name: str) -> str | None:
     path = DATA_DIR / name
     return str(path) if path.is_file() else None
+
+
+def _in_repo(path: str) -> str:
+    """``path``, or the repository's file of that relative path when ``path`` is not found from here."""
+    if not path or Path(path).is_absolute() or Path(path).exists():
+        return path
+    candidate = DATA_DIR.parent / path
+    return str(candidate) if candidate.exists() else path

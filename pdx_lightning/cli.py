@@ -43,6 +43,18 @@ LIGHTNING = {
 }
 
 
+class DefaultsHelpFormatter(argparse.HelpFormatter):
+    """Shows each option's default after its help ("(default: 20)"), unless the help already speaks of
+    its default or the default is None / False (nothing to show)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if (any(action.default is v for v in (None, False, argparse.SUPPRESS)) or "default" in text.lower()
+                or not action.option_strings):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
 def _available(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
@@ -73,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
                 g = sub.add_parser(parts[0], help=f"{parts[0]} tools")
                 groups[parts[0]] = g.add_subparsers(dest="tool", metavar="<tool>", required=True)
             target = groups[parts[0]]
-        p = target.add_parser(parts[-1], help=help_, description=help_)
+        p = target.add_parser(parts[-1], help=help_, description=help_, formatter_class=DefaultsHelpFormatter)
         p.set_defaults(_module=module)
         importlib.import_module(module).add_arguments(p)
     return parser

@@ -8,3 +8,19 @@ from pdx_lightning.engines.stockfish import find_stockfish
 def stockfish_path() -> str:
     """Path of the Stockfish binary; a missing binary fails loudly with the install hint."""
     return find_stockfish()
+
+
+@pytest.fixture(autouse=True)
+def rank_zero():
+    """Every test starts as rank 0, whatever global rank an earlier test's Trainer (e.g. one built in a
+    simulated multi-node worker's environment) left in Lightning's process-wide ``rank_zero_only.rank``
+    (a non-zero rank hands loggers a dummy experiment and silences rank-0-only output)."""
+    from lightning.fabric.utilities.rank_zero import rank_zero_only as fabric_rzo
+    from lightning.pytorch.utilities.rank_zero import rank_zero_only
+
+    saved = [(f, getattr(f, "rank", None)) for f in {rank_zero_only, fabric_rzo}]
+    for f, _ in saved:
+        f.rank = 0
+    yield
+    for f, rank in saved:
+        f.rank = rank

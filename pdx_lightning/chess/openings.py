@@ -23,26 +23,38 @@ replayed from the standard start). Accepted files:
 
 Anything that cannot be read raises :class:`OpeningFormatError` naming
 ``file:line`` (for PGN, the line where the offending game starts).
+
+Files are streamed, with bounds (``safeio``; each raises :class:`OpeningLimitError` saying how to
+raise it): a line longer than ``$PDX_MAX_LINE_BYTES`` (64 KiB), a PGN game longer than
+``$PDX_MAX_PGN_GAME_BYTES`` (256 KiB), more than ``$PDX_MAX_OPENINGS`` openings (100,000) or more
+than ``$PDX_MAX_OPENING_PLIES`` moves read (500,000: the boards keep their move stacks, ~0.6 KB
+a move).
 """
 from __future__ import annotations
 
-import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import chess
 import chess.pgn
 
 from pdx_lightning.chess.rules import game_end
+from pdx_lightning.errors import UserError
+from pdx_lightning.safeio import OPENING_PLIES, OPENINGS, PGN_GAME_BYTES, BoundedLines, FileLimitError
 
 DEFAULT_SUITE = Path(__file__).resolve().parents[2] / "data" / "openings_uho.epd"
 
 _UCI_TOKEN = re.compile(r"[a-h][1-8][a-h][1-8][qrbn]?")
 
 
-class OpeningFormatError(ValueError):
+class OpeningFormatError(UserError, ValueError):
     """An opening file or line that cannot be read (says file:line)."""
+
+
+class OpeningLimitError(FileLimitError, OpeningFormatError):
+    """An opening file refused by a reading bound (line or game length, openings, moves)."""
 
 
 @dataclass(frozen=True)
@@ -121,20 +133,75 @@ def parse_line(text: str, where: str = "<string>", default_id: str = "") -> Open
     return parse_opening(text, where, default_id)
 
 
-def _read_pgn(path: Path, text: str) -> list[tuple[Opening, str]]:
-    stream = io.StringIO(text)
-    out = []
+class _Budget:
+    """What is left of a file's move budget (``$PDX_MAX_OPENING_PLIES``)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.limit = path, OPENING_PLIES.value()
+        self.used = 0
+
+    def spend(self, n: int, where: str) -> None:
+        self.used += n
+        if self.used > self.limit:
+            raise OpeningLimitError(where, f"the file holds more than {self.limit:,} moves",
+                                    OPENING_PLIES.shown(self.limit), OPENING_PLIES.override())
+
+
+class _PgnLines(BoundedLines):
+    """PGN lines with the game-length bound: ``start()`` before each game; ``game_line`` is the
+    line where the game's first non-blank line was read."""
+
+    def __init__(self, stream, path: Path) -> None:
+        super().__init__(stream, path, error=OpeningLimitError)
+        self.max_game = PGN_GAME_BYTES.value()
+        self.game_chars, self.game_line = 0, 0
+
+    def start(self) -> None:
+        self.game_chars, self.game_line = 0, 0
+
+    def readline(self, size: int = -1) -> str:
+        line = super().readline(size)
+        self.game_chars += len(line)
+        if not self.game_line and line.strip():
+            self.game_line = self.line_no
+        if self.game_chars > self.max_game:
+            raise OpeningLimitError(f"{self.path}:{self.game_line}", f"a PGN game longer than "
+                                    f"{self.max_game:,} characters", PGN_GAME_BYTES.shown(self.max_game),
+                                    PGN_GAME_BYTES.override())
+        return line
+
+
+def _builder(budget: _Budget, lines: _PgnLines) -> type:
+    class Builder(chess.pgn.GameBuilder):
+        """GameBuilder spending the move budget as it reads (variations included), so a game of
+        millions of moves stops at the budget instead of building them all."""
+
+        def visit_move(self, board: chess.Board, move: chess.Move) -> None:
+            budget.spend(1, f"{lines.path}:{lines.game_line}")
+            super().visit_move(board, move)
+
+        def handle_error(self, error: Exception) -> None:
+            self.game.errors.append(error)  # raised as OpeningFormatError by the reader; not logged too
+
+    return Builder
+
+
+def _read_pgn(path: Path, lines: _PgnLines, budget: _Budget) -> Iterator[tuple[Opening, str]]:
+    visitor = _builder(budget, lines)
+    n = 0
     while True:
-        offset = stream.tell()
-        start = offset + len(text[offset:]) - len(text[offset:].lstrip())
-        where = f"{path}:{text.count(chr(10), 0, start) + 1}"
+        lines.start()
         try:
-            game = chess.pgn.read_game(stream)
+            game = chess.pgn.read_game(lines, Visitor=visitor)
         except (ValueError, RecursionError) as e:
-            raise OpeningFormatError(f"{where}: unreadable PGN game ({type(e).__name__}: {e})") from e
+            if isinstance(e, FileLimitError):
+                raise
+            raise OpeningFormatError(f"{path}:{lines.game_line or lines.line_no}: unreadable PGN game "
+                                     f"({type(e).__name__}: {e})") from e
         if game is None:
-            return out
-        n = len(out) + 1
+            return
+        where = f"{path}:{lines.game_line}"
+        n += 1
         if game.errors:
             raise OpeningFormatError(f"{where}: PGN game {n}: {game.errors[0]}")
         try:
@@ -147,27 +214,39 @@ def _read_pgn(path: Path, text: str) -> list[tuple[Opening, str]]:
         for move in game.mainline_moves():
             board.push(move)  # the reader checked legality (an illegal move lands in game.errors)
         oid = game.headers.get("Opening", "") or f"{path.stem}:{n}"
-        out.append((Opening(oid, board, _from_start(board)), where))
+        yield Opening(oid, board, _from_start(board)), where
+
+
+def _read_text(path: Path, lines: BoundedLines, budget: _Budget) -> Iterator[tuple[Opening, str]]:
+    for raw in lines:
+        line = raw.strip()
+        if line and not line.startswith("#"):
+            where = f"{path}:{lines.line_no}"
+            opening = parse_line(line, where, default_id=f"{path.stem}:{lines.line_no}")
+            budget.spend(len(opening.board.move_stack), where)
+            yield opening, where
 
 
 def _read(path: str | Path) -> list[tuple[Opening, str]]:
-    """``(opening, "file:line")`` for every opening of the file, in file order."""
+    """``(opening, "file:line")`` for every opening of the file, in file order (streamed, bounded)."""
     path = Path(path)
     if not path.is_file():
         raise OpeningFormatError(f"opening file {path} not found")
+    max_openings, budget = OPENINGS.value(), _Budget(path)
+    out: list[tuple[Opening, str]] = []
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, encoding="utf-8") as f:
+            if path.suffix.lower() == ".pgn":
+                items = _read_pgn(path, _PgnLines(f, path), budget)
+            else:
+                items = _read_text(path, BoundedLines(f, path, error=OpeningLimitError), budget)
+            for item in items:
+                out.append(item)
+                if len(out) > max_openings:
+                    raise OpeningLimitError(item[1], f"the file holds more than {max_openings:,} openings",
+                                            OPENINGS.shown(max_openings), OPENINGS.override())
     except (OSError, UnicodeDecodeError) as e:
         raise OpeningFormatError(f"{path}: cannot read the opening file ({type(e).__name__}: {e})") from e
-    if path.suffix.lower() == ".pgn":
-        out = _read_pgn(path, text)
-    else:
-        out = []
-        for n, raw in enumerate(text.split("\n"), 1):
-            line = raw.strip()
-            if line and not line.startswith("#"):
-                where = f"{path}:{n}"
-                out.append((parse_line(line, where, default_id=f"{path.stem}:{n}"), where))
     if not out:
         raise OpeningFormatError(f"{path}: no openings")
     return out

@@ -15,6 +15,11 @@ Conventions:
   into a gradient from a masked-out branch.
 * WDL vectors are ``(..., 3)`` ordered (W, D, L) from the view of the side to
   move in the position they evaluate (indices ``rules.WIN``, ``DRAW``, ``LOSS``).
+* Mixed precision: every function here computes and returns at least float32
+  (:func:`at_least_float32`). Under ``--trainer.precision bf16-mixed`` the networks'
+  logits arrive in bfloat16 (8 significant bits: a logit near 8 is rounded by up to 0.03);
+  the log-softmax over the legal moves, the KLs, the entropies, τ and the score
+  are then still float32 sums (float64 inputs stay float64).
 """
 from __future__ import annotations
 
@@ -37,6 +42,12 @@ class PolicyInputError(ValueError):
 
     ``pdx_lightning.rl.objectives.ObjectiveInputError`` is this class.
     """
+
+
+def at_least_float32(x: torch.Tensor) -> torch.Tensor:
+    """``x`` in float32 if it is a lower-precision float (bfloat16, float16, or an integer/bool), else as is
+    (float32 and float64 unchanged; no copy). The objectives' math runs in this dtype."""
+    return x.to(torch.promote_types(x.dtype, torch.float32))
 
 
 def bad_rows(bad: torch.Tensor) -> list[int]:
@@ -65,14 +76,17 @@ def check_wdl(wdl: torch.Tensor) -> None:
 def masked_log_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """log π(·|s) over legal moves: the policy softmax of Sec. 2.1 restricted to 𝒜(s).
 
-    Illegal slots get exactly -inf (probability 0); legal ones normalize to 1.
+    Illegal slots get exactly -inf (probability 0); legal ones normalize to 1. Computed in at least
+    float32 (bfloat16 logits of a bf16-mixed step are upcast first).
     """
     check_policy(logits, mask)
-    return torch.log_softmax(logits.masked_fill(~mask, float("-inf")), dim=-1)  # (B, P)
+    return torch.log_softmax(at_least_float32(logits).masked_fill(~mask, float("-inf")), dim=-1)  # (B, P)
 
 
 def _sum_p_log_ratio(log_p: torch.Tensor, log_q: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Σ_{a∈𝒜(s), p(a)>0} p(a)·(log p(a) − log q(a)), with 0·log 0 = 0 by double where."""
+    """Σ_{a∈𝒜(s), p(a)>0} p(a)·(log p(a) − log q(a)), 0·log 0 = 0 by double where; in ≥ float32."""
+    work = torch.promote_types(torch.promote_types(log_p.dtype, log_q.dtype), torch.float32)
+    log_p, log_q = log_p.to(work), log_q.to(work)
     support = mask & (log_p > float("-inf"))
     log_p_s = torch.where(support, log_p, torch.zeros_like(log_p))
     log_q_s = torch.where(support, log_q, torch.zeros_like(log_q))
@@ -102,14 +116,16 @@ def reverse_kl(log_p_theta: torch.Tensor, log_p_base: torch.Tensor, mask: torch.
 def wdl_entropy(wdl_probs: torch.Tensor) -> torch.Tensor:
     """τ(s) = H(p(s)) = −Σ_{o∈{W,D,L}} p^o ln p^o ∈ [0, ln 3] nats, Eq. 5. Returns (B,)."""
     check_wdl(wdl_probs)
+    wdl_probs = at_least_float32(wdl_probs)
     pos = ~(wdl_probs <= 0)  # True for NaN too: a NaN WDL gives a NaN τ (caught), never a silent τ = 0
     p_s = torch.where(pos, wdl_probs, torch.ones_like(wdl_probs))
     return -torch.where(pos, p_s * p_s.log(), torch.zeros_like(wdl_probs)).sum(dim=-1)
 
 
 def score(wdl_probs: torch.Tensor) -> torch.Tensor:
-    """v(s) = p^W(s) + p^D(s)/2 ∈ [0, 1], Eq. 10 (the scalar of Sec. 2.3). Returns (B,)."""
+    """v(s) = p^W(s) + p^D(s)/2 ∈ [0, 1], Eq. 10 (the scalar of Sec. 2.3). Returns (B,), ≥ float32."""
     check_wdl(wdl_probs)
+    wdl_probs = at_least_float32(wdl_probs)
     return wdl_probs[..., WIN] + 0.5 * wdl_probs[..., DRAW]
 
 
@@ -128,8 +144,8 @@ def tempered_log_probs(log_p_theta: torch.Tensor, mask: torch.Tensor,
     -inf elsewhere. Computed in at least float32; gradients stay finite.
     """
     check_policy(log_p_theta, mask)
-    work = torch.promote_types(log_p_theta.dtype, torch.float32)
-    log_p = log_p_theta.to(work)
+    log_p = at_least_float32(log_p_theta)
+    work = log_p.dtype
     tau = torch.as_tensor(tau, dtype=work, device=log_p.device).expand(log_p.shape[0])  # (B,)
     if not bool((tau >= 0).all()):  # also catches NaN
         raise PolicyInputError(f"rows {bad_rows(~(tau >= 0))} have τ < 0 or NaN")

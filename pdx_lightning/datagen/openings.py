@@ -149,7 +149,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--margin", type=int, default=60, help="a candidate must score within this many cp of the best")
     parser.add_argument("--select-nodes", type=int, default=10_000, help="nodes of the per-ply MultiPV search")
     parser.add_argument("--eval-nodes", type=int, default=100_000, help="nodes of the band-deciding evaluation")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the random opening lines (same seed, same suite)")
     parser.add_argument("--workers", type=int, default=1, help="parallel Stockfish processes (1 thread each)")
     parser.add_argument("--stockfish", default=None, help="Stockfish binary (default: found automatically)")
 

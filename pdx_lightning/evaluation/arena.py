@@ -24,6 +24,14 @@ give the same side an expected score ≥ ``--adjudicate-win`` for K plies.
 Every game ends with a ``rules.GameResult``: PGN ``Result`` and ``Termination``
 (``normal`` for the rules, ``adjudication`` for the ply cap and adjudication)
 come from it, and its text (the specific rule) is the last move's comment.
+
+Output: ``--pgn`` is written game by game as games finish (finish order; the ``Round`` tag gives the
+schedule), so a running arena can be watched. The report has, per pair, the lines cutechess-cli and
+fastchess print (``evaluation.match``): "Score of A vs B: W - L - D [score] N", the score Elo with its
+95 % error, LOS and draw ratio, and the pentanomial record of the paired openings; then the ladder
+(``evaluation.elo``). ``--sprt elo0,elo1[,alpha,beta]`` (two players) stops scheduling games once the
+log-likelihood ratio of the first player's Elo over the second's crosses a bound; games already in
+flight are played out and counted, so the stop comes at the granularity of ``--concurrency``.
 """
 from __future__ import annotations
 
@@ -35,6 +43,7 @@ import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import chess
 import chess.pgn
@@ -46,7 +55,8 @@ from pdx_lightning.chess.moves import index_to_move, legal_mask
 from pdx_lightning.chess.openings import DEFAULT_SUITE, Opening, load_openings
 from pdx_lightning.chess.policy import tempered_log_probs, wdl_entropy
 from pdx_lightning.chess.rules import GameResult, Reason, game_end
-from pdx_lightning.evaluation import elo
+from pdx_lightning.errors import UserError
+from pdx_lightning.evaluation import elo, match
 from pdx_lightning.nets.inference import evaluate
 from pdx_lightning.engines.external import is_uci_spec, parse_uci_spec
 from pdx_lightning.engines.stockfish import RestartingEngine, is_stockfish_spec, open_engine, parse_stockfish_spec
@@ -54,7 +64,7 @@ from pdx_lightning.engines.stockfish import RestartingEngine, is_stockfish_spec,
 MAX_PLIES = 512
 
 
-class ArenaError(ValueError):
+class ArenaError(UserError, ValueError):
     """An arena configuration that cannot be played (says which option)."""
 
 
@@ -228,8 +238,13 @@ def _apply(g: Game, move: chess.Move, wdl: np.ndarray | None, both_nets: bool, c
 def play_games(players: list, openings: list[Opening], schedule: list[tuple[int, int, int]], *,
                max_plies: int = MAX_PLIES, claim_draws: bool = True, adjudicate: int = 0,
                adjudicate_draw: float = 0.9, adjudicate_win: float = 0.97, concurrency: int = 1024,
-               progress: bool = True) -> list[Game]:
-    """Play ``schedule`` with up to ``concurrency`` games in flight; finished games in schedule order."""
+               progress: bool = True, on_finish: Callable[[Game], None] | None = None,
+               stop: Callable[[], bool] | None = None) -> list[Game]:
+    """Play ``schedule`` with up to ``concurrency`` games in flight; finished games in schedule order.
+
+    ``on_finish(game)`` is called as each game ends (finish order). ``stop()`` is asked before a pair's
+    first game (even schedule index) is started: True schedules nothing more (the second game of a
+    started pair is always played, games in flight finish)."""
     cfg = dict(max_plies=max_plies, claim_draws=claim_draws, adjudicate=adjudicate, adj_draw=adjudicate_draw,
                adj_win=adjudicate_win)
     pending = deque(enumerate(schedule))
@@ -243,11 +258,16 @@ def play_games(players: list, openings: list[Opening], schedule: list[tuple[int,
     try:
         while pending or active:
             while pending and len(active) < concurrency:
+                if stop is not None and pending[0][0] % 2 == 0 and stop():
+                    pending.clear()
+                    break
                 gid, (w, b, o) = pending.popleft()
                 g = Game(gid, w, b, openings[o], f"{gid // 2 + 1}.{gid % 2 + 1}")
                 g.end = g.rules_end(claim_draws)
                 if g.end:
                     done.append(g)
+                    if on_finish is not None:
+                        on_finish(g)
                 else:
                     active.append(g)
             by_player: dict[int, list[Game]] = {}
@@ -261,6 +281,9 @@ def play_games(players: list, openings: list[Opening], schedule: list[tuple[int,
             if finished:
                 active = [g for g in active if not g.end]
                 done += finished
+                if on_finish is not None:
+                    for g in finished:
+                        on_finish(g)
                 if bar:
                     bar.update(len(finished))
     finally:
@@ -302,8 +325,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
       "Stockfish anchor (sf:nodes=1000, sf:elo=1500), or any UCI engine ('uci:lc0 --weights=F.pb.gz', "
       "default go nodes 1; 'uci[nodes=800]:CMD' for a search); repeat for every player (>= 2)")
     a("--label", action="append", help="display names, one per --model (default: the model strings)")
-    a("--openings", default=str(DEFAULT_SUITE), help="opening suite: EPD/FEN/UCI lines or a PGN book's end "
-      "positions (default: the bundled UHO-like suite)")
+    a("--openings", default=str(DEFAULT_SUITE), help="opening suite: EPD/FEN/UCI lines (.epd or any text "
+      "file) or a PGN book (.pgn; each game's end position, with its moves as history); default: the "
+      "bundled UHO-like suite")
     a("--games", type=int, default=20, help="games per pair, even: games/2 openings, each from both colours")
     a("--base", help="the base model (label or model string; default the first)")
     a("--base-games", type=int, default=0, help="games of every model against --base (if more than --games)")
@@ -322,11 +346,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     a("--threads", type=int, help="torch CPU threads (default: torch's; use 1 on a shared, oversubscribed "
       "machine, where intra-op threads stall)")
     a("--stockfish", help="Stockfish binary for sf: players")
-    a("--elo-model", choices=elo.MODELS, default="bayeselo")
+    a("--elo-model", choices=elo.MODELS, default="bayeselo",
+      help="draw model of the ladder's Elo fit: 'bayeselo' (Coulom's BayesElo, the paper's) or 'davidson' "
+      "(Bradley-Terry with Davidson draws)")
     a("--anchor", help="player fixed at --anchor-elo (default the base)")
-    a("--anchor-elo", type=float, default=0.0)
+    a("--anchor-elo", type=float, default=0.0, help="the anchor's rating on the ladder (e.g. 1500 for "
+      "--anchor sf:elo=1500)")
     a("--prior-draws", type=float, default=2.0, help="virtual draws per pair that met (BayesElo's prior)")
-    a("--pgn", help="write all games as PGN here")
+    a("--sprt", metavar="ELO0,ELO1[,ALPHA,BETA]", help="two players only: sequential test of H0 'the first "
+      "--model is ELO0 stronger than the second' vs H1 'ELO1 stronger' (logistic Elo; alpha, beta default "
+      "0.05), pentanomial LLR over complete opening pairs; no new games once it decides. Games already in "
+      "flight (up to --concurrency) are played out and counted: use a --concurrency well below --games "
+      "for an early stop. --games is then the maximum")
+    a("--pgn", help="write every game as PGN here, as it finishes (finish order; Round is the schedule)")
     a("--json", help="write results as JSON here")
     a("--md", help="write the markdown report here (it is also printed)")
     a("--quiet", action="store_true", help="no progress bar")
@@ -359,6 +391,71 @@ def _temperatures(args: argparse.Namespace, n: int) -> list[str | float]:
     return [tau(t) for t in (temps * n if len(temps) == 1 else temps)]
 
 
+def parse_sprt(text: str) -> match.SPRT:
+    """``--sprt elo0,elo1[,alpha,beta]`` → :class:`match.SPRT`."""
+    try:
+        values = [float(v) for v in text.split(",")]
+        if len(values) not in (2, 4):
+            raise ValueError("expected 2 or 4 numbers")
+        return match.SPRT(*values)
+    except ValueError as e:
+        raise ArenaError(f"--sprt {text!r}: use elo0,elo1[,alpha,beta] with elo1 > elo0 and alpha, beta in "
+                         f"(0, 0.5), e.g. --sprt 0,10 ({e})") from None
+
+
+def _score(g: Game, player: int) -> float:
+    return g.end.score_for(chess.WHITE if g.white == player else chess.BLACK)
+
+
+def pair_scores(games: list[Game], a: int, b: int) -> list[float]:
+    """A's scores (0, ½, 1, 1½, 2) over the complete opening pairs of A and B (games 2k and 2k+1 of the
+    schedule: one opening, both colours)."""
+    by_pair: dict[int, list[Game]] = {}
+    for g in games:
+        if {g.white, g.black} == {a, b} and g.end is not None:
+            by_pair.setdefault(g.id // 2, []).append(g)
+    return [sum(_score(g, a) for g in gs) for _, gs in sorted(by_pair.items()) if len(gs) == 2]
+
+
+def match_summaries(games: list[Game], counts: np.ndarray, labels: list[str]) -> list[match.MatchSummary]:
+    """One cutechess-style summary per pair that met (A = the earlier player), from the tallies."""
+    out = []
+    for i in range(len(labels)):
+        for j in range(i + 1, len(labels)):
+            w, d, lo = elo.pair_record(counts, i, j)
+            if w + d + lo:
+                out.append(match.summarize(labels[i], labels[j], w, lo, d, pair_scores(games, i, j)))
+    return out
+
+
+class SprtMonitor:
+    """Tracks the SPRT of player 0 against player 1 as games finish (pentanomial, complete pairs)."""
+
+    def __init__(self, test: match.SPRT) -> None:
+        self.test = test
+        self.halves: dict[int, float] = {}
+        self.pairs: list[float] = []
+        self.finished = 0
+        self.decision: str | None = None
+        self.llr = 0.0
+        self.decided_after: int | None = None  # games finished when the bound was crossed
+        self.llr_at_decision: float | None = None
+
+    def __call__(self, g: Game) -> None:
+        self.finished += 1
+        k = g.id // 2
+        if k in self.halves:
+            self.pairs.append(self.halves.pop(k) + _score(g, 0))
+            self.llr, decision = match.sprt_status(self.test, 0, 0, 0, self.pairs)
+            if decision and self.decision is None:
+                self.decision, self.decided_after, self.llr_at_decision = decision, self.finished, self.llr
+        else:
+            self.halves[k] = _score(g, 0)
+
+    def stop(self) -> bool:
+        return self.decision is not None
+
+
 def run(args: argparse.Namespace) -> int:
     specs = args.model
     if len(specs) < 2:
@@ -368,6 +465,9 @@ def run(args: argparse.Namespace) -> int:
         raise ArenaError(f"{len(labels)} --label for {len(specs)} --model")
     labels = [lab if labels.count(lab) == 1 else f"{lab}#{labels[:k + 1].count(lab)}" for k, lab in enumerate(labels)]
     temps = _temperatures(args, len(specs))
+    sprt = parse_sprt(args.sprt) if getattr(args, "sprt", None) else None
+    if sprt is not None and len(specs) != 2:
+        raise ArenaError(f"--sprt tests one match: give exactly two --model players, got {len(specs)}")
     base = _resolve(args.base, labels, specs, "--base") or labels[0]
     anchor = _resolve(args.anchor, labels, specs, "--anchor") or base
     openings = load_openings(args.openings)
@@ -381,6 +481,15 @@ def run(args: argparse.Namespace) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     players = []
+    monitor = SprtMonitor(sprt) if sprt is not None else None
+    pgn = open(args.pgn, "w", encoding="utf-8") if args.pgn else None  # noqa: SIM115  (closed below)
+
+    def finished(g: Game) -> None:
+        if pgn is not None:  # streamed: a running arena can be watched (and a killed one keeps its games)
+            print(to_pgn(g, labels), file=pgn, end="\n\n", flush=True)
+        if monitor is not None:
+            monitor(g)
+
     try:
         for k, (spec, lab, t) in enumerate(zip(specs, labels, temps)):
             players.append(make_player(spec, lab, sample=args.sample, temperature=t, seed=args.seed + k,
@@ -389,20 +498,20 @@ def run(args: argparse.Namespace) -> int:
         games = play_games(players, openings, sched, max_plies=args.max_plies, claim_draws=args.claim_draws,
                            adjudicate=args.adjudicate, adjudicate_draw=args.adjudicate_draw,
                            adjudicate_win=args.adjudicate_win, concurrency=args.concurrency,
-                           progress=not args.quiet)
+                           progress=not args.quiet, on_finish=finished,
+                           stop=monitor.stop if monitor is not None else None)
         seconds = time.perf_counter() - t0
     finally:
         for p in players:
             p.close()
+        if pgn is not None:
+            pgn.close()
     counts = tally(games, len(specs))
-    report = summarize(games, counts, labels, specs, base, anchor, args, seconds)
+    report = summarize(games, counts, labels, specs, base, anchor, args, seconds,
+                       sprt=monitor, scheduled=len(sched))
     # the UCI_Elo scale moved between Stockfish versions: keep the version with the ratings
     report["stockfish"] = {p.label: p.version for p in players if isinstance(p, StockfishPlayer)}
     report["uci_engines"] = {p.label: p.version for p in players if isinstance(p, UciPlayer)}
-    if args.pgn:
-        with open(args.pgn, "w") as f:
-            for g in games:
-                print(to_pgn(g, labels), file=f, end="\n\n")
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1))
     md = report["markdown"]
@@ -412,8 +521,30 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def sprt_lines(monitor: SprtMonitor, played: int, scheduled: int) -> list[str]:
+    """The SPRT's result as text (cutechess-cli's "SPRT: llr ..." line, then how the stop went)."""
+    t = monitor.test
+    lo, hi = t.bounds
+    llr, final = match.sprt_status(t, 0, 0, 0, monitor.pairs)
+    verdicts = {"H1": "H1 was accepted", "H0": "H0 was accepted", None: "no decision"}
+    verdict = verdicts[monitor.decision or final]
+    lines = [f"SPRT: llr {llr:.3g} ({100 * llr / hi if llr >= 0 else 100 * llr / -lo:.1f}%), "
+             f"lbound {lo:.3g}, ubound {hi:.3g} - {verdict} (elo0 {t.elo0:g}, elo1 {t.elo1:g}, alpha "
+             f"{t.alpha:g}, beta {t.beta:g}; pentanomial, {len(monitor.pairs)} complete pairs)"]
+    if monitor.decided_after is not None:
+        lines.append(f"SPRT stop: the bound was crossed after {monitor.decided_after} finished games (llr "
+                     f"{monitor.llr_at_decision:.3g}); no game "
+                     f"was started after that, the {played - monitor.decided_after} games in flight were "
+                     f"played out and are counted ({played} of {scheduled} scheduled games played; games "
+                     f"run in batches of up to --concurrency)")
+    else:
+        lines.append(f"SPRT: no bound crossed in {played} games (the --games maximum)")
+    return lines
+
+
 def summarize(games: list[Game], counts: np.ndarray, labels: list[str], specs: list[str], base: str,
-              anchor: str, args: argparse.Namespace, seconds: float) -> dict:
+              anchor: str, args: argparse.Namespace, seconds: float, *, sprt: SprtMonitor | None = None,
+              scheduled: int | None = None) -> dict:
     """The JSON report (with its markdown rendering under ``"markdown"``)."""
     plies = sum(len(g.moves) for g in games)
     mode = "sampled" if args.sample else "argmax"
@@ -431,6 +562,23 @@ def summarize(games: list[Game], counts: np.ndarray, labels: list[str], specs: l
                         for g in games],
               "head_to_head": elo.head_to_head(labels, counts, base),
               "los_direct": elo.matrix_dict(labels, elo.direct_los_matrix(counts))}
+    matches = match_summaries(games, counts, labels)
+    report["matches"] = [_match_dict(m) for m in matches]
+    block = [line for m in matches for line in (*m.lines(), "")]
+    if sprt is not None:
+        sprt_text = sprt_lines(sprt, len(games), scheduled if scheduled is not None else len(games))
+        llr, final = match.sprt_status(sprt.test, 0, 0, 0, sprt.pairs)
+        t = sprt.test
+        report["sprt"] = {"elo0": t.elo0, "elo1": t.elo1, "alpha": t.alpha, "beta": t.beta,
+                          "bounds": list(t.bounds), "llr": llr, "decision": sprt.decision or final,
+                          "llr_at_decision": sprt.llr_at_decision,
+                          "pairs": len(sprt.pairs), "decided_after_games": sprt.decided_after,
+                          "games_played": len(games), "games_scheduled": scheduled, "text": sprt_text}
+        block += sprt_text + [""]
+    head += ("\n\n### Matches (cutechess-cli / fastchess style)\n\nPer pair, A's record: the score Elo of "
+             "this pair's games alone (± 95 %), LOS from wins and losses, and the pentanomial record of "
+             "its opening pairs (A's pair score 0, ½, 1, 1½, 2).\n\n```\n" + "\n".join(block).rstrip()
+             + "\n```")
     try:
         fit = elo.fit_elo(labels, counts, model=args.elo_model, anchor=anchor, anchor_rating=args.anchor_elo,
                           prior_draws=args.prior_draws)
@@ -441,3 +589,14 @@ def summarize(games: list[Game], counts: np.ndarray, labels: list[str], specs: l
         md = head + f"\n\nElo fit failed: {e}\n"
     report["markdown"] = md
     return report
+
+
+def _match_dict(m: match.MatchSummary) -> dict:
+    """A pair's summary as JSON (None for infinite Elo at a 0 % / 100 % score)."""
+    def num(x):
+        return None if x is None or not np.isfinite(x) else float(x)
+
+    return {"a": m.a, "b": m.b, "wins": m.wins, "losses": m.losses, "draws": m.draws, "games": m.games,
+            "score": m.score, "elo": num(m.elo), "elo_error": num(m.elo_error), "los": m.los,
+            "draw_ratio": m.draw_ratio, "pentanomial": list(m.pentanomial) if m.pentanomial else None,
+            "ptnml_elo": num(m.ptnml_elo), "ptnml_error": num(m.ptnml_error), "lines": m.lines()}

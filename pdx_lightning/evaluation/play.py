@@ -31,6 +31,7 @@ from pdx_lightning.chess.moves import legal_mask
 from pdx_lightning.runtime.jsonio import json_safe, write_json  # noqa: F401  (the tools' JSON writer)
 from pdx_lightning.chess.policy import tempered_log_probs, wdl_entropy
 from pdx_lightning.chess.rules import game_end
+from pdx_lightning.safeio import load_torch_bounded
 
 PLAY_MODES = ("adaptive", "raw")
 
@@ -74,7 +75,7 @@ def checkpoint_play_mode(name: str) -> str:
     if not name.endswith(".ckpt") or not Path(name).is_file():
         return "raw"
     try:
-        blob = torch.load(name, map_location="cpu", weights_only=True, mmap=True)
+        blob = load_torch_bounded(name, mmap=True)  # bounded: a hostile file is refused, not inflated
     except Exception:  # noqa: BLE001  (an unreadable file fails later, in load_model, with its own error)
         return "raw"
     temp = ((blob.get("hyper_parameters") or {}).get("selfplay") or {}).get("temperature")

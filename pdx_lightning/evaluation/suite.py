@@ -34,6 +34,13 @@ Each row becomes a :class:`Puzzle` (see its docstring). Accepted moves per
 solver ply = the marked move ∪ that ply's ``AltMoves`` ∪ every legal move that
 checkmates at once (lichess accepts any mating move: a mate ends the puzzle won).
 
+Reading is bounded (``safeio``): lines longer than ``$PDX_MAX_LINE_BYTES`` (64 KiB), a CSV
+record spanning more than :data:`MAX_RECORD_LINES` lines (an unclosed quote), and for ``.zst``
+a decompressed size past ``$PDX_MAX_SUITE_BYTES`` (16 GiB), a compression ratio past
+``$PDX_MAX_COMPRESSION_RATIO`` (200x, after the first MiB), a decoding window past
+``$PDX_MAX_ZSTD_WINDOW`` (128 MiB) or a stream cut mid-frame raise :class:`SuiteLimitError`
+(never skipped by ``skip_bad``), before anything unbounded is held in memory.
+
 Malformed rows (wrong column count, bad FEN/PGN, an illegal or unparsable
 move, an odd-length ``Moves``, a non-numeric rating, a bad ``AltMoves``)
 raise :class:`PuzzleFormatError` naming ``file:line`` and the puzzle id; with
@@ -55,6 +62,9 @@ from typing import Iterator, Sequence
 
 import chess
 
+from pdx_lightning.errors import UserError
+from pdx_lightning.safeio import BoundedLines, FileLimitError, open_zstd_bounded
+
 LICHESS_COLUMNS = ("PuzzleId", "FEN", "Moves", "Rating", "RatingDeviation", "Popularity", "NbPlays",
                    "Themes", "GameUrl", "OpeningTags")
 RUOSS_COLUMNS = ("PuzzleId", "Rating", "PGN", "Solution", "FEN", "Moves")
@@ -63,12 +73,27 @@ _MOVE_NUMBER = re.compile(r"\d+\.(?:\.\.)?")
 _RESULTS = {"1-0", "0-1", "1/2-1/2", "*"}
 
 
-class PuzzleFormatError(ValueError):
+MAX_RECORD_LINES = 64   # physical lines one CSV record may span (quoted newlines); more: an unclosed quote
+
+
+class PuzzleFormatError(UserError, ValueError):
     """A malformed puzzle row; the message reads ``file:line: puzzle ID: what``."""
 
     def __init__(self, path: str, line: int, puzzle_id: str, reason: str) -> None:
         super().__init__(f"{path}:{line}: puzzle {puzzle_id or '?'}: {reason}")
         self.path, self.line, self.puzzle_id, self.reason = path, line, puzzle_id, reason
+
+
+class SuiteLimitError(FileLimitError, PuzzleFormatError):
+    """A suite file refused by a reading bound (line length, record span, decompressed size or ratio,
+    zstd window) or cut short; never skipped by ``skip_bad``: the rest of the file cannot be read."""
+
+    def __init__(self, path, problem: str, limit: str | None = None, override: str | None = None) -> None:
+        FileLimitError.__init__(self, path, problem, limit, override)
+        file, _, line = str(path).rpartition(":")
+        self.line = int(line) if line.isdigit() else 0
+        self.path = file if line.isdigit() else str(path)
+        self.puzzle_id, self.reason = "", problem
 
 
 @dataclass(frozen=True, eq=False)
@@ -207,14 +232,34 @@ def make_puzzle(puzzle_id: str, board: chess.Board, line: Sequence[chess.Move],
 # ---------------------------------------------------------------- reading rows
 
 def open_text(path: str | Path) -> io.TextIOBase:
-    """A text stream over ``path``; ``.zst`` files are decompressed as they are read."""
+    """A text stream over ``path``; ``.zst`` files are decompressed as they are read, bounded
+    (``safeio.open_zstd_bounded``: size, ratio, window, truncation)."""
     path = Path(path)
     if path.suffix == ".zst":
-        import zstandard  # noqa: PLC0415
-
-        raw = zstandard.ZstdDecompressor(max_window_size=2 ** 31).stream_reader(open(path, "rb"), closefd=True)
+        raw = open_zstd_bounded(path, error=SuiteLimitError)
         return io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
     return open(path, encoding="utf-8-sig", newline="")
+
+
+class _RecordLines(BoundedLines):
+    """Lines of at most ``$PDX_MAX_LINE_BYTES`` characters for ``csv.reader``, refusing a record that
+    spans more than :data:`MAX_RECORD_LINES` lines (``mark()`` after each record)."""
+
+    def __init__(self, stream, path) -> None:
+        super().__init__(stream, path, error=SuiteLimitError)
+        self.since_mark = 0
+
+    def mark(self) -> None:
+        self.since_mark = 0
+
+    def readline(self, size: int = -1) -> str:
+        line = super().readline(size)
+        self.since_mark += 1
+        if self.since_mark > MAX_RECORD_LINES:
+            raise SuiteLimitError(f"{self.path}:{self.line_no}", f"one CSV record spans more than "
+                                  f"{MAX_RECORD_LINES} lines (an unclosed quote?)",
+                                  f"{MAX_RECORD_LINES} lines")
+        return line
 
 
 def _read_errors() -> tuple[type[BaseException], ...]:
@@ -239,15 +284,20 @@ def iter_rows(path: str | Path) -> Iterator[tuple[int, dict[str, str] | PuzzleFo
     reader = None
     try:
         with open_text(path) as f:
-            reader = csv.reader(f)
-            yield from _rows(reader, path)
+            lines = _RecordLines(f, path)
+            reader = csv.reader(lines)
+            yield from _rows(reader, path, lines)
+    except FileLimitError:
+        raise
     except _read_errors() as e:
         line = reader.line_num + 1 if reader is not None else 1
         raise PuzzleFormatError(str(path), line, "", f"unreadable ({type(e).__name__}: {e})") from e
 
 
-def _rows(reader, path: str | Path) -> Iterator[tuple[int, dict[str, str] | PuzzleFormatError]]:
+def _rows(reader, path: str | Path,
+          lines: _RecordLines) -> Iterator[tuple[int, dict[str, str] | PuzzleFormatError]]:
     first = next(reader, None)
+    lines.mark()
     if first is None:
         return
     if first and first[0] == "PuzzleId":
@@ -263,6 +313,7 @@ def _rows(reader, path: str | Path) -> Iterator[tuple[int, dict[str, str] | Puzz
                                 f"no header and {len(first)} columns (headerless Lichess dumps have 9 or 10)")
     rows = reader if pending is None else _chain([pending], reader)
     for row in rows:
+        lines.mark()
         line = reader.line_num
         if not row:
             continue  # blank line

@@ -17,7 +17,11 @@ before families were recorded has no family and loads as ``chessformer``. Every 
 is built through the family registry (``seam.build_network``), checked before it is allocated.
 
 Everything is loaded with ``torch.load(weights_only=True)``: a file carrying a
-pickled object is refused instead of executed.
+pickled object is refused instead of executed. ``.pt`` and ``.ckpt`` files are read through
+``safeio.load_torch_bounded`` first: the zip's declared sizes within ``$PDX_MAX_CHECKPOINT_BYTES``
+(default 8 GiB) and the file, no zip bombs, and every tensor's extent checked on the meta device
+before any tensor data is read (:class:`NetworkFileLimitError`); stored shapes are then checked
+against the stored config before the network is allocated (``seam.build_network``).
 """
 from __future__ import annotations
 
@@ -31,9 +35,11 @@ from pdx_lightning.nets import lc0
 from pdx_lightning.nets.bundled import DATA_DIR, WHEEL_NETWORKS, BundledNetworkError, resolve_bundled
 from pdx_lightning.nets.bundled import file_sha256 as _file_sha256
 from pdx_lightning.nets.seam import ModelLoadError, build_network, find_preset, get_family
+from pdx_lightning.safeio import FileLimitError, load_torch_bounded
 
 __all__ = ["load_model", "save_network", "resolve_model_path", "file_sha256", "network_record",
-           "base_reference", "check_base_reference", "build_network", "ModelLoadError", "DATA_DIR",
+           "base_reference", "check_base_reference", "build_network", "ModelLoadError",
+           "NetworkFileLimitError", "DATA_DIR",
            "NETWORK_FORMAT", "CHECKPOINT_FAMILY_KEY", "CHECKPOINT_CONFIG_KEY", "DEFAULT_FAMILY"]
 
 NETWORK_FORMAT = "pdx_network/1"
@@ -42,6 +48,10 @@ CHECKPOINT_CONFIG_KEY = "pdx_model_config"
 DEFAULT_FAMILY = "chessformer"   # the family of files written before families were recorded
 
 _HASHES: dict[Path, tuple[tuple[int, int], str]] = {}
+
+
+class NetworkFileLimitError(FileLimitError, ModelLoadError):
+    """A ``.pt`` network file or ``.ckpt`` checkpoint refused by a reading bound before it is loaded."""
 
 
 def file_sha256(path: str | os.PathLike) -> str:
@@ -117,7 +127,9 @@ def save_network(model: torch.nn.Module, path: str | os.PathLike, meta: dict | N
 
 def _safe_load(path: Path) -> dict:
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
+        return load_torch_bounded(path, error=NetworkFileLimitError)
+    except FileLimitError:
+        raise
     except Exception as e:  # pickle payloads, truncation, wrong format
         raise ModelLoadError(f"{path}: cannot be loaded safely (weights_only=True): {e}") from e
 

@@ -25,14 +25,16 @@ from typing import Callable, Mapping, NamedTuple, Protocol, runtime_checkable
 import torch
 from torch import nn
 
+from pdx_lightning.errors import UserError
+
 __all__ = ["NetOutput", "NetConfig", "Network", "PARAM_GROUPS", "Family", "FAMILIES", "ModelLoadError",
            "register_family", "get_family", "find_preset", "build_network"]
 
 PARAM_GROUPS = ("backbone", "final_block", "policy_head", "value_head")
 
 
-class ModelLoadError(ValueError):
-    """A model name or file that cannot be turned into a network."""
+class ModelLoadError(UserError, ValueError):
+    """A model name or file that cannot be turned into a network (``pdx`` prints it as one line)."""
 
 
 class NetOutput(NamedTuple):

@@ -33,9 +33,11 @@ from torch.utils.data import DataLoader
 from pdx_lightning.callbacks.ema import EMAUpdate
 from pdx_lightning.callbacks.puzzles import PuzzleValidation, SuiteBatch
 from pdx_lightning.nets import load_model
+from pdx_lightning.nets.resnet import require_wdl_head
 from pdx_lightning.rl.guards import check_finite, check_finite_gradients
 from pdx_lightning.rl.objectives import (EXPLORATION_TERMS, UnknownExplorationTerm, entropy, forward_kl,
-                                         masked_log_softmax, pdx_loss_from_log_probs, reverse_kl, score)
+                                         at_least_float32, masked_log_softmax, pdx_loss_from_log_probs,
+                                         reverse_kl, score)
 from pdx_lightning.rl.selfplay import SelfPlayConfig, SelfPlayDataset, SelfPlayNetworks
 from pdx_lightning.runtime.checkpoint_meta import check_base, write_network_meta
 from pdx_lightning.runtime.optim import layerwise_adamw
@@ -56,7 +58,7 @@ class PDXModule(L.LightningModule):
         warmup_steps: int = 200,
         adam_betas: tuple[float, float] = (0.9, 0.98),
         weight_decay: float = 0.0,
-        selfplay: SelfPlayConfig | None = None,
+        selfplay: SelfPlayConfig = SelfPlayConfig(),  # not Optional: `pdx fit --help` lists its options
         val_suite: str | None = None,
         val_mates: list[str] | None = None,
         val_sample: int | None = None,
@@ -103,6 +105,8 @@ class PDXModule(L.LightningModule):
         self.automatic_optimization = False
         self.beta = beta
         self.base = load_model(base).requires_grad_(False)
+        # τ = H(WDL) (Sec. 2.3) and the WDL value loss: refused before the copies and the games exist
+        require_wdl_head(self.base, "fine-tuning with pdx (τ = H(WDL) and the WDL value loss)", f"base {base!r}")
         self.online = copy.deepcopy(self.base).requires_grad_(True).train()
         self.ema = copy.deepcopy(self.base)
         self.param_version = 0
@@ -114,6 +118,12 @@ class PDXModule(L.LightningModule):
                                   if val_suite or val_mates else None)
         self._last_stats = dict(self.dataset.stats)
         self._game_metrics: dict[str, float] = {}  # per-finished-game metrics of the last step that had any
+
+    # ---- hyperparameters (what hparams.yaml, TensorBoard's HParams and checkpoints record) -----------
+    def setup(self, stage: str) -> None:
+        """Record the self-play settings in the logged hyperparameters too (hparams.yaml, TensorBoard's
+        HParams; the checkpoint's hyperparameters already carry them)."""
+        self._hparams_initial["selfplay"] = dict(self.hparams["selfplay"])
 
     # ---- roles ------------------------------------------------------------------------------
     def train(self, mode: bool = True) -> "PDXModule":
@@ -160,15 +170,15 @@ class PDXModule(L.LightningModule):
         for start in range(0, n, mb):
             sl = slice(start, min(n, start + mb))
             x, mask = batch.x[sl].to(self.device), batch.mask[sl].to(self.device)
-            out = self.online(x)
+            out = self.online(x)  # bfloat16 logits under bf16-mixed: the math below upcasts to float32
             log_p_base = batch.log_p_base[sl].to(self.device)
             check_finite(step, {"online policy logits (π_θ)": (out.policy, mask),
                                 "online WDL logits (p_θ)": out.wdl,
                                 "π_base log-probabilities": (log_p_base, mask),
                                 "τ(s) from the EMA's WDL": batch.tau[sl]})
             # log π_θ once: it samples a (complete), enters the loss and the KL metrics
-            log_p = masked_log_softmax(out.policy, mask)                          # (b, P)
-            v_theta = score(torch.softmax(out.wdl, dim=-1))                        # (b,)
+            log_p = masked_log_softmax(out.policy, mask)                          # (b, P), ≥ float32
+            v_theta = score(torch.softmax(at_least_float32(out.wdl), dim=-1))      # (b,)
             done = self.dataset.complete(batch, sl, log_p, v_theta)
             check_finite(step, {"advantage A": done.advantage, "importance weight ρ": done.rho,
                                 "value target p̂": done.target})

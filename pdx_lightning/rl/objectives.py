@@ -20,6 +20,10 @@ Conventions used by every function here:
   from the view of the player who moved at s (so a mating move is ``WIN``).
 
 Stop-gradient constants (ρ, A, p̂, π_base) are detached inside ``pdx_loss``.
+
+Mixed precision (``--trainer.precision bf16-mixed``): every function here computes in, and
+returns, at least float32 (``at_least_float32``): bfloat16 logits are upcast before the
+log-softmax over the legal moves, the KLs, τ, the WDL entropy, ρ and the advantage.
 """
 from __future__ import annotations
 
@@ -29,9 +33,9 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-from pdx_lightning.chess.policy import (TAU_MIN, PolicyInputError, bad_rows, check_wdl, entropy,  # noqa: F401
-                                        flip_wdl, forward_kl, masked_log_softmax, reverse_kl, score,
-                                        tempered_log_probs, wdl_entropy)
+from pdx_lightning.chess.policy import (TAU_MIN, PolicyInputError, at_least_float32, bad_rows,  # noqa: F401
+                                        check_wdl, entropy, flip_wdl, forward_kl, masked_log_softmax,
+                                        reverse_kl, score, tempered_log_probs, wdl_entropy)
 from pdx_lightning.chess.rules import DRAW, LOSS, RESULT_NONE, WIN  # noqa: F401  (re-exported)
 
 EXPLORATION_TERMS: tuple[str, ...] = ("none", "entropy", "reverse_kl", "forward_kl")
@@ -48,7 +52,7 @@ def importance_weight(log_pi_a: torch.Tensor, log_mu_a: torch.Tensor, cap: float
     """ρ(s,a) = min(cap, π_θ(a|s)/μ(a|s)), Eq. 12 (V-trace truncation, cap 1), in log domain."""
     if not cap > 0:
         raise ValueError(f"importance-weight cap must be > 0, got {cap}")
-    return (log_pi_a - log_mu_a).clamp(max=math.log(cap)).exp()
+    return (at_least_float32(log_pi_a) - at_least_float32(log_mu_a)).clamp(max=math.log(cap)).exp()
 
 
 def td_advantage(v_ema_next: torch.Tensor, v_theta: torch.Tensor) -> torch.Tensor:
@@ -58,7 +62,7 @@ def td_advantage(v_ema_next: torch.Tensor, v_theta: torch.Tensor) -> torch.Tenso
     terminal s' pass ``1 − score(result)``; equivalently A = score(p̂) − v_θ(s)
     with p̂ from ``value_target``, since score(flip(p)) = 1 − score(p).
     """
-    return (1.0 - v_ema_next) - v_theta
+    return (1.0 - at_least_float32(v_ema_next)) - at_least_float32(v_theta)
 
 
 def value_target(wdl_ema_next: torch.Tensor, terminal_result: torch.Tensor) -> torch.Tensor:
@@ -69,6 +73,7 @@ def value_target(wdl_ema_next: torch.Tensor, terminal_result: torch.Tensor) -> t
     of ``wdl_ema_next`` for terminal s' are ignored. Returns (B, 3).
     """
     _check_wdl(wdl_ema_next)
+    wdl_ema_next = at_least_float32(wdl_ema_next)
     bad = (terminal_result < RESULT_NONE) | (terminal_result > LOSS)
     if bad.any():
         raise ObjectiveInputError(f"terminal_result rows {_rows(bad)} not in {{-1, 0, 1, 2}}")
@@ -80,8 +85,9 @@ def value_target(wdl_ema_next: torch.Tensor, terminal_result: torch.Tensor) -> t
 def value_loss(wdl_logits: torch.Tensor, target: torch.Tensor, rho: torch.Tensor) -> torch.Tensor:
     """L_V = −E[ρ(s,a) Σ_o p̂^o(s) log p_θ^o(s)], Eq. 15 (ρ-weighted CE), mean over batch."""
     _check_wdl(wdl_logits)
-    ce = -(target * torch.log_softmax(wdl_logits, dim=-1)).sum(dim=-1)  # (B,)
-    return (rho * ce).mean()
+    log_p = torch.log_softmax(at_least_float32(wdl_logits), dim=-1)
+    ce = -(at_least_float32(target) * log_p).sum(dim=-1)  # (B,)
+    return (at_least_float32(rho) * ce).mean()
 
 
 def _check_kind(kind: str) -> None:
@@ -99,6 +105,7 @@ def exploration_term(kind: str, log_p_theta: torch.Tensor, log_p_base: torch.Ten
     penalty); ``none`` = 0.
     """
     _check_kind(kind)
+    log_p_theta = at_least_float32(log_p_theta)
     if kind == "none":
         return log_p_theta.new_zeros(log_p_theta.shape[0])
     if kind == "entropy":
@@ -146,8 +153,9 @@ def pdx_loss_from_log_probs(log_p_theta: torch.Tensor, wdl_logits: torch.Tensor,
         raise ValueError(f"beta (β, weight of the exploration penalty in Eq. 7) must be >= 0, got {beta}")
     if not c_v >= 0:
         raise ValueError(f"c_v (value-loss weight in Eq. 7) must be >= 0, got {c_v}")
-    rho, advantage = rho.detach(), advantage.detach()
-    wdl_target, log_p_base = wdl_target.detach(), log_p_base.detach()
+    log_p_theta = at_least_float32(log_p_theta)
+    rho, advantage = at_least_float32(rho.detach()), at_least_float32(advantage.detach())
+    wdl_target, log_p_base = wdl_target.detach(), at_least_float32(log_p_base.detach())
     log_pi_a = log_p_theta.gather(1, action.long()[:, None]).squeeze(1)  # (B,)
     if not bool(torch.isfinite(log_pi_a).all()):
         raise ObjectiveInputError(f"rows {_rows(~torch.isfinite(log_pi_a))}: action is illegal")
@@ -164,5 +172,5 @@ def ppo_clipped_surrogate(log_pi: torch.Tensor, log_pi_old: torch.Tensor, adv: t
     With Â = ρ·A and one update per batch (log_pi_old = log_pi.detach()), r ≡ 1
     and its gradient equals that of Eq. 14's −E[ρ·A·log π_θ] (Appendix E).
     """
-    ratio = (log_pi - log_pi_old).exp()  # r(θ), (B,)
+    ratio = (at_least_float32(log_pi) - at_least_float32(log_pi_old)).exp()  # r(θ), (B,)
     return -torch.minimum(ratio * adv, ratio.clamp(1.0 - eps, 1.0 + eps) * adv).mean()

@@ -162,6 +162,9 @@ class SelfPlayDataset(IterableDataset):
         self._pending_state: dict | None = None
         # read now: a bad openings file fails at construction, not at the first restart hours in
         self._openings = read_opening_lines(config.openings_file) if config.restart == "openings" else None
+        # called as listener(board, PGN result) when a game ends, before its slot restarts (the board
+        # object is replaced, never changed, afterwards): e.g. callbacks.SelfPlayGames
+        self.finished_listeners: list[Callable[[chess.Board, str], None]] = []
 
     # ---- ranks ------------------------------------------------------------------------------
     def _rank_world(self) -> tuple[int, int]:
@@ -350,9 +353,13 @@ class SelfPlayDataset(IterableDataset):
         mover_white = b.turn == chess.BLACK  # the side that made the last move
         if result in (None, DRAW):
             s["draw"] += 1
+            pgn_result = "1/2-1/2"
         else:
             white_won = (result == WIN) == mover_white
             s["white_win" if white_won else "black_win"] += 1
+            pgn_result = "1-0" if white_won else "0-1"
+        for listener in self.finished_listeners:
+            listener(b, pgn_result)
         if self.cfg.restart == "initial":
             self._reset(i)
         elif self.cfg.restart == "random_plies":

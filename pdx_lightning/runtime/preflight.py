@@ -46,8 +46,11 @@ def _fmt(n: float) -> str:
 
 
 def check_dir(path: str | os.PathLike, *, what: str = "output directory", min_free: int | None = None,
-              create: bool = True) -> Path:
-    """``path`` is (or is made) a writable directory on a file system with ``min_free`` bytes free."""
+              create: bool = True, keep: bool = True) -> Path:
+    """``path`` is (or is made) a writable directory on a file system with ``min_free`` bytes free.
+
+    ``keep=False``: directories created for the check are removed again (the command makes its output
+    directory itself, once its inputs are read: a failed command leaves no empty folder behind)."""
     path = Path(path).expanduser()
     label = f"{what} {str(path)!r}"
     if path.exists() and not path.is_dir():
@@ -55,11 +58,25 @@ def check_dir(path: str | os.PathLike, *, what: str = "output directory", min_fr
     if not path.exists():
         if not create:
             raise PreflightError(f"{label} does not exist")
+        created = [d for d in (path, *path.parents) if not d.exists()]
         try:
             path.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise PreflightError(f"{label} cannot be created ({e.strerror or e}); "
                                  f"choose a writable location") from e
+        if not keep:
+            try:
+                return _check_writable(path, label, min_free)
+            finally:
+                for d in created:  # deepest first; only if still empty
+                    try:
+                        d.rmdir()
+                    except OSError:
+                        break
+    return _check_writable(path, label, min_free)
+
+
+def _check_writable(path: Path, label: str, min_free: int | None) -> Path:
     try:  # the only reliable writability test (ACLs, read-only mounts, root squash): create a file
         fd, probe = tempfile.mkstemp(prefix=".pdx-preflight-", dir=path)
         os.close(fd)
@@ -106,9 +123,9 @@ def check_tool_outputs(module: str, args: object, min_free: int | None = None) -
         value = getattr(args, opt, None)
         if not value or not isinstance(value, (str, os.PathLike)) or value == "-":
             continue
-        if opt in dirs:
+        if opt in dirs:  # the tool creates it itself: a failed run leaves no empty directory
             what = f"--{opt.removesuffix('_dir')} directory"
-            checked.append(check_dir(value, what=what, min_free=min_free))
+            checked.append(check_dir(value, what=what, min_free=min_free, keep=False))
         else:
             checked.append(check_file(value, what=f"--{opt} file", min_free=min_free))
     return checked

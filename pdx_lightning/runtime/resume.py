@@ -24,12 +24,27 @@ puzzle-tuned control (all built by :func:`pdx_lightning.runtime.entry.run_lightn
   checkpoint of a killed run are logged twice, with identical values for a seeded run.
 * **Preflight.** Log, checkpoint and export locations are checked for writability
   and free space before any work (:mod:`pdx_lightning.runtime.preflight`).
+
+Where checkpoints go: a ``ModelCheckpoint`` without ``dirpath`` (the shipped configs) keeps every
+run's checkpoints in its own log version, ``<save_dir>/<name>/version_N/checkpoints``;
+``--ckpt_path last`` then resumes the run written most recently under ``<save_dir>/<name>``
+(:func:`resolve_last`). An explicit ``dirpath`` is one shared directory, as before.
+
+Command-line values win over a checkpoint's hyperparameters: LightningCLI lays the hyperparameters
+stored in ``--ckpt_path`` over the config (right for ``--config`` files: the checkpoint knows which
+base and term it was trained with), and pdx puts every ``--model.*`` flag of the command line back on
+top; validation settings (``val_*``, stored as None by older checkpoints) are never taken from a
+checkpoint. ``pdx validate`` writes no logs (no new TensorBoard version, no ``config.yaml``) unless
+``--trainer.logger`` is given on its command line.
 """
 from __future__ import annotations
 
 import glob
 import json
 import os
+import re
+import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -40,11 +55,43 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.cli import LightningCLI
 from lightning.pytorch.plugins.io import CheckpointIO, TorchCheckpointIO
 
+from pdx_lightning.errors import UserError
 from pdx_lightning.runtime import preflight
-from pdx_lightning.nets import ModelLoadError
+from pdx_lightning.nets import DATA_DIR, ModelLoadError
+from pdx_lightning.safeio import FileLimitError, load_torch_bounded
 
-__all__ = ["AtomicCheckpointIO", "CheckpointLoadError", "CheckpointWriteError", "LogContinuity",
-           "PDXLightningCLI", "read_checkpoint", "resolve_last"]
+__all__ = ["AtomicCheckpointIO", "BundledOverwriteError", "CheckpointLimitError", "CheckpointLoadError",
+           "CheckpointWriteError",
+           "LogContinuity", "NothingToValidateError", "PDXLightningCLI", "check_export_target",
+           "read_checkpoint", "resolve_last"]
+
+# Settings of a validation run, not of training: never taken from a checkpoint's hyperparameters
+# (checkpoints written before they left the hyperparameters store them as None).
+RUN_ONLY_HPARAMS = ("val_suite", "val_mates", "val_sample")
+
+
+class NothingToValidateError(UserError, ValueError):
+    """``pdx validate`` without anything to score."""
+
+
+class BundledOverwriteError(UserError, ValueError):
+    """An export that would overwrite a network bundled with pdx_lightning (``data/``)."""
+
+
+def check_export_target(path: str | os.PathLike, allow_bundled: bool = False, *,
+                        flag: str = "--model.overwrite_bundled true") -> Path:
+    """Refuse an export path inside the bundled ``data/`` directory unless ``allow_bundled``.
+
+    Overwriting ``data/base_small.pt`` changes its SHA-256, and every checkpoint fine-tuned from
+    ``base:small`` is then refused by the base-hash check."""
+    target = Path(path).expanduser().resolve()
+    bundled = DATA_DIR.resolve()
+    if not allow_bundled and (target == bundled or bundled in target.parents):
+        raise BundledOverwriteError(
+            f"export {str(path)!r} is inside the bundled networks' directory {str(bundled)!r}: overwriting "
+            f"a bundled network breaks every checkpoint made from it (base hash check); export elsewhere "
+            f"(--model.export runs/pretrain/base_small.pt) or pass {flag} to replace it knowingly")
+    return target
 
 
 class CheckpointLoadError(ModelLoadError):
@@ -55,17 +102,29 @@ class CheckpointWriteError(OSError):
     """A checkpoint that could not be written; the previous file at that path is intact."""
 
 
+class CheckpointLimitError(FileLimitError, CheckpointLoadError):
+    """A checkpoint refused by a reading bound (``safeio.load_torch_bounded``) before it is loaded."""
+
+
 def read_checkpoint(path: str | os.PathLike) -> dict:
-    """Load a checkpoint with ``weights_only=True`` (memory-mapped), or raise :class:`CheckpointLoadError`."""
+    """Load a checkpoint with ``weights_only=True`` (memory-mapped), or raise :class:`CheckpointLoadError`.
+
+    The file is bounded first (``safeio.load_torch_bounded``: the zip's declared sizes within
+    ``$PDX_MAX_CHECKPOINT_BYTES`` and the file, no zip bombs, tensor extents checked on the meta
+    device); a refusal is a :class:`CheckpointLimitError`."""
     path = Path(path)
     if not path.is_file():
         raise CheckpointLoadError(f"checkpoint {str(path)!r} not found")
     try:
-        return torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        return load_torch_bounded(path, error=CheckpointLimitError, mmap=True)
     except Exception as e:  # noqa: BLE001  (pickle payloads, truncation, not a torch file)
         others = sorted((p for p in glob.glob(str(path.parent / "*.ckpt")) if Path(p) != path),
                         key=os.path.getmtime)
         hint = f"; the newest other checkpoint there is {others[-1]!r}" if others else ""
+        if isinstance(e, FileLimitError):
+            err = CheckpointLimitError(e.path, e.problem, e.limit, e.override)
+            err.args = (f"{err}{hint}",)
+            raise err from None
         raise CheckpointLoadError(
             f"checkpoint {str(path)!r} cannot be loaded safely with weights_only=True "
             f"({type(e).__name__}: {str(e).splitlines()[0][:300]}){hint}") from e
@@ -183,29 +242,88 @@ class LogContinuity(L.Callback):
 MARKER = ".pdx_log_versions.json"
 
 
-def _marker_versions(trainer: L.Trainer) -> list:
-    for cb in trainer.checkpoint_callbacks:
-        if isinstance(cb, ModelCheckpoint) and cb.dirpath and (Path(cb.dirpath) / MARKER).is_file():
-            try:
-                return list(json.loads((Path(cb.dirpath) / MARKER).read_text()).get("versions") or [])
-            except (OSError, ValueError, AttributeError):
-                return []
-    return []
-
-
 def _plain(v):
     return v if isinstance(v, (int, str)) or v is None else str(v)
 
 
-def resolve_last(trainer: L.Trainer) -> str | None:
-    """The file Lightning's ``ckpt_path="last"`` will pick: the newest ``last*.ckpt`` of the checkpoint
-    callbacks whose ``dirpath`` is explicit (None when there is none yet; a fresh run starts)."""
-    found = []
+def _last_files(directory: str | os.PathLike) -> list[str]:
+    return [p for p in glob.glob(os.path.join(str(directory), "last*.ckpt"))
+            if Path(p).stem == "last" or Path(p).stem.startswith("last-")]
+
+
+def _read_marker(directory: str | os.PathLike) -> list | None:
+    path = Path(directory) / MARKER
+    if not path.is_file():
+        return None
+    try:
+        return list(json.loads(path.read_text()).get("versions") or [])
+    except (OSError, ValueError, AttributeError):
+        return []
+
+
+def _run_root(trainer: L.Trainer) -> Path | None:
+    """``<save_dir>/<name>`` of the first logger: where a ``dirpath``-less ModelCheckpoint puts each
+    run's ``version_N/checkpoints`` (Lightning's rule)."""
+    if not trainer.loggers:
+        return None
+    lg = trainer.loggers[0]
+    save_dir = lg.save_dir if lg.save_dir is not None else trainer.default_root_dir
+    return Path(save_dir) / str(lg.name or "")
+
+
+def _version_of(dirname: str) -> int | str:
+    m = re.fullmatch(r"version_(\d+)", dirname)
+    return int(m.group(1)) if m else dirname
+
+
+def _latest(trainer: L.Trainer) -> tuple[str | None, list]:
+    """What ``--ckpt_path last`` continues: ``(checkpoint, [])`` or, for a run killed before its first
+    checkpoint, ``(None, its logger versions)``; ``(None, [])`` when there is nothing (a fresh run).
+
+    Explicit ``dirpath``\\ s: the newest ``last*.ckpt`` there, else their version marker. Callbacks
+    without one: the run directory under ``<save_dir>/<name>`` written most recently (its newest
+    ``last*.ckpt`` or version marker); in that directory a checkpoint beats the marker (a resumed run
+    rewrites the marker at its start)."""
+    explicit, versioned = [], False
     for cb in trainer.checkpoint_callbacks:
-        if isinstance(cb, ModelCheckpoint) and cb.dirpath:
-            found += [p for p in glob.glob(os.path.join(str(cb.dirpath), "last*.ckpt"))
-                      if Path(p).stem == "last" or Path(p).stem.startswith("last-")]
-    return max(found, key=os.path.getmtime) if found else None
+        if isinstance(cb, ModelCheckpoint):
+            if cb.dirpath:
+                explicit.append(cb.dirpath)
+            else:
+                versioned = True
+    found = [p for d in explicit for p in _last_files(d)]
+    if found:
+        return max(found, key=os.path.getmtime), []
+    for d in explicit:
+        if (versions := _read_marker(d)) is not None:
+            return None, versions
+    root = _run_root(trainer) if versioned else None
+    if root is None or not root.is_dir():
+        return None, []
+    runs = []  # (newest activity, version dir)
+    for ckpt_dir in root.glob("*/checkpoints"):
+        stamps = [os.path.getmtime(p) for p in _last_files(ckpt_dir)]
+        if (ckpt_dir / MARKER).is_file():
+            stamps.append(os.path.getmtime(ckpt_dir / MARKER))
+        if stamps:
+            runs.append((max(stamps), ckpt_dir))
+    if not runs:
+        return None, []
+    ckpt_dir = max(runs, key=lambda r: r[0])[1]
+    files = _last_files(ckpt_dir)
+    if files:
+        return max(files, key=os.path.getmtime), []
+    versions = _read_marker(ckpt_dir) or []
+    return None, versions or [_version_of(ckpt_dir.parent.name)]
+
+
+def resolve_last(trainer: L.Trainer) -> str | None:
+    """The checkpoint ``--ckpt_path last`` resumes (None when there is none yet: a fresh run starts).
+
+    With explicit ``dirpath``\\ s, the newest ``last*.ckpt`` there (Lightning's own rule); with the
+    shipped configs' ``dirpath``-less ModelCheckpoint, the ``last*.ckpt`` of the run written most
+    recently under ``<save_dir>/<name>/version_*/checkpoints``."""
+    return _latest(trainer)[0]
 
 
 def _has_checkpoint_io(plugins) -> bool:
@@ -220,8 +338,82 @@ def _checkpoint_bytes(model: torch.nn.Module) -> int:
 
 
 class PDXLightningCLI(LightningCLI):
-    """LightningCLI with atomic checkpoints, safe and checked ``--ckpt_path``, pinned log versions and
-    preflight."""
+    """LightningCLI with atomic checkpoints, safe and checked ``--ckpt_path``, pinned log versions,
+    versioned checkpoint directories, command-line values over checkpoint hyperparameters, log-free
+    ``validate`` and preflight."""
+
+    _resolved_ckpt: str | None = None
+
+    # ---- parsing ----------------------------------------------------------------------------
+    def parse_arguments(self, parser, args) -> None:
+        self._argv = [str(a) for a in (sys.argv[1:] if args is None else args)]
+        super().parse_arguments(parser, args)
+
+    def _flag_given(self, prefix: str) -> bool:
+        """Whether the command line itself (not a config file) sets ``prefix`` or a key below it."""
+        return any(a == prefix or a.startswith((prefix + ".", prefix + "=", prefix + "+"))
+                   for a in getattr(self, "_argv", ()))
+
+    def _model_flags(self) -> list[str]:
+        """Dotted ``--model.*`` keys given on the command line (``selfplay.temperature``, ...)."""
+        keys = []
+        for a in getattr(self, "_argv", ()):
+            if a.startswith("--model."):
+                key = re.split(r"[=+]", a[len("--model."):], maxsplit=1)[0]
+                if key and not key.endswith(".help"):
+                    keys.append(key)
+        return keys
+
+    def _parse_ckpt_path(self) -> None:
+        """Lay the checkpoint's hyperparameters over the config (as LightningCLI does), then the command
+        line's ``--model.*`` values over those; ``val_*`` never come from a checkpoint.
+
+        The file is opened with :func:`read_checkpoint` first: LightningCLI would surface a refused
+        payload as a raw UnpicklingError and skip a missing file silently."""
+        sub = self.config.get("subcommand")
+        ckpt = self.config[sub].get("ckpt_path") if sub else None
+        if not ckpt or ckpt in ("last", "best", "hpc"):
+            return
+        hparams = dict(read_checkpoint(ckpt).get("hyper_parameters") or {})
+        hparams.pop("_instantiator", None)
+        for key in RUN_ONLY_HPARAMS:
+            hparams.pop(key, None)
+        if not hparams:
+            return
+        if self._flag_given("--model") and not self._model_flags():  # a whole --model given: it wins
+            return
+        for key in self._model_flags():  # the command line's value, where the checkpoint has the key
+            parts, node = key.split("."), hparams
+            for depth, part in enumerate(parts):
+                if part not in node:
+                    break
+                # the flag's own key, or a non-dict value above it: take the command line's value there
+                if depth == len(parts) - 1 or not isinstance(node[part], dict):
+                    value = self.config[sub].get("model." + ".".join(parts[:depth + 1]))
+                    node[part] = value.as_dict() if hasattr(value, "as_dict") else value
+                    break
+                node = node[part]
+        if "_class_path" in hparams:
+            hparams = {"class_path": hparams.pop("_class_path"), "dict_kwargs": hparams}
+        try:
+            self.config = self.parser.parse_object({sub: {"model": hparams}}, self.config)
+        except SystemExit:
+            sys.stderr.write("Parsing of ckpt_path hyperparameters failed!\n")
+            raise
+
+    def after_instantiate_classes(self) -> None:
+        """Drop LightningCLI's internal ``_instantiator`` from the module's hyperparameters: it would be
+        logged (hparams.yaml) and saved like a setting; pdx's modules load from a checkpoint without it."""
+        for attr in ("_hparams", "_hparams_initial"):
+            hp = getattr(self.model, attr, None)
+            if hasattr(hp, "pop"):
+                hp.pop("_instantiator", None)
+        super().after_instantiate_classes()
+
+    # ---- trainer ----------------------------------------------------------------------------
+    def _logs_off(self) -> bool:
+        """``validate`` writes no logs unless ``--trainer.logger`` is on its command line."""
+        return self.subcommand == "validate" and not self._flag_given("--trainer.logger")
 
     def instantiate_trainer(self, **kwargs: Any):
         trainer_cfg = self._get(self.config_init, "trainer", default={}) or {}
@@ -229,19 +421,12 @@ class PDXLightningCLI(LightningCLI):
         if not _has_checkpoint_io(plugins):
             items = list(plugins) if isinstance(plugins, (list, tuple)) else ([plugins] if plugins else [])
             kwargs["plugins"] = [*items, AtomicCheckpointIO()]
+        if self._logs_off():
+            self.save_config_callback = None  # it would write config.yaml into the cwd (no log dir)
         trainer = super().instantiate_trainer(**kwargs)
         if not any(isinstance(cb, LogContinuity) for cb in trainer.callbacks):
             trainer.callbacks.append(LogContinuity())
         return trainer
-
-    def _parse_ckpt_path(self) -> None:
-        # LightningCLI reads the checkpoint's hyperparameters here (weights_only=True, but a refusal
-        # surfaces as a raw UnpicklingError, a missing file is silently skipped): check it first.
-        sub = self.config.get("subcommand")
-        ckpt = self.config[sub].get("ckpt_path") if sub else None
-        if ckpt and ckpt not in ("last", "best", "hpc"):
-            read_checkpoint(ckpt)
-        super()._parse_ckpt_path()
 
     def _prepare_subcommand_kwargs(self, subcommand: str) -> dict[str, Any]:
         kw = super()._prepare_subcommand_kwargs(subcommand)
@@ -251,39 +436,75 @@ class PDXLightningCLI(LightningCLI):
                                           "--weights_only false would execute pickled code from the "
                                           "checkpoint file")
             kw["weights_only"] = True
+        if kw.get("ckpt_path") == "last":  # resolved in _prepare, across the runs' version directories
+            kw["ckpt_path"] = self._resolved_ckpt
         return kw
 
     def _prepare(self, subcommand: str) -> None:
         trainer, model = self.trainer, self.model
         ckpt = self.config_init[subcommand].get("ckpt_path")
-        path = resolve_last(trainer) if ckpt == "last" else (None if ckpt in (None, "best", "hpc") else ckpt)
-        versions: list = []
+        if ckpt == "last":
+            path, versions = _latest(trainer)
+            self._resolved_ckpt = path
+            if path is None and trainer.is_global_zero:
+                print("--ckpt_path last: no last checkpoint yet, starting a fresh run", flush=True)
+        else:
+            path, versions = (None if ckpt in (None, "best", "hpc") else ckpt), []
         if path is not None:
             blob = read_checkpoint(path)
-            state = (blob.get("callbacks") or {}).get(LogContinuity.__qualname__) or {}
-            versions = state.get("versions") or []
-            del blob, state
-        elif ckpt == "last":  # nothing to resume yet: a run killed before its first checkpoint?
-            versions = _marker_versions(trainer)
+            states = blob.get("callbacks") or {}
+            versions = (states.get(LogContinuity.__qualname__) or {}).get("versions") or []
+            if subcommand == "validate" and self._logs_off():
+                # validate saves nothing: point dirpath-less ModelCheckpoints at the directory they had, so
+                # restoring their state neither warns "dirpath has changed" nor needs a log directory
+                for cb in trainer.checkpoint_callbacks:
+                    saved = states.get(getattr(cb, "state_key", None)) or {}
+                    if isinstance(cb, ModelCheckpoint) and cb.dirpath is None and saved.get("dirpath"):
+                        cb.dirpath = saved["dirpath"]
+            del blob, states
         for lg, v in zip(trainer.loggers, versions):
             if v is not None and hasattr(lg, "_version") and lg._version is None:
-                lg._version = v  # same run directory: TensorBoard curves continue
+                lg._version = v  # same run directory: TensorBoard curves and checkpoints continue
+        if subcommand == "fit" and path is not None:  # resuming: its checkpoint dir has files
+            warnings.filterwarnings("ignore", message=r"Checkpoint directory .* exists and is not empty",
+                                    category=UserWarning)
+        if subcommand == "validate":
+            self._check_something_to_validate()
+            if self._logs_off():
+                trainer.logger = None
         if not trainer.is_global_zero:
             return
         need = 2 * _checkpoint_bytes(model) + preflight.min_free_default()
         for lg in trainer.loggers:
             root = getattr(lg, "root_dir", None) or getattr(lg, "save_dir", None)
             if root:
-                preflight.check_dir(root, what=f"log directory of {type(lg).__name__}")
+                preflight.check_dir(root, what=f"log directory of {type(lg).__name__}",
+                                    min_free=need if subcommand == "fit" else None)
         if subcommand == "fit":
             for cb in trainer.checkpoint_callbacks:
                 if isinstance(cb, ModelCheckpoint) and cb.dirpath:
                     preflight.check_dir(cb.dirpath, what="checkpoint directory", min_free=need)
             if not trainer.loggers:
                 preflight.check_dir(trainer.default_root_dir, what="default_root_dir", min_free=need)
-            export = getattr(getattr(model, "hparams", {}), "get", lambda k: None)("export")
+            hp = getattr(model, "hparams", {})
+            export = hp.get("export") if hasattr(hp, "get") else None
             if export:
+                check_export_target(export, bool(hp.get("overwrite_bundled", False)))
                 preflight.check_file(export, what="export file (--model.export)")
+
+    def _check_something_to_validate(self) -> None:
+        """A model whose own validation data is empty (``pdx validate`` without a suite) is a user
+        mistake: say so instead of Lightning's "Total length of `list` across ranks is zero"."""
+        if self.datamodule is not None or not hasattr(self.model, "val_dataloader"):
+            return
+        try:
+            loaders = self.model.val_dataloader()
+        except Exception:  # noqa: BLE001  (needs a trainer or data: Lightning will say what is wrong)
+            return
+        if isinstance(loaders, (list, tuple)) and not loaders:
+            raise NothingToValidateError(
+                "nothing to validate: give the puzzle suites to score, e.g. --model.val_suite "
+                "data/tactics.csv and/or --model.val_mates+=data/mates_in_1.csv")
 
     def before_fit(self) -> None:
         self._prepare("fit")

@@ -27,6 +27,8 @@ from pdx_lightning.chess.encoding import GameHistory, PackedRows, encode_packed,
 from pdx_lightning.chess.moves import POLICY_SIZE, legal_indices
 from pdx_lightning.nets import load_model, save_network
 from pdx_lightning.nets.chessformer import Chessformer, ModelConfig
+from pdx_lightning.nets.resnet import require_wdl_head
+from pdx_lightning.runtime.resume import check_export_target
 from pdx_lightning.chess.policy import entropy, masked_log_softmax
 from pdx_lightning.supervised.shards import Shard, decode_move, load_all
 from pdx_lightning.supervised.teacher import CP_WEIGHT, DEFAULT_TEMPERATURE, MATE_BONUS
@@ -213,7 +215,8 @@ class ShardDataModule(L.LightningDataModule):
 class DistillModule(L.LightningModule):
     def __init__(self, preset: str = "small", init: str | None = None, lr: float = 1e-3,
                  weight_decay: float = 1e-4, warmup_steps: int = 200, min_lr_ratio: float = 0.05,
-                 value_weight: float = 1.0, export: str | None = None) -> None:
+                 value_weight: float = 1.0, export: str | None = None,
+                 overwrite_bundled: bool = False) -> None:
         """
         Args:
             preset: Chessformer preset to train from scratch (``tiny``, ``small``, ``bt4``).
@@ -223,11 +226,17 @@ class DistillModule(L.LightningModule):
             warmup_steps: linear warmup, then cosine decay to ``min_lr_ratio``·lr at ``max_steps``.
             min_lr_ratio: final learning rate as a fraction of ``lr``.
             value_weight: weight of the WDL cross-entropy against the policy cross-entropy.
-            export: write the trained network here (``.pt``) when training ends.
+            export: write the trained network here (``.pt``) when training ends. A path inside the
+                bundled ``data/`` directory is refused before training starts (overwriting
+                ``data/base_small.pt`` would break every checkpoint made from ``base:small``: base hash
+                check) unless ``overwrite_bundled``.
+            overwrite_bundled: allow ``export`` to replace a network bundled in ``data/``.
         """
         super().__init__()
         self.save_hyperparameters()
         self.model = load_model(init).train() if init else Chessformer(ModelConfig.from_name(preset))
+        if value_weight > 0:  # the WDL cross-entropy needs a real draw probability
+            require_wdl_head(self.model, "distillation's WDL value loss (value_weight > 0)", f"init {init!r}")
 
     def forward(self, x):
         return self.model(x)
@@ -274,6 +283,7 @@ class DistillModule(L.LightningModule):
 
     def on_train_end(self) -> None:
         if self.hparams.export and self.trainer.is_global_zero:
+            check_export_target(self.hparams.export, self.hparams.overwrite_bundled)
             os.makedirs(os.path.dirname(os.path.abspath(self.hparams.export)), exist_ok=True)
             dm = self.trainer.datamodule
             meta = {"kind": "search-distilled base", "steps": self.trainer.global_step,

@@ -44,6 +44,7 @@ import chess
 import numpy as np
 
 from pdx_lightning.chess.moves import POLICY_SIZE
+from pdx_lightning.errors import UserError
 from pdx_lightning.safeio import GiB, env_limit, load_npz_bounded
 from pdx_lightning.supervised.teacher import CP_WEIGHT, DEFAULT_TEMPERATURE, MATE_BONUS, candidate_policy, expected_score
 
@@ -56,8 +57,12 @@ _SHARD_RE = re.compile(r"shard_(\d+)\.npz$")
 FORMAT_VERSION = 1
 
 
-class CorruptShard(ValueError):
+class CorruptShard(UserError, ValueError):
     """A shard file that cannot be read or whose arrays are inconsistent (message names the file)."""
+
+
+class NoReadableShards(UserError, FileNotFoundError):
+    """A shard directory that is missing or holds no readable shard (says why the first was refused)."""
 
 
 def shard_path(directory: str | os.PathLike, index: int) -> Path:
@@ -243,7 +248,7 @@ class ShardReader:
     def __init__(self, directory: str | os.PathLike, dedupe: bool = True) -> None:
         self.directory = Path(directory)
         if not self.directory.is_dir():
-            raise FileNotFoundError(f"no shard directory {self.directory}")
+            raise NoReadableShards(f"no shard directory {self.directory}")
         self.dedupe = dedupe
         self.corrupt: list[tuple[Path, str]] = []
         self.n_duplicates = 0
@@ -309,5 +314,6 @@ def load_all(directory: str | os.PathLike, dedupe: bool = True) -> tuple[Shard, 
     reader = iter_shards(directory, dedupe=dedupe)
     shards = list(reader)
     if not shards:
-        raise FileNotFoundError(f"no readable shards in {directory} ({reader.n_corrupt} corrupt)")
+        first = f"; {reader.corrupt[0][1]}" if reader.corrupt else ""
+        raise NoReadableShards(f"no readable shards in {directory} ({reader.n_corrupt} corrupt){first}")
     return concat_shards(shards), reader

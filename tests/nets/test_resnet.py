@@ -123,7 +123,8 @@ def test_legal_moves_always_have_a_real_logit_and_unmapped_slots_the_fill(policy
     assert not bool((mask & unmapped).any())                        # never legal
 
 
-def test_castling_is_read_from_lc0s_king_takes_rook_slot():
+def test_castling_is_read_from_lc0s_king_takes_rook_slot(monkeypatch):
+    monkeypatch.setattr(resnet, "INFERENCE_FAST_PATH", False)   # exact equality: raw is the module path's
     model = random_classic(PRESETS["classic-tiny"])
     board = chess.Board("r3k2r/pppq1ppp/2n2n2/3pp3/3PP3/2N2N2/PPPQ1PPP/R3K2R w KQkq - 4 9")
     x = torch.from_numpy(encode_boards([board]))

@@ -9,6 +9,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pdx_lightning.errors import UserError
 from pdx_lightning.experiments.arms import CONTROL, TEMP_LABEL, TEMPERATURES, TERM_LABEL, TERMS
 
 NM = "not measured"
@@ -16,7 +17,7 @@ NM = "not measured"
 STAGE_FILES = ("arena", "arena_sampled", "coverage", "diagnostics", "recovery")
 
 
-class ReportError(ValueError):
+class ReportError(UserError, ValueError):
     """A runs directory the report cannot read."""
 
 
@@ -78,7 +79,8 @@ def load_runs(root: str | Path) -> Runs:
     root = Path(root)
     sweep = _load(root / "sweep.json")
     if sweep is None:
-        raise ReportError(f"{root}: no sweep.json (not a `pdx sweep` output directory)")
+        raise ReportError(f"{root}: no sweep.json (not a `pdx sweep` output directory); give --runs the "
+                          f"sweep's `out` directory, e.g. runs/sweep_cpu")
     evals = {c["name"]: doc for c in sweep["cells"] if (doc := _load(root / c["dir"] / "eval.json"))}
     results = {c["name"]: doc for c in sweep["cells"] if (doc := _load(root / c["dir"] / "result.json"))}
     files = {n: _load(root / f"{n}.json") for n in STAGE_FILES}

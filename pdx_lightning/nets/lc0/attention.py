@@ -182,12 +182,12 @@ def decode(net, fmt: NetFormat, where: str) -> tuple[ModelConfig, dict[str, torc
         shapes = {k: v.shape for k, v in Chessformer(cfg).state_dict().items()}
     parts: dict[str, list] = {}
     for lc0_path, key, part in field_table(cfg, pol, pol_embed, val):
-        values = layer_values(net.weights, lc0_path, where)
         shape = shapes[key]
         if part == "T":
             shape = shape[::-1]
         elif part is not None:
             shape = (shape[0] // part[1],) + tuple(shape[1:])
+        values = layer_values(net.weights, lc0_path, where, tuple(shape), key)  # size checked, then decoded
         if values.numel() != int(np.prod(shape)):
             raise Lc0FormatError(f"{where}: weights.{lc0_path} has {values.numel()} values, expected "
                                  f"{'×'.join(map(str, shape))} = {int(np.prod(shape))} for {key}")

@@ -206,7 +206,7 @@ def decode(net, fmt: NetFormat, where: str) -> tuple[ClassicConfig, dict[str, to
     w = net.weights
 
     def values(path: str, shape: tuple[int, ...], key: str) -> torch.Tensor:
-        v = layer_values(w, path, where)
+        v = layer_values(w, path, where, shape, key)  # size checked, then decoded
         n = 1
         for d in shape:
             n *= d

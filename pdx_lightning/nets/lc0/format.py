@@ -2,7 +2,8 @@
 
 * errors: :class:`Lc0FormatError` (a file that cannot be read or mapped; a ``ModelLoadError``)
   and :class:`Lc0ExportError` (a network the format cannot express);
-* files: :func:`read_net` (``.pb.gz`` or ``.pb`` → ``schema.Net``, magic checked) and
+* files: :func:`read_net` (``.pb.gz`` or ``.pb`` → ``schema.Net``, magic checked, memory bounded:
+  :class:`Lc0FileLimitError`) and
   :func:`write_net` (``schema.Net`` → ``.pb.gz``, atomic, byte-reproducible);
 * what a file declares: :func:`detect_format` → :class:`NetFormat` (network body kind, input,
   policy, value and moves-left formats), so ``lc0.load_lc0`` can dispatch on the body;
@@ -30,8 +31,8 @@ from __future__ import annotations
 
 import gzip
 import io
+import math
 import os
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,10 +44,11 @@ from pdx_lightning.nets.lc0 import schema as P
 from pdx_lightning.nets.lc0_policy import (ATTN_TO_1858, POLICY_1858, castling_to_ours, lc0_1858_moves,
                                            policy_from_1858, policy_to_1858)
 from pdx_lightning.nets.seam import ModelLoadError
+from pdx_lightning.safeio import NET_BYTES, FileLimitError, gunzip_bounded, human
 
-__all__ = ["Lc0FormatError", "Lc0ExportError", "LayerDecodeError", "read_net", "write_net", "NetFormat",
-           "detect_format", "enum_name", "decode_layer", "encode_layer", "resolve", "layer_values",
-           "layer_size", "ATTN_TO_1858", "POLICY_1858", "lc0_1858_moves", "policy_to_1858",
+__all__ = ["Lc0FormatError", "Lc0FileLimitError", "Lc0ExportError", "LayerDecodeError", "read_net",
+           "write_net", "NetFormat", "detect_format", "enum_name", "decode_layer", "encode_layer", "resolve",
+           "layer_values", "layer_size", "ATTN_TO_1858", "POLICY_1858", "lc0_1858_moves", "policy_to_1858",
            "policy_from_1858", "castling_to_ours", "ENCODINGS"]
 
 ENCODINGS = P.ENCODINGS
@@ -54,6 +56,16 @@ ENCODINGS = P.ENCODINGS
 
 class Lc0FormatError(ModelLoadError):
     """An Lc0 weights file that is corrupt, truncated, or of a kind no pdx family can hold."""
+
+
+class Lc0FileLimitError(FileLimitError, Lc0FormatError):
+    """An Lc0 file refused by a reading bound (decompressed size, compression ratio, tower depth)
+    before it is decoded; the message says how to raise the bound for a legitimate file."""
+
+
+# Deeper than any Lc0 network (BT4: 15 encoder layers; the largest residual towers: 40 blocks); a
+# file claiming more is refused before even a meta-device model of that depth is built.
+MAX_TOWER = 512
 
 
 class Lc0ExportError(ValueError):
@@ -67,21 +79,42 @@ class LayerDecodeError(ValueError):
 # ---------------------------------------------------------------- files
 
 def read_net(path: str | os.PathLike):
-    """An Lc0 weights file (gzipped or not) as a ``schema.Net``; Lc0FormatError if it is not one."""
+    """An Lc0 weights file (gzipped or not) as a ``schema.Net``; Lc0FormatError if it is not one.
+
+    Bounded before anything is decoded: the gzip stream is decompressed with a cap
+    (:data:`safeio.NET_BYTES`, ``$PDX_MAX_NET_BYTES``, default 2 GiB: 5x a BT4 stored at 16 bits)
+    and a compression-ratio check (a gzip of zeros is refused after a few MiB), and a file declaring
+    more than :data:`MAX_TOWER` encoder layers or residual blocks is refused (Lc0FileLimitError).
+    Each layer's size is checked against the architecture before it is decoded (:func:`layer_values`).
+    """
     path = Path(path)
+    limit = NET_BYTES.value()
     try:
-        data = path.read_bytes()
-        if data[:2] == b"\x1f\x8b":
-            data = gzip.decompress(data)
-    except (OSError, EOFError, zlib.error) as e:
-        raise Lc0FormatError(f"{path}: truncated or corrupt gzip stream ({e})") from e
+        with open(path, "rb") as f:
+            gzipped = f.read(2) == b"\x1f\x8b"
+        if gzipped:
+            data = gunzip_bounded(path, limit, NET_BYTES.override(), error=Lc0FileLimitError)
+        else:
+            size = path.stat().st_size
+            if size > limit:
+                raise Lc0FileLimitError(path, f"is {human(size)} (an uncompressed Lc0 file)", human(limit),
+                                        NET_BYTES.override())
+            data = path.read_bytes()
+    except OSError as e:
+        raise Lc0FormatError(f"{path}: cannot be read ({e})") from e
     try:
         net = P.Net.FromString(data)
     except (DecodeError, RuntimeError, ValueError) as e:
         raise Lc0FormatError(f"{path}: not a readable Lc0 protobuf (net.proto Net): {e}") from e
+    del data
     if not net.HasField("magic") or net.magic != P.MAGIC:
         found = f"0x{net.magic:x}" if net.HasField("magic") else "none"
         raise Lc0FormatError(f"{path}: not an Lc0 weights file (magic {found}, expected 0x{P.MAGIC:x})")
+    for tower in ("encoder", "residual"):
+        depth = len(getattr(net.weights, tower))
+        if depth > MAX_TOWER:
+            raise Lc0FileLimitError(path, f"declares {depth:,} {tower} layers (no Lc0 network has more than "
+                                          f"~40)", f"{MAX_TOWER}")
     return net
 
 
@@ -235,12 +268,20 @@ def layer_size(weights, path: str, where: str) -> int:
     return len(layer.params) // (4 if layer.encoding == P.FLOAT32 else 2)
 
 
-def layer_values(weights, path: str, where: str) -> torch.Tensor:
+def layer_values(weights, path: str, where: str, shape: tuple[int, ...] | None = None,
+                 key: str = "") -> torch.Tensor:
     """The decoded flat float32 values of the layer at ``weights.<path>``; Lc0FormatError naming
-    the path if it is missing, empty or undecodable."""
+    the path if it is missing, empty or undecodable, or, given the ``shape`` the architecture
+    expects (for parameter ``key``), if its byte count holds another number of values: checked
+    before decoding, so a huge or lying layer never gets its (2-4x larger) float copy allocated."""
     layer = resolve(weights, path)
     if layer is None or not layer.params:
         raise Lc0FormatError(f"{where}: missing weights.{path}")
+    if shape is not None:
+        n, want = layer_size(weights, path, where), math.prod(shape)
+        if n != want:
+            raise Lc0FormatError(f"{where}: weights.{path} has {n} values, expected "
+                                 f"{'×'.join(map(str, shape))} = {want}" + (f" for {key}" if key else ""))
     try:
         return decode_layer(layer)
     except LayerDecodeError as e:

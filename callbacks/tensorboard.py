@@ -1,0 +1,212 @@
+"""TensorBoard views of a fit: the HParams table and the policy of the online network against the base.
+
+* :class:`HParamsSummary` writes the run's hyperparameters (self-play settings flattened as
+  ``selfplay/temperature``, ``selfplay/n_games``, ...; the trainer's ``max_steps`` and world size)
+  as an HParams session, with the metrics that matter as its columns. TensorBoard fills the columns
+  from the run's own scalars of those names, so nothing is logged twice. (Lightning writes an HParams
+  session only together with a ``hp_metric`` placeholder, which the configs switch off.)
+* :class:`PolicySnapshot` draws, for a fixed set of positions, the move probabilities of two of the
+  module's networks side by side (default: the frozen base π_base and the online π_θ) as an image
+  (``policy/snapshot``), with each position's KL(π_base‖π_θ) (the forward KL of Eq. 7) and both
+  entropies, every ``every_n_steps`` optimizer steps, at the start and at the end.
+
+Both write on global rank 0 only, to every :class:`~lightning.pytorch.loggers.TensorBoardLogger` of
+the trainer; without one they do nothing.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import chess
+import lightning as L
+import numpy as np
+import torch
+from lightning.pytorch.loggers import TensorBoardLogger
+
+from pdx_lightning.chess.moves import index_to_move
+from pdx_lightning.chess.openings import parse_line
+from pdx_lightning.nets.inference import evaluate_boards
+
+__all__ = ["DEFAULT_HPARAM_METRICS", "DEFAULT_POSITIONS", "HParamsSummary", "PolicySnapshot",
+           "flatten_hparams", "tensorboard_writers"]
+
+DEFAULT_HPARAM_METRICS = ("puzzles/acc", "puzzles/p_star_geo", "mates/acc_1", "mates/acc_2",
+                          "policy/entropy", "kl/forward_to_base", "kl/reverse_to_base", "loss/total",
+                          "selfplay/tau_mean", "selfplay/game_length", "perf/transitions_per_s")
+
+# name -> UCI line from the standard start (the history is part of the network's input)
+DEFAULT_POSITIONS: dict[str, str] = {
+    "start": "",
+    "Ruy Lopez, 4.Ba4 Nf6": "e2e4 e7e5 g1f3 b8c6 f1b5 a7a6 b5a4 g8f6",
+    "Sicilian Najdorf, 6.Be3": "e2e4 c7c5 g1f3 d7d6 d2d4 c5d4 f3d4 g8f6 b1c3 a7a6 c1e3",
+    "QGD, 5.Bg5": "d2d4 d7d5 c2c4 e7e6 b1c3 g8f6 c1g5 f8e7",
+}
+
+
+def tensorboard_writers(trainer: L.Trainer) -> list:
+    """The ``SummaryWriter`` of every TensorBoard logger (empty off global rank 0, and where Lightning's
+    rank-zero guard hands out its dummy experiment)."""
+    if not trainer.is_global_zero:
+        return []
+    from torch.utils.tensorboard import SummaryWriter  # noqa: PLC0415
+
+    writers = [lg.experiment for lg in trainer.loggers if isinstance(lg, TensorBoardLogger)]
+    return [w for w in writers if isinstance(w, SummaryWriter)]
+
+
+def _plain(value: Any) -> bool | int | float | str:
+    if isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        return value.item()
+    return str(value)
+
+
+def flatten_hparams(hparams: dict, prefix: str = "") -> dict[str, bool | int | float | str]:
+    """Nested hyperparameters as ``{"a/b": scalar}`` (lists and None as text; ``_``-keys dropped)."""
+    flat: dict[str, bool | int | float | str] = {}
+    for key, value in hparams.items():
+        if str(key).startswith("_"):
+            continue
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flatten_hparams(value, name + "/"))
+        else:
+            flat[name] = _plain(value)
+    return flat
+
+
+class HParamsSummary(L.Callback):
+    """The run's hyperparameters as a TensorBoard HParams session, with ``metrics`` as its columns.
+
+    Args:
+        metrics: scalar tags shown as HParams columns (tags the run never logs stay empty).
+    """
+
+    def __init__(self, metrics: Sequence[str] = DEFAULT_HPARAM_METRICS) -> None:
+        self.metrics = list(metrics)
+
+    def hparams(self, trainer: L.Trainer, pl_module: L.LightningModule) -> dict:
+        """What the session records: the module's hyperparameters plus the trainer's budget and scale."""
+        flat = flatten_hparams(dict(pl_module.hparams))
+        flat["trainer/max_steps"] = int(trainer.max_steps)
+        flat["trainer/world_size"] = int(trainer.world_size)
+        return flat
+
+    def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        writers = tensorboard_writers(trainer)
+        if not writers:
+            return
+        from torch.utils.tensorboard.summary import hparams  # noqa: PLC0415
+
+        exp, ssi, sei = hparams(self.hparams(trainer, pl_module), {m: 0.0 for m in self.metrics})
+        for writer in writers:
+            fw = writer._get_file_writer()
+            for summary in (exp, ssi, sei):
+                fw.add_summary(summary)
+            writer.flush()
+
+
+class PolicySnapshot(L.Callback):
+    """Move probabilities of two networks of the module on fixed positions, as a TensorBoard image.
+
+    Args:
+        every_n_steps: drawing period in optimizer steps (also at the start and at the end).
+        positions: ``{name: position}``, each a UCI line from the standard start or a FEN (default:
+            the start and three opening tabiyas).
+        reference: the module attribute holding the reference network (``base``: π_base).
+        network: the module attribute holding the network being trained (``online``: π_θ).
+        top_k: moves shown per position: the union of both networks' ``top_k`` most likely moves.
+    """
+
+    def __init__(self, every_n_steps: int = 50, positions: dict[str, str] | None = None,
+                 reference: str = "base", network: str = "online", top_k: int = 5) -> None:
+        if every_n_steps < 1 or top_k < 1:
+            raise ValueError(f"PolicySnapshot needs every_n_steps >= 1 and top_k >= 1, got {every_n_steps}, "
+                             f"{top_k}")
+        self.every, self.reference, self.network, self.top_k = every_n_steps, reference, network, top_k
+        chosen = DEFAULT_POSITIONS if positions is None else positions
+        self.positions = {name: parse_line(text, where=f"PolicySnapshot position {name!r}").board
+                          if text.strip() else chess.Board() for name, text in chosen.items()}
+        self.drawn: list[int] = []
+
+    # ---- data -------------------------------------------------------------------------------
+    def probabilities(self, pl_module: L.LightningModule) -> list[dict]:
+        """Per position: the moves shown (SAN), both networks' probabilities of them, KL and entropies."""
+        boards = list(self.positions.values())
+        logps = []
+        for attr in (self.reference, self.network):
+            net = getattr(pl_module, attr)
+            was = net.training
+            net.eval()
+            try:
+                with torch.inference_mode():
+                    logps.append(evaluate_boards(net, boards)[0])
+            finally:
+                net.train(was)
+        ref, cur = logps
+        rows = []
+        for i, (name, board) in enumerate(self.positions.items()):
+            p, q = ref[i].exp(), cur[i].exp()
+            legal = torch.isfinite(ref[i])
+            k = min(self.top_k, int(legal.sum()))
+            idx = sorted(set(p.topk(k).indices.tolist()) | set(q.topk(k).indices.tolist()),
+                         key=lambda j: -float(p[j] + q[j]))
+            kl = float((p[legal] * (ref[i][legal] - cur[i][legal])).sum())
+            rows.append({"name": name, "moves": [board.san(index_to_move(j, board)) for j in idx],
+                         "reference": [float(p[j]) for j in idx], "network": [float(q[j]) for j in idx],
+                         "kl": kl, "h_reference": float(-(p[legal] * ref[i][legal]).sum()),
+                         "h_network": float(-(q[legal] * cur[i][legal]).sum())})
+        return rows
+
+    def image(self, rows: list[dict], step: int) -> np.ndarray:
+        """The grouped bar charts as an ``(H, W, 3)`` uint8 image."""
+        from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: PLC0415
+        from matplotlib.figure import Figure  # noqa: PLC0415
+
+        cols = min(2, len(rows))
+        nrows = math.ceil(len(rows) / cols)
+        fig = Figure(figsize=(5.2 * cols, 3.0 * nrows), dpi=80)
+        for k, row in enumerate(rows):
+            ax = fig.add_subplot(nrows, cols, k + 1)
+            y = np.arange(len(row["moves"]))
+            ax.barh(y - 0.2, row["reference"], height=0.4, color="0.6", label=self.reference)
+            ax.barh(y + 0.2, row["network"], height=0.4, color="tab:blue", label=self.network)
+            ax.set_yticks(y, row["moves"])
+            ax.invert_yaxis()
+            ax.set_xlim(0, max(0.05, 1.15 * max(row["reference"] + row["network"])))
+            ax.set_xlabel("probability", fontsize=8)
+            ax.set_title(f"{row['name']}\nKL({self.reference}‖{self.network}) {row['kl']:.3f}, "
+                         f"H {row['h_reference']:.2f} / {row['h_network']:.2f}", fontsize=9)
+            ax.tick_params(labelsize=8)
+            if k == 0:
+                ax.legend(fontsize=8, loc="lower right")
+        fig.suptitle(f"policy at step {step}", fontsize=10)
+        fig.tight_layout()
+        canvas = FigureCanvasAgg(fig)
+        canvas.draw()
+        return np.asarray(canvas.buffer_rgba())[..., :3].copy()
+
+    # ---- hooks ------------------------------------------------------------------------------
+    def _draw(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        writers = tensorboard_writers(trainer)
+        if not writers or not all(hasattr(pl_module, a) for a in (self.reference, self.network)):
+            return
+        step = trainer.global_step
+        img = self.image(self.probabilities(pl_module), step)
+        for writer in writers:
+            writer.add_image("policy/snapshot", img, step, dataformats="HWC")
+        self.drawn.append(step)
+
+    def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        self._draw(trainer, pl_module)
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        step = trainer.global_step
+        if step % self.every == 0 and (not self.drawn or self.drawn[-1] != step):
+            self._draw(trainer, pl_module)
+
+    def on_train_end(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if not self.drawn or self.drawn[-1] != trainer.global_step:
+            self._draw(trainer, pl_module)
