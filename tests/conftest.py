@@ -24,3 +24,18 @@ def rank_zero():
     yield
     for f, rank in saved:
         f.rank = rank
+
+
+@pytest.fixture(autouse=True)
+def restore_environment():
+    """Every test leaves ``os.environ`` as it found it. Lightning's cluster environments write
+    MASTER_ADDR / MASTER_PORT / NODE_RANK straight into ``os.environ`` (monkeypatch cannot undo what it
+    did not set): a simulated SLURM worker left MASTER_ADDR=gpu07 behind, and a later subprocess DDP
+    run waited forever to rendezvous with that host."""
+    import os
+
+    saved = dict(os.environ)
+    yield
+    for k in set(os.environ) - set(saved):
+        del os.environ[k]
+    os.environ.update(saved)
