@@ -38,7 +38,7 @@ TARGET = 1.10
 
 
 class StepProbe:
-    """Wraps the module's step, its dataset's evaluations and completions; runs the reference after each step."""
+    """Wraps the module's step, its dataset's evaluations and completions; the reference after each step."""
 
     def __init__(self, m, warmup: int) -> None:
         from pdx_lightning.rl.objectives import masked_log_softmax, pdx_loss_from_log_probs  # noqa: PLC0415
@@ -89,7 +89,7 @@ class StepProbe:
         rho, adv = torch.ones(n), torch.full((n,), 0.1)
         target = torch.full((n, 3), 1 / 3)
         c, t = time.process_time(), time.perf_counter()
-        for name, k in calls:                                       # base(s), ema(s), ema(s'), as the step did
+        for name, k in calls:                           # base(s), ema(s), ema(s'), as the step did
             evaluate(getattr(m.dataset.networks, name), batch.x[:k], batch.mask[:k], mb)
         self.ref_opt.zero_grad()
         for start in range(0, n, mb):
@@ -97,7 +97,8 @@ class StepProbe:
             out = self.ref_online(batch.x[sl])
             log_p = self.masked_log_softmax(out.policy, batch.mask[sl])
             loss = self.loss_fn(log_p, out.wdl, batch.mask[sl], action[sl], rho[sl], adv[sl], target[sl],
-                                batch.log_p_base[sl], kind=m.hparams.exploration, beta=m.beta, c_v=m.hparams.c_v)
+                                batch.log_p_base[sl], kind=m.hparams.exploration, beta=m.beta,
+                                c_v=m.hparams.c_v)
             (loss.total * ((sl.stop - sl.start) / n)).backward()
         self.ref_opt.step()
         return time.perf_counter() - t, time.process_time() - c
@@ -125,7 +126,8 @@ def run(model: str, games: int, steps: int, warmup: int, micro_batch: int, reuse
     ratio_cpu = [r["step_cpu_s"] / r["ref_cpu_s"] for r in rows]
     med = statistics.median
     return {"model": model, "games": games, "threads": torch.get_num_threads(), "steps": len(rows),
-            "warmup": warmup, "micro_batch": micro_batch, "rows": probe.rows, "total_s": time.perf_counter() - t,
+            "warmup": warmup, "micro_batch": micro_batch, "rows": probe.rows,
+            "total_s": time.perf_counter() - t,
             "step_s": med(r["step_s"] for r in rows), "ref_s": med(r["ref_s"] for r in rows),
             "transitions_per_s": games / med(r["step_s"] for r in rows),
             "passes_per_step": med(r["no_grad_positions"] / r["n"] for r in rows) + 1,
@@ -135,14 +137,15 @@ def run(model: str, games: int, steps: int, warmup: int, micro_batch: int, reuse
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", action="append", help="base network(s) (default: base:small and base:maia-1900)")
+    ap.add_argument("--model", action="append",
+                    help="base network(s) (default: base:small and base:maia-1900)")
     ap.add_argument("--games", type=int, nargs="+", default=[256, 1024], help="N, games in flight")
     ap.add_argument("--steps", type=int, default=5, help="measured steps (each paired with a reference)")
     ap.add_argument("--warmup", type=int, default=2, help="steps (and references) excluded first")
     ap.add_argument("--micro-batch", type=int, default=256)
     ap.add_argument("--threads", type=int, nargs="+", default=[1], help="torch threads (e.g. 1 2)")
     ap.add_argument("--opening-max-moves", type=int, default=20,
-                    help="opening randomization before step 1 (warm-up only; the default 60 just takes longer)")
+                    help="opening randomization before step 1 (warm-up only; 60, the default, takes longer)")
     ap.add_argument("--reuse-successor-eval", action="store_true")
     ap.add_argument("--report", default="selfplay", help="reports/maia/<name>.md|json ('' for none)")
     args = ap.parse_args()
@@ -151,10 +154,11 @@ def main() -> int:
     before = machine_note()
     results = []
     lines = ["## Self-play step vs its network work alone (ratio target ≤ 1.10 at N = 1,024)", "",
-             f"micro-batch {args.micro_batch}, {args.warmup} warm-up steps excluded, {args.steps} measured steps "
-             f"each paired with its reference (interleaved); ratio = step / reference, median (min–max).", "",
-             "| model | N | threads | s/step | transitions/s | network passes/step | reference s | ratio (wall) "
-             "| ratio (CPU) | target |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+             f"micro-batch {args.micro_batch}, {args.warmup} warm-up steps excluded, {args.steps} measured "
+             f"steps each paired with its reference (interleaved); ratio = step / reference, median "
+             f"(min–max).", "",
+             "| model | N | threads | s/step | transitions/s | network passes/step | reference s "
+             "| ratio (wall) | ratio (CPU) | target |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     print("\n".join(lines), flush=True)
     for model in models:
         for g in args.games:
