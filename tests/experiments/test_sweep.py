@@ -14,7 +14,7 @@ import yaml
 from pdx_lightning import cli
 from pdx_lightning.evaluation.suite import SuiteSpec, load_suite
 from pdx_lightning.experiments.sweep import command, lock, train
-from pdx_lightning.experiments.sweep.config import SweepConfigError, load_config
+from pdx_lightning.experiments.sweep.config import SweepConfigError, load_config, plan
 from pdx_lightning.experiments.sweep.record import select
 from pdx_lightning.experiments.sweep.train import SweepError
 from pdx_lightning.supervised import control
@@ -191,6 +191,8 @@ def test_the_lock_works_on_a_file_system_without_hard_links(tmp_path, monkeypatc
     ({"analyses": {"run": ["coverge"]}}, r"analyses.run: expected one of coverage, diagnostics, recovery, got coverge"),
     ({"selfplay": {"n_games": 8}}, r"selfplay: \['n_games'\] are set by the sweep"),
     ({"control": {"enabled": True}}, r"control.enabled needs control.pool"),
+    ({"cells": ["forward_kl-fixed-*"]}, r"cells: \['forward_kl-fixed-\*'\] match no cell of the grid "
+                                        r"\['none-adaptive', 'forward_kl-adaptive-b0.01'\]"),
 ])
 def test_sweep_yaml_errors_name_the_key(tmp_path, over, message):
     with pytest.raises(SweepConfigError, match=message) as err:
@@ -339,6 +341,25 @@ def test_only_selects_cells_by_name(tmp_path, capsys):
     cfg = write_config(tmp_path)
     assert run_sweep("--config", str(cfg), "--dry-run", "--only", "forward_kl-*") == 0
     assert [line.split()[0] for line in capsys.readouterr().out.splitlines()] == ["forward_kl-adaptive-b0.01"]
+
+
+def test_the_cells_key_picks_cells_of_the_grid_and_keeps_the_control(tmp_path, capsys):
+    """conf/sweep_maia.yaml's shape: a grid, then name globs choosing cells of it (plan order)."""
+    cfg = write_config(tmp_path, terms=["none", "entropy", "forward_kl"], temperatures=["adaptive", "fixed"],
+                       betas=[1e-3, 1e-2], cells=["forward_kl-adaptive-*", "*-b0.01", "none-fixed"],
+                       control={"enabled": True, "pool": [POOL]})
+    assert run_sweep("--config", str(cfg), "--dry-run") == 0
+    assert [line.split()[0] for line in capsys.readouterr().out.splitlines()] == [
+        "none-fixed", "entropy-adaptive-b0.01", "entropy-fixed-b0.01", "forward_kl-adaptive-b0.001",
+        "forward_kl-adaptive-b0.01", "forward_kl-fixed-b0.01", "control"]
+
+
+def test_the_shipped_maia_sweep_plans_the_issue_cells():
+    cfg = load_config(Path(__file__).parents[2] / "conf" / "sweep_maia.yaml")
+    assert [c.name for c in plan(cfg)] == [
+        "none-adaptive", "entropy-adaptive-b0.01", "reverse_kl-adaptive-b0.01", "forward_kl-adaptive-b0.001",
+        "forward_kl-adaptive-b0.01", "forward_kl-adaptive-b0.1", "forward_kl-fixed-b0.01", "control"]
+    assert (cfg.steps, cfg.games, cfg.base) == (2000, 128, "base:maia-1900")
 
 
 def test_missing_suites_or_base_fail_before_any_training(tmp_path, launches):

@@ -9,10 +9,11 @@ suite's ``path`` as one string.
 from __future__ import annotations
 
 import copy
+import fnmatch
 import functools
 import re
 import typing
-from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -101,6 +102,7 @@ class SweepConfig:
     terms: list[Term] = field(default_factory=lambda: list(TERMS))
     temperatures: list[Temperature] = field(default_factory=lambda: list(TEMPERATURES))
     betas: list[float] = field(default_factory=lambda: list(PAPER_BETAS))
+    cells: list[str] | None = None  # name globs: run only these cells of the grid (null: every cell)
     model: dict[str, Any] = field(default_factory=dict)     # further PDXModule arguments (learning rates...)
     selfplay: dict[str, Any] = field(default_factory=dict)  # further SelfPlayConfig fields
     trainer: dict[str, Any] = field(default_factory=dict)   # further Trainer arguments, every cell
@@ -120,6 +122,10 @@ class SweepConfig:
         if self.control.enabled and not self.control.pool:
             raise ValueError("control.enabled needs control.pool "
                              "(puzzle CSVs disjoint from every eval suite)")
+        if self.cells is not None:
+            grid = [c.name for c in plan(replace(self, cells=None)) if c.kind == "rl"]
+            if unmatched := [g for g in self.cells if not fnmatch.filter(grid, g)]:
+                raise ValueError(f"cells: {unmatched} match no cell of the grid {grid}")
 
 
 # ---------------------------------------------------------------- reading it
@@ -251,6 +257,8 @@ def plan(cfg: SweepConfig) -> list[Cell]:
             for beta in ([0.0] if term not in REGULARIZED else cfg.betas):
                 name = f"{term}-{temp}" if term not in REGULARIZED else f"{term}-{temp}-b{beta:g}"
                 cells.append(Cell(name, "rl", term, temp, beta))
+    if cfg.cells is not None:
+        cells = [c for c in cells if any(fnmatch.fnmatch(c.name, g) for g in cfg.cells)]
     if cfg.control.enabled:
         cells.append(Cell("control", "control"))
     return cells
