@@ -5,6 +5,7 @@ a recorder that runs the same command line through ``pdx_lightning.cli.main`` / 
 generated configs go through LightningCLI for real and every launch is counted.
 """
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -335,6 +336,53 @@ def test_stages_run_once_all_cells_are_done_and_no_stages_skips_them(tmp_path, m
                             "coverage": "coverage.json", "diagnostics": "diagnostics.json"}
     calls.clear()
     assert run_sweep("--config", str(tmp_path / "s.yaml")) == 0 and calls == []  # their JSON exists
+
+
+def test_arena_of_every_cell_with_anchors_and_the_base_file(tmp_path, monkeypatch):
+    """arena.models: all puts every RL cell in the argmax arena (not only each arm's β*), then the control,
+    then the anchors; {base_file} becomes the base's resolved file; the sampled arena has no anchors."""
+    import shutil
+
+    out = tmp_path / "runs"
+    shutil.copytree(FIX / "report" / "runs", out)
+    for name in ("arena.json", "diagnostics.json", "coverage.json"):
+        (out / name).unlink(missing_ok=True)
+    cfg = json.loads((out / "sweep.json").read_text())["config"]
+    cfg.update(out=str(out), base="base:small", eval={"selection": SAMPLE}, analyses=None,
+               control={"enabled": True, "pool": [POOL]},
+               arena={"games": 2, "base_games": 4, "sampled_games": 2, "models": "all",
+                      "anchors": {"sf1": "sf:nodes=1", "same": f"uci:{sys.executable} --weights={{base_file}}"}})
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))   # anchors keep their order
+    calls = []
+
+    def fake(cmd, log_path):
+        calls.append(cmd)
+        Path(cmd[cmd.index("--json") + 1]).write_text("{}")
+        return 0
+
+    monkeypatch.setattr(train, "launch", fake)
+    assert run_sweep("--config", str(tmp_path / "s.yaml")) == 0
+    doc = json.loads((out / "sweep.json").read_text())
+    rl = [c["name"] for c in doc["cells"] if c["kind"] == "rl"]
+    assert len(rl) > len(doc["selected"])                # more than the β* cells
+    argmax, sampled = calls
+    labels = [argmax[i + 1] for i, a in enumerate(argmax) if a == "--label"]
+    models = [argmax[i + 1] for i, a in enumerate(argmax) if a == "--model"]
+    assert labels == ["base", *rl, "control", "sf1", "same"]
+    from pdx_lightning.nets import resolve_model_path
+    assert models[-2:] == ["sf:nodes=1", f"uci:{sys.executable} --weights={resolve_model_path('base:small')}"]
+    assert "sf1" not in sampled and "same" not in sampled
+
+
+def test_arena_anchors_that_cannot_run_fail_before_any_training(tmp_path, launches):
+    cfg = write_config(tmp_path, arena={"anchors": {"gone": "uci:/nonexistent/lc0 --threads=1",
+                                                    "file": "uci:lc0 --weights={base_file}"}})
+    with pytest.raises(SweepConfigError) as err:
+        run_sweep("--config", str(cfg))
+    assert "arena anchor 'gone': command ['/nonexistent/lc0'] not found" in str(err.value)
+    assert "arena anchor 'file'" in str(err.value) and "has no file" in str(err.value)   # base random:tiny
+    assert launches.calls == []
+    assert run_sweep("--config", str(cfg), "--train-only") == 0   # training does not need the arena
 
 
 def test_only_selects_cells_by_name(tmp_path, capsys):

@@ -10,6 +10,7 @@ from pdx_lightning.experiments.sweep.config import Cell, SweepConfig, SweepConfi
 from pdx_lightning.experiments.sweep.evaluate import Evaluator, run_cell
 from pdx_lightning.experiments.sweep.lock import check_lock
 from pdx_lightning.experiments.sweep.record import finish
+from pdx_lightning.experiments.sweep.stages import anchor_problems
 from pdx_lightning.experiments.sweep.train import fit_command, train_cell
 
 
@@ -27,7 +28,7 @@ def preflight(cfg: SweepConfig, cells: list[Cell] | None = None, evaluate: bool 
         resolve_model_path(cfg.base)
     except ModelLoadError as e:
         problems.append(str(e))
-    return problems
+    return problems + (anchor_problems(cfg) if evaluate else [])
 
 
 def cell_state(cell_dir: Path) -> str:

@@ -69,6 +69,10 @@ class ArenaConfig:
     sampled_games: int = 0   # games per pair of the sampled round robin (Table 5 Elo); 0 = skip it
     openings: str | None = None
     args: list[str] = field(default_factory=list)  # further `pdx arena` flags
+    models: Literal["selected", "all"] = "selected"  # the β* cell of each arm, or every RL cell
+    # fixed players of the argmax arena, label -> `pdx arena --model` spec (sf:nodes=10, uci:CMD); in a
+    # spec, {base_file} is the base's resolved file (e.g. the real Lc0 on the same network)
+    anchors: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

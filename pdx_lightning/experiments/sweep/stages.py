@@ -36,8 +36,10 @@ def run_stages(cfg: SweepConfig, out: Path, doc: dict) -> None:
     chosen = [by_name[s["cell"]] for s in doc["selected"]]
     if cfg.arena:
         a = cfg.arena
-        players = [("base", cfg.base)] + [(c["name"], c["checkpoint"]) for c in chosen]
+        models = [c for c in doc["cells"] if c["kind"] == "rl"] if a.models == "all" else chosen
+        players = [("base", cfg.base)] + [(c["name"], c["checkpoint"]) for c in models]
         players += [("control", by_name["control"]["checkpoint"])] if doc["control"] else []
+        players += [(label, anchor_spec(spec, cfg.base)) for label, spec in a.anchors.items()]
         flags = [f for lab, m in players for f in ("--model", m, "--label", lab)]
         common = ["--quiet", *(["--openings", a.openings] if a.openings else []), *a.args]
         run_stage(out, "arena", ["arena", *flags, "--games", str(a.games), "--base-games", str(a.base_games),
@@ -56,6 +58,37 @@ def run_stages(cfg: SweepConfig, out: Path, doc: dict) -> None:
             continue
         extra = cfg.analyses.args.get(name, [])
         run_stage(out, name, ["eval", name, *_analysis_flags(cfg, name, chosen), *extra])
+
+
+def anchor_spec(spec: str, base: str) -> str:
+    """An arena anchor's player spec with ``{base_file}`` replaced by the base's resolved file."""
+    if "{base_file}" not in spec:
+        return spec
+    from pdx_lightning.nets import resolve_model_path  # noqa: PLC0415
+
+    if (path := resolve_model_path(base)) is None:
+        raise SweepError(f"arena anchor {spec!r} names {{base_file}}, but the base {base!r} has no file")
+    return spec.replace("{base_file}", str(path))
+
+
+def anchor_problems(cfg: SweepConfig) -> list[str]:
+    """Arena anchors that would fail after hours of training: a ``uci:`` command not found, a
+    ``{base_file}`` without a file."""
+    import shlex  # noqa: PLC0415
+    import shutil  # noqa: PLC0415
+
+    problems = []
+    for label, spec in (cfg.arena.anchors if cfg.arena else {}).items():
+        try:
+            spec = anchor_spec(spec, cfg.base)
+        except (SweepError, ValueError) as e:   # ModelLoadError is a ValueError
+            problems.append(f"arena anchor {label!r}: {e}")
+            continue
+        if spec.startswith("uci"):
+            words = shlex.split(spec.split(":", 1)[1]) if ":" in spec else []
+            if not words or shutil.which(words[0]) is None:
+                problems.append(f"arena anchor {label!r}: command {words[:1]} not found")
+    return problems
 
 
 def _analysis_flags(cfg: SweepConfig, name: str, chosen: list[dict]) -> list[str]:
