@@ -1,5 +1,6 @@
 """Supervised distillation on a committed 400-position shard fixture
 (made by `pdx data positions --out … --positions 400 --workers 1 --nodes 300 --shard-size 200`)."""
+import chess
 import lightning as L
 import pytest
 import numpy as np
@@ -8,6 +9,8 @@ import torch
 from pdx_lightning.supervised.distill import DistillModule, ShardDataModule, pack_shard
 from pdx_lightning.chess.encoding import encode_boards, encode_packed
 from pdx_lightning.nets import load_model
+from pdx_lightning.chess.moves import legal_mask
+from pdx_lightning.chess.policy import masked_log_softmax
 from pdx_lightning.supervised.shards import load_all
 
 torch.set_num_threads(1)
@@ -119,3 +122,49 @@ def test_opening_positions_are_oversampled_deterministically():
     assert len(trained_opening) and (counts[trained_opening] == 2).all()
     with pytest.raises(ValueError, match="opening_repeats"):
         ShardDataModule(shards=SHARDS, opening_repeats=0)
+
+
+def test_the_shipped_maia_distillation_recipe_runs_and_exports_under_runs(tmp_path):
+    """conf/pretrain_maia.yaml as a user runs it (`pdx pretrain`), 2 steps on the shard fixture: it starts
+    from Maia-1900 (not a fresh network: the exported policy stays close to Maia's), keeps the classic
+    family, and writes its export under runs/ (a GPL-derived network is never written into data/)."""
+    import os
+    from pathlib import Path
+
+    from pdx_lightning import cli
+    from pdx_lightning.nets.bundled import BundledNetworkError, resolve_bundled
+
+    try:
+        resolve_bundled("maia-1900")
+    except BundledNetworkError as e:
+        pytest.skip(f"base:maia-1900 is not available ({e})")
+    root = Path(__file__).parents[2]
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        rc = cli.main(["pretrain", "--config", str(root / "conf" / "pretrain_maia.yaml"),
+                       "--data.shards", str(root / SHARDS), "--data.batch_size", "16",
+                       "--trainer.max_steps", "2", "--trainer.val_check_interval", "2",
+                       "--model.warmup_steps", "1", "--trainer.enable_progress_bar", "false",
+                       "--trainer.enable_model_summary", "false"])
+    finally:
+        os.chdir(cwd)
+    assert rc in (0, None)
+    out = tmp_path / "runs" / "pretrain_maia" / "maia_1900_distilled.pt"
+    distilled, maia = load_model(str(out)), load_model("base:maia-1900")
+    assert type(distilled).__name__ == type(maia).__name__ == "ClassicResNet"
+    boards = [chess.Board(), chess.Board("r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3")]
+    x = torch.from_numpy(encode_boards(boards))
+    with torch.no_grad():
+        a, b = distilled(x), maia(x)
+    fresh = load_model("random:classic-maia")
+    with torch.no_grad():
+        c = fresh(x)
+    mask = legal_mask(boards)
+
+    def kl(p, q):   # KL(p || q) over the legal moves, mean over the positions
+        lp, lq = masked_log_softmax(p, mask), masked_log_softmax(q, mask)
+        return float((lp.exp() * (lp - lq)).where(mask, 0.0).sum(-1).mean())
+
+    assert 0 < kl(b.policy, a.policy) < 0.5 < kl(b.policy, c.policy)   # moved, from Maia (not a fresh net)
+    assert not any((root / "data").glob("maia*"))
