@@ -58,6 +58,7 @@ from pdx_lightning.chess.rules import GameResult, Reason, game_end
 from pdx_lightning.errors import UserError
 from pdx_lightning.evaluation import elo, match
 from pdx_lightning.nets.inference import evaluate
+from pdx_lightning.runtime.progress import progress as progress_bar
 from pdx_lightning.engines.external import is_uci_spec, parse_uci_spec
 from pdx_lightning.engines.stockfish import RestartingEngine, is_stockfish_spec, open_engine, parse_stockfish_spec
 
@@ -250,11 +251,7 @@ def play_games(players: list, openings: list[Opening], schedule: list[tuple[int,
     pending = deque(enumerate(schedule))
     active: list[Game] = []
     done: list[Game] = []
-    bar = None
-    if progress:
-        from tqdm import tqdm  # noqa: PLC0415
-
-        bar = tqdm(total=len(schedule), desc="arena", unit="game")
+    bar = progress_bar(total=len(schedule), desc="arena", unit="game", leave=True, disable=not progress)
     try:
         while pending or active:
             while pending and len(active) < concurrency:
@@ -284,11 +281,9 @@ def play_games(players: list, openings: list[Opening], schedule: list[tuple[int,
                 if on_finish is not None:
                     for g in finished:
                         on_finish(g)
-                if bar:
-                    bar.update(len(finished))
+                bar.update(len(finished))
     finally:
-        if bar:
-            bar.close()
+        bar.close()
     return sorted(done, key=lambda g: g.id)
 
 

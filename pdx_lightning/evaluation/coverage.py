@@ -59,6 +59,9 @@ from pdx_lightning.evaluation.play import (TABIYAS, ModelCache, PlayModeError, a
 from pdx_lightning.evaluation.puzzles import table
 from pdx_lightning.nets.inference import evaluate
 from pdx_lightning.chess.moves import index_to_move, indices_mask, legal_indices
+from pdx_lightning.runtime.progress import progress
+
+TICK = 1000  # draws between progress reports of run_seed
 
 
 class PolicySource(Protocol):
@@ -246,9 +249,12 @@ class CoverageTree:
         self.root_rem = sum(rem[0:count[0]])
         return mass
 
-    def run_seed(self, seed: int, max_draws: int, target: float | None = None) -> tuple[np.ndarray, bool]:
+    def run_seed(self, seed: int, max_draws: int, target: float | None = None,
+                 on_draws: Callable[[int], None] | None = None) -> tuple[np.ndarray, bool]:
         """Masses of successive draws for one seed, stopping at ``max_draws``, at ``target`` (if given)
-        or when every line of positive mass is drawn; returns ``(masses, exhausted)``."""
+        or when every line of positive mass is drawn; returns ``(masses, exhausted)``.
+
+        ``on_draws(n)`` is told of the draws made, every :data:`TICK` draws and at the end (a progress bar)."""
         self.reset()
         rand = random.Random(seed).random
         masses, total = [], 0.0
@@ -256,8 +262,12 @@ class CoverageTree:
             m = self.draw(rand)
             masses.append(m)
             total += m
+            if on_draws is not None and len(masses) % TICK == 0:
+                on_draws(TICK)
             if target is not None and total >= target:
                 break
+        if on_draws is not None and len(masses) % TICK:
+            on_draws(len(masses) % TICK)
         return np.asarray(masses, dtype=np.float64), self.root_rem <= 0.0
 
 
@@ -292,17 +302,25 @@ def summarize_seeds(runs: Sequence[np.ndarray], exhausted: Sequence[bool], targe
 
 
 def coverage(source: PolicySource, depth: int, seeds: Sequence[int], max_draws: int, target: float = 0.95,
-             until: str = "target", expand_batch: int = 1024) -> dict:
-    """Ω^N_K for one policy and root over ``seeds`` (one shared, lazily expanded tree); see module docstring."""
+             until: str = "target", expand_batch: int = 1024, progress_desc: str | None = None) -> dict:
+    """Ω^N_K for one policy and root over ``seeds`` (one shared, lazily expanded tree); see module docstring.
+
+    ``progress_desc`` names a progress bar counting draws (None: no bar); its total is known only for
+    ``until="draws"`` (a seed stopping at the target stops early), the postfix tells the seed."""
     if until not in ("target", "draws"):
         raise ValueError(f"until must be 'target' or 'draws', got {until!r}")
     tree = CoverageTree(source, depth, expand_batch)
     runs, exhausted = [], []
     t0, c0 = time.perf_counter(), time.process_time()
-    for seed in seeds:
-        m, ex = tree.run_seed(seed, max_draws, target if until == "target" else None)
-        runs.append(m)
-        exhausted.append(ex)
+    budget = len(seeds) * max_draws if until == "draws" else None
+    with progress(total=budget, desc=progress_desc or "", unit="draw", disable=progress_desc is None) as bar:
+        for j, seed in enumerate(seeds):
+            bar.set_postfix_str(f"seed {j + 1}/{len(seeds)}", refresh=False)
+            m, ex = tree.run_seed(seed, max_draws, target if until == "target" else None, on_draws=bar.update)
+            if budget is not None:
+                bar.update(max_draws - len(m))  # an exhausted seed makes no more draws
+            runs.append(m)
+            exhausted.append(ex)
     total = time.perf_counter() - t0
     out = summarize_seeds(runs, exhausted, target)
     out["tree"] = {"nodes_expanded": tree.nodes_expanded, "edges": len(tree.edge_mass), "batches": tree.batches}
@@ -388,7 +406,8 @@ def run(args: argparse.Namespace) -> int:
     for name, mode in zip(args.model, plays):
         for pos, board in roots:
             src = NetworkPolicy(models(name), board, mode, args.micro_batch)
-            r = coverage(src, args.depth, range(args.seeds), args.draws, args.target, args.until, args.expand_batch)
+            r = coverage(src, args.depth, range(args.seeds), args.draws, args.target, args.until, args.expand_batch,
+                         progress_desc="coverage")
             r["tree"]["positions_evaluated"] = src.positions
             results.append({"model": name, "play": mode, "position": pos, **r})
             print(f"{name} ({mode}) @ {pos}: draws to target {r['draws_to_target']['per_seed']} "

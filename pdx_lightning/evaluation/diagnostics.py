@@ -47,6 +47,7 @@ from pdx_lightning.nets.inference import evaluate
 from pdx_lightning.chess.moves import index_to_move, legal_mask
 from pdx_lightning.chess.policy import entropy, forward_kl, reverse_kl
 from pdx_lightning.chess.rules import game_end, ply_cap_reached
+from pdx_lightning.runtime.progress import progress
 
 
 def policy_diagnostics(log_p: torch.Tensor, log_p_base: torch.Tensor, mask: torch.Tensor,
@@ -85,9 +86,11 @@ def _ended(board: chess.Board, legal: list, hist: GameHistory, claim_draws: bool
 @torch.inference_mode()
 def self_play_diagnostics(model: torch.nn.Module, mode: str, base: torch.nn.Module, games: int = 64,
                           max_plies: int = 200, seed: int = 0, micro_batch: int = 512, top_k: int = 5,
-                          claim_draws: bool = False) -> dict:
+                          claim_draws: bool = False, progress_desc: str | None = None) -> dict:
     """Play ``games`` self-play games of ``model`` (sampling its ``mode`` play distribution) and
-    average :func:`policy_diagnostics` against ``base`` over every position reached."""
+    average :func:`policy_diagnostics` against ``base`` over every position reached.
+
+    ``progress_desc`` names a progress bar counting finished games (None: no bar)."""
     t0 = time.perf_counter()
     gen = torch.Generator().manual_seed(seed)
     boards = [chess.Board() for _ in range(games)]
@@ -97,30 +100,32 @@ def self_play_diagnostics(model: torch.nn.Module, mode: str, base: torch.nn.Modu
     stats: dict[str, list[np.ndarray]] = {"entropy": [], "forward_kl": [], "reverse_kl": [], "cov_k": []}
     game_of: list[np.ndarray] = []
     live = list(range(games))
-    while live:
-        x = torch.from_numpy(encode_rows([hist[i].row(boards[i]) for i in live]))       # (L, 112, 8, 8)
-        mask = legal_mask([boards[i] for i in live], [legal[i] for i in live])          # (L, 4288)
-        log_pi, wdl = evaluate(model, x, mask, micro_batch)
-        log_p = play_distribution(log_pi, wdl, mask, mode)
-        log_base = log_pi if base is model else evaluate(base, x, mask, micro_batch)[0]
-        for k, v in policy_diagnostics(log_p, log_base, mask, top_k).items():
-            stats[k].append(v.double().numpy())
-        game_of.append(np.asarray(live))
-        moves = torch.multinomial(log_p.exp(), 1, generator=gen).squeeze(1).tolist()
-        still = []
-        for i, a in zip(live, moves):
-            b = boards[i]
-            b.push(index_to_move(a, b))
-            hist[i].push(b)
-            legal[i] = list(b.legal_moves)
-            res = _ended(b, legal[i], hist[i], claim_draws)
-            if res is not None:
-                results[res] += 1
-            elif ply_cap_reached(b, max_plies):
-                results["capped"] += 1
-            else:
-                still.append(i)
-        live = still
+    with progress(total=games, desc=progress_desc or "", unit="game", disable=progress_desc is None) as bar:
+        while live:
+            x = torch.from_numpy(encode_rows([hist[i].row(boards[i]) for i in live]))       # (L, 112, 8, 8)
+            mask = legal_mask([boards[i] for i in live], [legal[i] for i in live])          # (L, 4288)
+            log_pi, wdl = evaluate(model, x, mask, micro_batch)
+            log_p = play_distribution(log_pi, wdl, mask, mode)
+            log_base = log_pi if base is model else evaluate(base, x, mask, micro_batch)[0]
+            for k, v in policy_diagnostics(log_p, log_base, mask, top_k).items():
+                stats[k].append(v.double().numpy())
+            game_of.append(np.asarray(live))
+            moves = torch.multinomial(log_p.exp(), 1, generator=gen).squeeze(1).tolist()
+            still = []
+            for i, a in zip(live, moves):
+                b = boards[i]
+                b.push(index_to_move(a, b))
+                hist[i].push(b)
+                legal[i] = list(b.legal_moves)
+                res = _ended(b, legal[i], hist[i], claim_draws)
+                if res is not None:
+                    results[res] += 1
+                elif ply_cap_reached(b, max_plies):
+                    results["capped"] += 1
+                else:
+                    still.append(i)
+            bar.update(len(live) - len(still))
+            live = still
     groups = np.concatenate(game_of)
     out = {k: clustered_mean(np.concatenate(v), groups) for k, v in stats.items()}
     for k in ("entropy", "cov_k"):
@@ -170,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
     rows = []
     for name, mode in zip(args.model, plays):
         r = self_play_diagnostics(models(name), mode, models(base_name), args.games, args.max_plies, args.seed,
-                                  args.micro_batch, args.top_k, args.claim_draws)
+                                  args.micro_batch, args.top_k, args.claim_draws, progress_desc="diagnostics")
         rows.append({"name": name, "play": mode, **r})
         print(f"{name} ({mode}): {r['positions']} positions in {r['seconds']:.1f}s", flush=True)
     print(render(base_name, rows, args.top_k))

@@ -41,6 +41,7 @@ from pdx_lightning.evaluation.suite import Puzzle, Suite, load_suite
 from pdx_lightning.nets.inference import evaluate_boards
 from pdx_lightning.chess.moves import index_to_move, move_to_index
 from pdx_lightning.runtime.jsonio import write_json
+from pdx_lightning.runtime.progress import progress
 
 MULTI_SOLUTION_RULE = ("accepted = marked move + AltMoves + any immediate checkmate; solved = every solver "
                        "ply's argmax accepted, an argmax checkmate ends the puzzle won")
@@ -95,13 +96,14 @@ def _padded(rows: list[list[int]]) -> torch.Tensor:
 
 
 def score_suite(model: torch.nn.Module, puzzles: Sequence[Puzzle], micro_batch: int = 512,
-                chunk: int = 8192) -> SuiteResult:
+                chunk: int = 8192, progress_desc: str | None = None) -> SuiteResult:
     """Score ``puzzles`` with ``model`` (used as given: pass it in eval mode, on its device).
 
     One pass per solver ply over every puzzle whose line reaches it; boards are
     encoded ``chunk`` at a time (bounding the (chunk, 112, 8, 8) input and
     (chunk, 4288) output memory on 100k-puzzle suites) and evaluated in
-    ``micro_batch`` network calls.
+    ``micro_batch`` network calls. ``progress_desc`` names a progress bar over the
+    solver positions (the ``pdx eval`` tools); None (validation in training) draws none.
     """
     t0 = time.perf_counter()
     N = len(puzzles)
@@ -113,31 +115,33 @@ def score_suite(model: torch.nn.Module, puzzles: Sequence[Puzzle], micro_batch: 
     rank = np.zeros(P, np.int64)
     top_uci = [""] * P
     boards = [p.board.copy() for p in puzzles]  # advanced along each marked line
-    for k in range(int(depth.max()) if N else 0):
-        alive = np.flatnonzero(depth > k)
-        for start in range(0, len(alive), chunk):
-            ids = alive[start:start + chunk]
-            bs = [boards[i] for i in ids]
-            logp, wdl = evaluate_boards(model, bs, micro_batch)              # (C, 4288), (C, 3)
-            acc = _padded([_indices(puzzles[i].accepted[k], b.turn) for i, b in zip(ids, bs)])  # (C, A)
-            mts = _padded([_indices(puzzles[i].mates[k], b.turn) for i, b in zip(ids, bs)])     # (C, M)
-            g = logp.gather(1, acc.clamp(min=0)).masked_fill(acc < 0, -math.inf)                # (C, A)
-            top = logp.argmax(dim=1)                                                            # (C,)
-            best = g.max(dim=1).values
-            rows = offsets[ids] + k
-            correct[rows] = (acc == top[:, None]).any(1).numpy()
-            mate[rows] = (mts == top[:, None]).any(1).numpy()
-            log_w[rows] = torch.logsumexp(g, dim=1).double().numpy()
-            rank[rows] = ((logp > best[:, None]).sum(1) + 1).numpy()
-            top_lp[rows] = logp.gather(1, top[:, None])[:, 0].double().numpy()
-            value[rows] = (wdl[:, 0] - wdl[:, 2]).double().numpy()
-            for r, b, t in zip(rows, bs, top.tolist()):
-                top_uci[r] = index_to_move(t, b).uci()
-        for i in alive:
-            line = puzzles[i].line
-            boards[i].push(line[2 * k])
-            if 2 * k + 1 < len(line):
-                boards[i].push(line[2 * k + 1])
+    with progress(total=P, desc=progress_desc or "", unit="pos", disable=progress_desc is None) as bar:
+        for k in range(int(depth.max()) if N else 0):
+            alive = np.flatnonzero(depth > k)
+            for start in range(0, len(alive), chunk):
+                ids = alive[start:start + chunk]
+                bs = [boards[i] for i in ids]
+                logp, wdl = evaluate_boards(model, bs, micro_batch)              # (C, 4288), (C, 3)
+                acc = _padded([_indices(puzzles[i].accepted[k], b.turn) for i, b in zip(ids, bs)])  # (C, A)
+                mts = _padded([_indices(puzzles[i].mates[k], b.turn) for i, b in zip(ids, bs)])     # (C, M)
+                g = logp.gather(1, acc.clamp(min=0)).masked_fill(acc < 0, -math.inf)                # (C, A)
+                top = logp.argmax(dim=1)                                                            # (C,)
+                best = g.max(dim=1).values
+                rows = offsets[ids] + k
+                correct[rows] = (acc == top[:, None]).any(1).numpy()
+                mate[rows] = (mts == top[:, None]).any(1).numpy()
+                log_w[rows] = torch.logsumexp(g, dim=1).double().numpy()
+                rank[rows] = ((logp > best[:, None]).sum(1) + 1).numpy()
+                top_lp[rows] = logp.gather(1, top[:, None])[:, 0].double().numpy()
+                value[rows] = (wdl[:, 0] - wdl[:, 2]).double().numpy()
+                for r, b, t in zip(rows, bs, top.tolist()):
+                    top_uci[r] = index_to_move(t, b).uci()
+                bar.update(len(ids))
+            for i in alive:
+                line = puzzles[i].line
+                boards[i].push(line[2 * k])
+                if 2 * k + 1 < len(line):
+                    boards[i].push(line[2 * k + 1])
     solved, first_fail = np.zeros(N, bool), np.full(N, -1, np.int64)
     for i in range(N):
         for j in range(offsets[i], offsets[i + 1]):
@@ -300,7 +304,8 @@ def run_eval(args: argparse.Namespace, command: str, render: Callable[[list[str]
     for name in args.model:
         model = load_model(name, weights=args.weights).to(device).eval()
         evaluate_boards(model, [suite.puzzles[0].board])  # warm-up, so positions/s excludes one-off setup
-        results.append(score_suite(model, suite.puzzles, micro_batch=args.micro_batch))
+        results.append(score_suite(model, suite.puzzles, micro_batch=args.micro_batch,
+                                   progress_desc=command.removeprefix("eval ")))
     summaries = [summarize(r, args.bins) for r in results]
     paired = [{"baseline": args.model[0], "model": m, **compare(results[0], r, args.bins)}
               for m, r in zip(args.model[1:], results[1:])]

@@ -214,9 +214,10 @@ def run(args: argparse.Namespace) -> int:
         print("no puzzles to score")
         return 1
     models = ModelCache(args.weights, device_of(args.device))
-    base = score_suite(models(args.base), suite.puzzles, args.micro_batch)
-    analyses = [recovery_analysis(base, score_suite(models(n), suite.puzzles, args.micro_batch), args.prob_bins,
-                                  args.rank_bins) for n in args.model]
+    base = score_suite(models(args.base), suite.puzzles, args.micro_batch, progress_desc="recovery")
+    analyses = [recovery_analysis(base, score_suite(models(n), suite.puzzles, args.micro_batch,
+                                                    progress_desc="recovery"), args.prob_bins, args.rank_bins)
+                for n in args.model]
     print(render(args.base, args.model, analyses))
     if args.png:
         plot(args.model, analyses, args.png)

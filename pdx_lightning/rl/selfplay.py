@@ -35,6 +35,7 @@ from pdx_lightning.chess.openings import read_opening_lines
 from pdx_lightning.chess.rules import game_end, ply_cap_reached
 from pdx_lightning.rl.objectives import (DRAW, LOSS, RESULT_NONE, WIN, importance_weight, score,
                                       tempered_log_probs, value_target, wdl_entropy)
+from pdx_lightning.runtime.progress import progress
 
 
 TemperatureMode = Literal["adaptive", "fixed"]
@@ -229,7 +230,7 @@ class SelfPlayDataset(IterableDataset):
             n = self.local_games()
             self.boards = [chess.Board() for _ in range(n)]
             starts = [self.rng.randint(0, self.cfg.opening_max_moves) for _ in range(n)]
-            self._randomize(list(range(n)), starts)
+            self._randomize(list(range(n)), starts, desc="self-play openings")
         while True:
             yield self._begin()
 
@@ -246,8 +247,12 @@ class SelfPlayDataset(IterableDataset):
     def _tau(self, wdl: torch.Tensor) -> torch.Tensor:
         return wdl_entropy(wdl) if self.cfg.temperature == "adaptive" else torch.ones(wdl.shape[0])
 
-    def _randomize(self, games: list[int], full_moves: list[int]) -> None:
-        """Play ``full_moves[j]`` full moves from π_base (tempered in the adaptive arm) in ``games[j]``."""
+    def _randomize(self, games: list[int], full_moves: list[int], desc: str | None = None) -> None:
+        """Play ``full_moves[j]`` full moves from π_base (tempered in the adaptive arm) in ``games[j]``.
+
+        With ``desc`` a progress bar counts the batched plies up to the longest opening (the warm-up
+        before step 1 plays up to ``opening_max_moves`` full moves of every game); restarts pass none.
+        """
         for i in games:
             self.boards[i] = chess.Board()
         self.hist = getattr(self, "hist", [None] * len(self.boards))
@@ -256,19 +261,22 @@ class SelfPlayDataset(IterableDataset):
             self.hist[i] = GameHistory(self.boards[i])
             self.legal[i] = list(self.boards[i].legal_moves)
         todo = {i: 2 * k for i, k in zip(games, full_moves)}
-        while True:
-            live = [i for i in games if todo[i] > len(self.boards[i].move_stack)]
-            if not live:
-                return
-            x, mask = self._rows(live), self._mask(live)
-            logp, wdl = self._eval("base", x, mask)
-            moves = torch.multinomial(tempered_log_probs(logp, mask, self._tau(wdl)).exp(), 1,
-                                      generator=self.gen).squeeze(1)
-            for r, i in enumerate(live):
-                self._play(i, int(moves[r]))
-                if self._result(i) is not None:  # ended during the opening: start over, unrandomized
-                    self._reset(i)
-                    todo[i] = 0
+        with progress(total=max(todo.values(), default=0), desc=desc or "", unit="ply",
+                      disable=desc is None) as bar:
+            while True:
+                live = [i for i in games if todo[i] > len(self.boards[i].move_stack)]
+                if not live:
+                    return
+                x, mask = self._rows(live), self._mask(live)
+                logp, wdl = self._eval("base", x, mask)
+                moves = torch.multinomial(tempered_log_probs(logp, mask, self._tau(wdl)).exp(), 1,
+                                          generator=self.gen).squeeze(1)
+                for r, i in enumerate(live):
+                    self._play(i, int(moves[r]))
+                    if self._result(i) is not None:  # ended during the opening: start over, unrandomized
+                        self._reset(i)
+                        todo[i] = 0
+                bar.update(1)
 
     def _reset(self, i: int) -> None:
         self.boards[i] = chess.Board()
