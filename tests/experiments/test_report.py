@@ -83,6 +83,22 @@ def test_every_table_and_figure_is_rebuilt_from_the_stored_json(full):
     assert row(md, "All cells", "control")[5] == "not measured"
 
 
+def test_the_arena_section_lists_every_player_with_its_record_against_the_base(full):
+    md, _ = full
+    arena = json.loads((RUNS / "arena.json").read_text())
+    text = section(md, "Arena: every player")
+    for p in arena["players"]:
+        r = row(md, "Arena: every player", p["label"])
+        rating = next(e for e in arena["elo"]["ratings"] if e["player"] == p["label"])
+        assert r[3] == str(rating["games"])
+        h2h = next((h for h in arena["head_to_head"] if h["player"] == p["label"]), None)
+        if h2h:
+            assert r[1] in ("cell", "control") and r[4:6] == [f"{h2h['w']}–{h2h['d']}–{h2h['l']}", f"{h2h['score']:.3f}"]
+        else:
+            assert r[1] == "base" and r[2] == "+0.0 (anchor)" and r[4] == "–"
+    assert text.count("\n| ") - 1 == len(arena["players"])      # header + one row per player
+
+
 def test_recovery_numbers_equal_the_recovery_module_on_the_same_arrays(full):
     md, _ = full
     from pdx_lightning.evaluation.recovery import recovery_analysis

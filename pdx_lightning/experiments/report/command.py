@@ -7,8 +7,8 @@ from pathlib import Path
 from pdx_lightning.experiments.report import figures
 from pdx_lightning.experiments.report.recovery import recovery
 from pdx_lightning.experiments.report.runs import NM, Runs, load_runs
-from pdx_lightning.experiments.report.tables import (table1, table3, table4, table5, table6, table_cells,
-                                                     table_recovery)
+from pdx_lightning.experiments.report.tables import (table1, table3, table4, table5, table6, table_arena,
+                                                     table_cells, table_recovery)
 
 
 def render(runs: Runs, out: Path) -> str:
@@ -28,7 +28,10 @@ def render(runs: Runs, out: Path) -> str:
            "Elo: argmax round robin (`arena.json`), base anchored at 0, ± half the 95% interval; "
            "W–D–L and LOS: direct record against the base."
            + ("" if runs.files["arena"] else f" Elo, W–D–L, LOS: *{NM}* (no arena.json)."),
-           "", "## Table 3: mate-in-N accuracy (%)", "", table3(runs), "",
+           "", "## Arena: every player", "", table_arena(runs), "",
+           "Every player of the argmax arena (every cell when the sweep's `arena.models` is `all`, the "
+           "control, the anchors of `arena.anchors`); Elo on the ladder, base at 0; W–D–L, score and LOS "
+           "from its games against the base.", "", "## Table 3: mate-in-N accuracy (%)", "", table3(runs), "",
            "## Table 4: solution probability p*, geometric mean (arithmetic)", "", table4(runs), "",
            "## Table 5: sampled play and policy diagnostics", "", table5(runs), "",
            "Elo: sampled round robin (`arena_sampled.json`); H, KLs, cov: `diagnostics.json`.", "",

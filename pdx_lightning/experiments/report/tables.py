@@ -158,6 +158,29 @@ def table_cells(runs: Runs) -> str:
                            "KL(π_base‖π_θ)", "KL(π_θ‖π_base)", "train s"], out)
 
 
+def table_arena(runs: Runs) -> str:
+    """Every player of the argmax arena, in its order: the base, the cells, the control and any anchors
+    (``arena.anchors``: Stockfish, the real Lc0 on the base's file), with the ladder Elo and the direct
+    record against the base."""
+    arena = runs.files["arena"]
+    if not arena or "ratings" not in arena.get("elo", {}):
+        return f"*{NM}* (no arena.json)."
+    cells = {c["name"] for c in runs.sweep["cells"]}
+    base = runs.sweep["base"]["name"]
+    out = []
+    for p in arena["players"]:
+        label = p["label"]
+        kind = ("base" if p["model"] == base or label == "base" else
+                "control" if label == "control" else "cell" if label in cells else "anchor")
+        elo, h = _elo(arena, {label})
+        games = next(r["games"] for r in arena["elo"]["ratings"] if r["player"] == label)
+        rec = (f"{h['w']}–{h['d']}–{h['l']}", f"{h['score']:.3f}", f"{h['los']:.2f}" if h.get("los") is not None
+               else "–") if h else ("–", "–", "–")
+        out.append([label, kind, elo, games, *rec])
+    return markdown_table(["Player", "Kind", "Elo (ladder)", "Games", "W–D–L vs base", "Score vs base",
+                           "LOS"], out)
+
+
 def table_recovery(entries: list[tuple[str, dict]]) -> str:
     """Recovered / base-wrong solver positions per bin (the position unit, as the paper's Figure 8)."""
     def share(b):
