@@ -294,19 +294,19 @@ def test_launch_runs_the_command_and_appends_its_output_to_the_log(tmp_path):
     assert text.index("step 1") < text.index("step 2") and text.count("\n$ ") == 2
 
 
-def test_stages_run_once_all_cells_are_done_and_no_stages_skips_them(tmp_path, monkeypatch):
-    """Arena, sampled arena and analyses get the base, each arm's β* cell and the control, in that order."""
+def finished_sweep(tmp_path: Path, monkeypatch, **config) -> tuple[Path, list]:
+    """The report fixture's 11 finished cells (result.json + eval.json) as a sweep directory without its
+    stage outputs, its config updated with ``config`` (in ``tmp_path/s.yaml``); stage launches are
+    recorded (and write an empty JSON) instead of run."""
     import shutil
 
     out = tmp_path / "runs"
-    shutil.copytree(FIX / "report" / "runs", out)  # 11 finished cells (result.json + eval.json)
+    shutil.copytree(FIX / "report" / "runs", out)
     for name in ("arena.json", "diagnostics.json", "coverage.json"):
-        (out / name).unlink()
+        (out / name).unlink(missing_ok=True)
     cfg = json.loads((out / "sweep.json").read_text())["config"]
-    cfg.update(out=str(out), base="random:tiny", eval={"selection": SAMPLE}, control={"enabled": True, "pool": [POOL]},
-               arena={"games": 10, "base_games": 40, "sampled_games": 6},
-               analyses={"run": ["diagnostics", "coverage"], "args": {"coverage": ["--depth", "3"]}})
-    (tmp_path / "s.yaml").write_text(yaml.safe_dump(cfg))
+    cfg.update(out=str(out), eval={"selection": SAMPLE}, control={"enabled": True, "pool": [POOL]}, **config)
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))   # mappings keep their order
     calls = []
 
     def fake(cmd, log_path):
@@ -315,6 +315,14 @@ def test_stages_run_once_all_cells_are_done_and_no_stages_skips_them(tmp_path, m
         return 0
 
     monkeypatch.setattr(train, "launch", fake)
+    return out, calls
+
+
+def test_stages_run_once_all_cells_are_done_and_no_stages_skips_them(tmp_path, monkeypatch):
+    """Arena, sampled arena and analyses get the base, each arm's β* cell and the control, in that order."""
+    out, calls = finished_sweep(tmp_path, monkeypatch, base="random:tiny",
+                                arena={"games": 10, "base_games": 40, "sampled_games": 6},
+                                analyses={"run": ["diagnostics", "coverage"], "args": {"coverage": ["--depth", "3"]}})
     assert run_sweep("--config", str(tmp_path / "s.yaml"), "--no-stages") == 0 and calls == []
     assert run_sweep("--config", str(tmp_path / "s.yaml")) == 0
     assert [c[3:5] for c in calls] == [["arena", "--model"], ["arena", "--model"], ["eval", "diagnostics"],
@@ -341,26 +349,10 @@ def test_stages_run_once_all_cells_are_done_and_no_stages_skips_them(tmp_path, m
 def test_arena_of_every_cell_with_anchors_and_the_base_file(tmp_path, monkeypatch):
     """arena.models: all puts every RL cell in the argmax arena (not only each arm's β*), then the control,
     then the anchors; {base_file} becomes the base's resolved file; the sampled arena has no anchors."""
-    import shutil
-
-    out = tmp_path / "runs"
-    shutil.copytree(FIX / "report" / "runs", out)
-    for name in ("arena.json", "diagnostics.json", "coverage.json"):
-        (out / name).unlink(missing_ok=True)
-    cfg = json.loads((out / "sweep.json").read_text())["config"]
-    cfg.update(out=str(out), base="base:small", eval={"selection": SAMPLE}, analyses=None,
-               control={"enabled": True, "pool": [POOL]},
-               arena={"games": 2, "base_games": 4, "sampled_games": 2, "models": "all",
-                      "anchors": {"sf1": "sf:nodes=1", "same": f"uci:{sys.executable} --weights={{base_file}}"}})
-    (tmp_path / "s.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))   # anchors keep their order
-    calls = []
-
-    def fake(cmd, log_path):
-        calls.append(cmd)
-        Path(cmd[cmd.index("--json") + 1]).write_text("{}")
-        return 0
-
-    monkeypatch.setattr(train, "launch", fake)
+    out, calls = finished_sweep(tmp_path, monkeypatch, base="base:small", analyses=None,
+                                arena={"games": 2, "base_games": 4, "sampled_games": 2, "models": "all",
+                                       "anchors": {"sf1": "sf:nodes=1",
+                                                   "same": f"uci:{sys.executable} --weights={{base_file}}"}})
     assert run_sweep("--config", str(tmp_path / "s.yaml")) == 0
     doc = json.loads((out / "sweep.json").read_text())
     rl = [c["name"] for c in doc["cells"] if c["kind"] == "rl"]
