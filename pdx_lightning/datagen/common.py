@@ -260,40 +260,47 @@ def _run_worker(game: int) -> tuple[int, list]:
     return game, _WORKER["task"](_WORKER["engine"], _WORKER["args"], game)
 
 
-def _results(task: Task, args: argparse.Namespace, start: int) -> Iterator[tuple[int, list]]:
-    """(game, rows) for games ``start, start+1, …``: in-process for one worker,
-    else a pool with one engine per worker and a bounded window of games."""
+def _results(task: Task, args: argparse.Namespace, start: int,
+             end: int | None = None) -> Iterator[tuple[int, list]]:
+    """(game, rows) for games ``start, start+1, …`` (up to ``end``, exclusive, if given): in-process for
+    one worker, else a pool with one engine per worker and a bounded window of games."""
+    end = float("inf") if end is None else end
     if args.workers <= 1:
         engine = open_engine(args.stockfish, threads=1, hash_mb=16)
         try:
             game = start
-            while True:
+            while game < end:
                 yield game, task(engine, args, game)
                 game += 1
         finally:
             engine.quit()
+        return
     ctx = mp.get_context("spawn")
     done: queue.Queue = queue.Queue()
     pool = ctx.Pool(args.workers, initializer=_init_worker, initargs=(task, args))
     try:
-        game = start
+        game, pending = start, 0
         for _ in range(2 * args.workers):
-            pool.apply_async(_run_worker, (game,), callback=done.put, error_callback=done.put)
-            game += 1
-        while True:
+            if game < end:
+                pool.apply_async(_run_worker, (game,), callback=done.put, error_callback=done.put)
+                game, pending = game + 1, pending + 1
+        while pending:
             item = done.get()
+            pending -= 1
             if isinstance(item, BaseException):
                 raise item
             yield item
-            pool.apply_async(_run_worker, (game,), callback=done.put, error_callback=done.put)
-            game += 1
+            if game < end:
+                pool.apply_async(_run_worker, (game,), callback=done.put, error_callback=done.put)
+                game, pending = game + 1, pending + 1
     finally:
         pool.terminate()  # workers' Stockfish children exit on stdin EOF
         pool.join()
 
 
-def generate(task: Task, args: argparse.Namespace, label: str) -> int:
-    """Run ``task`` over games until ``args.count`` rows are in ``args.out``."""
+def generate(task: Task, args: argparse.Namespace, label: str, end: int | None = None) -> int:
+    """Run ``task`` over games until ``args.count`` rows are in ``args.out`` (or game ``end`` is reached:
+    a finite candidate list)."""
     from tqdm import tqdm
 
     if args.rerate:
@@ -312,7 +319,7 @@ def generate(task: Task, args: argparse.Namespace, label: str) -> int:
     t0 = time.monotonic()
     try:
         if writer.rows < args.count and (deadline is None or time.monotonic() < deadline):
-            for _game, rows in _results(task, args, writer.next_game):
+            for _game, rows in _results(task, args, writer.next_game, end):
                 games += 1
                 for row in rows:
                     if writer.rows < args.count and writer.add(row):

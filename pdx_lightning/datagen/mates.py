@@ -18,14 +18,27 @@ How each solver move's mate distance is established:
 Candidates come from a scan of every game position (``--scan-nodes``) that
 reports a mate in N..N+2 and a fresh search (``depth=4N+10, nodes=--nodes``)
 that reports mate in N (for N = 1: any position with a checkmating move).
+
+``--from-shards DIR`` takes the candidates from a labelled position set (``pdx
+data positions``) instead of playing games: every position whose stored best
+line reports a mate in N..N+2 for the side to move, in shard and record order,
+with its game's moves as history (the last one is the setup move); the same
+fresh search and verification follow. No scan: about half the cost of a
+mate-in-5 found in games. Task ``g`` is candidate ``g`` of a list frozen at the
+first run in ``<out>.candidates`` (so a resumed run sees the same list whatever
+was labelled since). A network distilled on that position set has seen these
+positions with Stockfish's best move: evaluate it on suites made from games.
 """
 from __future__ import annotations
 
 import argparse
 import random
+from pathlib import Path
+from typing import Iterator
 
 import chess
 import chess.engine
+import numpy as np
 
 from pdx_lightning.datagen import common
 
@@ -136,21 +149,72 @@ def solve(engine, board: chess.Board, n: int, nodes: int,
     return None
 
 
+def shard_candidates(directory: str | Path, n: int) -> list[list[str]]:
+    """The move lists (UCI, from the start) of every labelled position in ``directory`` whose best line
+    reports mate in ``n``..``n + 2`` for the side to move, with a setup move and the 50-move rule out of
+    reach; shard then record order (duplicates across shards dropped by the reader)."""
+    from pdx_lightning.supervised.shards import iter_shards  # noqa: PLC0415
+
+    out = []
+    for shard in iter_shards(directory):
+        mate = shard.cand_mate[:, 0]
+        for i in np.flatnonzero((mate >= n) & (mate <= n + 2) & (shard.ply >= 1)).tolist():
+            moves = shard.moves(i)
+            board = chess.Board()
+            for m in moves:
+                board.push(m)
+            if board.halfmove_clock <= 60 and not board.is_game_over():
+                out.append([m.uci() for m in moves])
+    return out
+
+
+def candidates_file(out: str | Path) -> Path:
+    return Path(f"{out}.candidates")
+
+
+def frozen_candidates(args: argparse.Namespace) -> list[list[str]]:
+    """``args.from_shards``' candidates, frozen in ``<out>.candidates`` at the first run (one line each)."""
+    path = candidates_file(args.out)
+    if not path.is_file():
+        lines = [" ".join(c) for c in shard_candidates(args.from_shards, args.depth)]
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text("".join(f"{line}\n" for line in lines))
+        tmp.replace(path)
+    return [line.split() for line in path.read_text().splitlines()]
+
+
+_CANDIDATES: dict[str, list[list[str]]] = {}
+
+
+def _positions(engine, args: argparse.Namespace, game: int, rng: random.Random) -> Iterator[chess.Board]:
+    """Game ``game``'s positions, or with ``--from-shards`` candidate ``game`` alone."""
+    if not getattr(args, "from_shards", None):
+        yield from common.play_game(engine, rng)
+        return
+    if str(args.out) not in _CANDIDATES:  # once per process (each pool worker reads the frozen file)
+        _CANDIDATES[str(args.out)] = frozen_candidates(args)
+    cands = _CANDIDATES[str(args.out)]
+    board = chess.Board()
+    for uci in cands[game]:
+        board.push_uci(uci)
+    yield board
+
+
 def task(engine, args: argparse.Namespace, game: int) -> list[dict]:
-    """One game; the first exact mate-in-``args.depth`` position found in it."""
+    """One game (or one shard candidate); the first exact mate-in-``args.depth`` position found in it."""
     rng = random.Random(f"mates-{args.depth}-{args.seed}-{game}")
     n = args.depth
-    for board in common.play_game(engine, rng):
+    for board in _positions(engine, args, game, rng):
         if board.is_game_over() or board.halfmove_clock > 60:  # keep the 50-move rule out of reach
             continue
         if n == 1:
             if not _has_mate_in_one(board):
                 continue
-        else:
+        elif not getattr(args, "from_shards", None):
             score = engine.analyse(board, chess.engine.Limit(nodes=args.scan_nodes))["score"].relative
             if not (score.is_mate() and n <= score.mate() <= n + 2):
                 continue
-            # one fresh, deeper search before the per-move verification (~35 searches)
+        if n > 1:  # one fresh, deeper search before the per-move verification (~35 searches)
             limit = chess.engine.Limit(depth=4 * n + SLACK, nodes=args.nodes)
             score = common.fresh_analyse(engine, board, limit)["score"].relative
             if score.mate() != n:
@@ -169,10 +233,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--depth", type=int, required=True, choices=range(1, MAX_DEPTH + 1),
                         metavar=f"{{1..{MAX_DEPTH}}}", help="N of mate-in-N")
     common.add_common_arguments(parser, count=300, nodes=100_000)
+    parser.add_argument("--from-shards", metavar="DIR", help="candidates from a `pdx data positions` "
+                        "directory (positions whose stored best line mates in N..N+2) instead of games")
 
 
 def run(args: argparse.Namespace) -> int:
-    return common.generate(task, args, f"mate-in-{args.depth}")
+    end = len(frozen_candidates(args)) if getattr(args, "from_shards", None) else None
+    return common.generate(task, args, f"mate-in-{args.depth}", end=end)
 
 
 if __name__ == "__main__":  # `python -m pdx_lightning.datagen.mates` == `pdx data mates`

@@ -8,6 +8,7 @@ brute-force python-chess solver.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 import csv
 import random
 
@@ -133,6 +134,46 @@ def test_generated_mates_are_exact_and_alternatives_complete(mate_suites, engine
                     board.pop()
             board.push_uci(uci)
         assert board.is_checkmate()
+
+
+SHARDS = Path(__file__).parents[1] / "fixtures" / "shards_small"
+
+
+@pytest.mark.parametrize("n,workers", [(1, 1), (2, 2)])
+def test_mates_from_labelled_shards_are_exact_and_stop_when_the_candidates_end(tmp_path, engine, n, workers):
+    """--from-shards: candidates are the labelled positions whose stored best line mates in n..n+2; the
+    run ends after the last candidate (count not reached), every row is a candidate with its game's
+    history, exactly mate in n; the candidate list is frozen in <out>.candidates at the first run."""
+    out = tmp_path / f"m{n}.csv"
+    cands = mates.shard_candidates(SHARDS, n)
+    assert cands and all(len(c) >= 1 for c in cands)
+    assert mates.run(_args(out, depth=n, count=1000, from_shards=str(SHARDS), workers=workers)) == 0
+    rows = _rows(out)
+    assert 0 < len(rows) <= len(cands)
+    finals = {tuple(c) for c in cands}
+    for row in rows:
+        moves = row["Moves"].split()
+        board = chess.Board(row["FEN"])
+        board.push_uci(moves[0])
+        # the solver's position is a candidate's (its FEN is the candidate's position before the setup move)
+        assert any(chess.Board().epd() != board.epd() and _replay(c).epd() == board.epd() for c in finals)
+        assert len(moves) == 2 * n and row["Themes"].split()[:2] == ["mate", f"mateIn{n}"]
+        assert not (n > 1 and _brute_mates_within(board, n - 1))
+        for i, uci in enumerate(moves[1:]):
+            board.push_uci(uci)
+        assert board.is_checkmate()
+    assert mates.candidates_file(out).read_text().splitlines() == [" ".join(c) for c in cands]
+    # frozen: a later run reads the file, not the shards (here cut to its first candidate: nothing new)
+    mates.candidates_file(out).write_text(" ".join(cands[0]) + "\n")
+    assert mates.run(_args(out, depth=n, count=1000, from_shards=str(SHARDS))) == 0
+    assert _rows(out) == rows
+
+
+def _replay(ucis) -> chess.Board:
+    b = chess.Board()
+    for u in ucis:
+        b.push_uci(u)
+    return b
 
 
 def test_solve_on_a_known_mate_in_one(engine):
