@@ -238,6 +238,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    _CANDIDATES.pop(str(args.out), None)  # this run reads the frozen list afresh
     end = len(frozen_candidates(args)) if getattr(args, "from_shards", None) else None
     return common.generate(task, args, f"mate-in-{args.depth}", end=end)
 
