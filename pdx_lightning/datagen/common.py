@@ -246,6 +246,43 @@ class SuiteWriter:
         self._file.close()
 
 
+# ---------------------------------------------------------------- candidates from a labelled set ----
+# ``--from-shards``: task g is candidate g (a move list from the start) of a list built once from the
+# shards and frozen in ``<out>.candidates``, so a resumed run sees the same list whatever was labelled since.
+
+_CANDIDATES: dict[str, list[list[str]]] = {}
+
+
+def candidates_file(out: str | os.PathLike) -> Path:
+    return Path(f"{out}.candidates")
+
+
+def frozen_candidates(args: argparse.Namespace, build: Callable[[], list[list[str]]]) -> list[list[str]]:
+    """The candidate move lists of ``args.out``: read from ``<out>.candidates``, or ``build()`` and frozen."""
+    path = candidates_file(args.out)
+    if not path.is_file():
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text("".join(" ".join(c) + "\n" for c in build()))
+        tmp.replace(path)
+    return [line.split() for line in path.read_text().splitlines()]
+
+
+def count_candidates(args: argparse.Namespace, build: Callable[[], list[list[str]]]) -> int:
+    """Freeze (or read) the list at the start of a run; its length is the run's end."""
+    _CANDIDATES.pop(str(args.out), None)  # this run reads the frozen list afresh
+    return len(frozen_candidates(args, build))
+
+
+def candidate_board(args: argparse.Namespace, game: int, build: Callable[[], list[list[str]]]) -> chess.Board:
+    """Candidate ``game`` as a board with its moves from the start (the list read once per process)."""
+    if str(args.out) not in _CANDIDATES:
+        _CANDIDATES[str(args.out)] = frozen_candidates(args, build)
+    board = chess.Board()
+    for uci in _CANDIDATES[str(args.out)][game]:
+        board.push_uci(uci)
+    return board
+
+
 # ---------------------------------------------------------------- pool -----
 
 _WORKER: dict = {}

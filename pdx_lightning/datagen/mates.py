@@ -168,36 +168,12 @@ def shard_candidates(directory: str | Path, n: int) -> list[list[str]]:
     return out
 
 
-def candidates_file(out: str | Path) -> Path:
-    return Path(f"{out}.candidates")
-
-
-def frozen_candidates(args: argparse.Namespace) -> list[list[str]]:
-    """``args.from_shards``' candidates, frozen in ``<out>.candidates`` at the first run (one line each)."""
-    path = candidates_file(args.out)
-    if not path.is_file():
-        lines = [" ".join(c) for c in shard_candidates(args.from_shards, args.depth)]
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text("".join(f"{line}\n" for line in lines))
-        tmp.replace(path)
-    return [line.split() for line in path.read_text().splitlines()]
-
-
-_CANDIDATES: dict[str, list[list[str]]] = {}
-
-
 def _positions(engine, args: argparse.Namespace, game: int, rng: random.Random) -> Iterator[chess.Board]:
     """Game ``game``'s positions, or with ``--from-shards`` candidate ``game`` alone."""
     if not getattr(args, "from_shards", None):
         yield from common.play_game(engine, rng)
         return
-    if str(args.out) not in _CANDIDATES:  # once per process (each pool worker reads the frozen file)
-        _CANDIDATES[str(args.out)] = frozen_candidates(args)
-    cands = _CANDIDATES[str(args.out)]
-    board = chess.Board()
-    for uci in cands[game]:
-        board.push_uci(uci)
-    yield board
+    yield common.candidate_board(args, game, lambda: shard_candidates(args.from_shards, args.depth))
 
 
 def task(engine, args: argparse.Namespace, game: int) -> list[dict]:
@@ -238,8 +214,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    _CANDIDATES.pop(str(args.out), None)  # this run reads the frozen list afresh
-    end = len(frozen_candidates(args)) if getattr(args, "from_shards", None) else None
+    end = None
+    if getattr(args, "from_shards", None):
+        end = common.count_candidates(args, lambda: shard_candidates(args.from_shards, args.depth))
     return common.generate(task, args, f"mate-in-{args.depth}", end=end)
 
 

@@ -24,6 +24,15 @@ Only-move (``is_valid_attack``): no second move, or ``wc(best) > wc(second)
 ``AltMoves``: every checkmating move at a ply whose solution move mates, else
 the solution move alone. Themes: ``mate mateInK`` or ``advantage`` (final
 eval < 600 cp) / ``crushing``, plus ``oneMove``/``short``/``long``/``veryLong``.
+
+``--from-shards DIR``: instead of playing games, the candidates are labelled
+positions (``pdx data positions``) whose stored MultiPV search already shows
+a winning only-move for the side to move (the first test of a tactic, so most
+positions that could never make one are never searched); each is taken with
+its game's last move as the setup move, ``prev`` and its own score come from
+scans as in a game, and every rule above applies unchanged. The list is frozen
+in ``<out>.candidates`` (see ``common``). A network distilled on that position
+set has seen these positions: evaluate it on suites made from games.
 """
 from __future__ import annotations
 
@@ -34,6 +43,7 @@ from dataclasses import dataclass
 
 import chess
 import chess.engine
+import numpy as np
 from chess.engine import Cp, Mate, Score
 
 from pdx_lightning.datagen import common
@@ -207,14 +217,59 @@ def task(engine, args: argparse.Namespace, game: int) -> list[dict]:
     return rows
 
 
+def shard_candidates(directory) -> list[list[str]]:
+    """Move lists (UCI, from the start) of the labelled positions in ``directory`` that can open a tactic by
+    their stored MultiPV search: the side to move has a setup move behind it, is not up in material, its
+    best move scores >= +200 cp (or mates) and is an only-move by the stored scores
+    (``wc(best) > wc(second) + 0.7``). Shard then record order."""
+    from pdx_lightning.supervised.shards import iter_shards  # noqa: PLC0415
+
+    def wc(cp, mate):
+        return np.where(mate != 0, np.sign(mate), 2 / (1 + np.exp(-0.00368208 * cp)) - 1)
+
+    out = []
+    for shard in iter_shards(directory):
+        cp, mate = shard.cand_cp.astype(np.float64), shard.cand_mate
+        best, second = wc(cp[:, 0], mate[:, 0]), wc(cp[:, 1], mate[:, 1])
+        winning = ((cp[:, 0] >= 200) & (mate[:, 0] == 0)) | (mate[:, 0] > 0)
+        keep = winning & (shard.n_cand >= 2) & (best > second + 0.7) & (shard.ply >= 1)
+        for i in np.flatnonzero(keep).tolist():
+            moves = shard.moves(i)
+            board = chess.Board()
+            for m in moves:
+                board.push(m)
+            if not board.is_game_over() and material_diff(board, board.turn) <= 0:
+                out.append([m.uci() for m in moves])
+    return out
+
+
+def shard_task(engine, args: argparse.Namespace, game: int) -> list[dict]:
+    """``--from-shards``: candidate ``game``; ``prev`` from a scan of the position before its setup move,
+    the candidate's own score from a scan, then the same rules as a game position."""
+    board = common.candidate_board(args, game, lambda: shard_candidates(args.from_shards))
+    limit = chess.engine.Limit(nodes=args.scan_nodes)
+    parent = board.copy()
+    parent.pop()
+    prev = engine.analyse(parent, limit)["score"].pov(board.turn)
+    score = engine.analyse(board, limit)["score"].pov(board.turn)
+    found = analyze_position(engine, board, prev, score, args.nodes)
+    return [_row(engine, args, game, board, found)] if found else []
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     common.add_common_arguments(parser, count=1000, nodes=100_000)
     parser.add_argument("--branches", type=int, default=2,
                         help="random setup moves tried at every game position besides the game's own "
                              "(default %(default)s; 0 = game moves only, as lichess-puzzler)")
+    parser.add_argument("--from-shards", metavar="DIR", help="candidates from a `pdx data positions` "
+                        "directory (positions whose stored MultiPV search shows a winning only-move, each "
+                        "with its game's last move as the setup move) instead of games")
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "from_shards", None):
+        end = common.count_candidates(args, lambda: shard_candidates(args.from_shards))
+        return common.generate(shard_task, args, "tactics", end=end)
     return common.generate(task, args, "tactics")
 
 

@@ -162,11 +162,32 @@ def test_mates_from_labelled_shards_are_exact_and_stop_when_the_candidates_end(t
         for i, uci in enumerate(moves[1:]):
             board.push_uci(uci)
         assert board.is_checkmate()
-    assert mates.candidates_file(out).read_text().splitlines() == [" ".join(c) for c in cands]
+    assert common.candidates_file(out).read_text().splitlines() == [" ".join(c) for c in cands]
     # frozen: a later run reads the file, not the shards (here cut to its first candidate: nothing new)
-    mates.candidates_file(out).write_text(" ".join(cands[0]) + "\n")
+    common.candidates_file(out).write_text(" ".join(cands[0]) + "\n")
     assert mates.run(_args(out, depth=n, count=1000, from_shards=str(SHARDS))) == 0
     assert _rows(out) == rows
+
+
+def test_tactics_from_a_frozen_candidate_list_follow_the_game_rules(tmp_path):
+    """--from-shards for tactics: a candidate is taken with its last move as the setup move, prev from the
+    position before it; a frozen list is read, not rebuilt (here written by hand: the shards are not read).
+    3...Nf6?? allows Qxf7#: one mate-in-1 puzzle; 1.e4 (no tactic) none; the run ends with the list."""
+    out = tmp_path / "t.csv"
+    common.candidates_file(out).write_text("e2e4 e7e5 d1h5 b8c6 f1c4 g8f6\ne2e4\n")
+    args = _args(out, count=10, from_shards=str(tmp_path / "no-shards-read"), branches=2)
+    assert puzzles.run(args) == 0
+    rows = _rows(out)
+    assert [(r["FEN"], r["Moves"], r["Themes"]) for r in rows] == [
+        ("r1bqkbnr/pppp1ppp/2n5/4p2Q/2B1P3/8/PPPP1PPP/RNB1K1NR b KQkq - 3 3", "g8f6 h5f7", "mate mateIn1 oneMove")]
+
+
+def test_tactic_candidates_of_labelled_shards_have_a_setup_move_and_no_material_edge():
+    cands = puzzles.shard_candidates(SHARDS)
+    assert cands
+    for c in cands:
+        board = _replay(c)
+        assert len(c) >= 1 and not board.is_game_over() and puzzles.material_diff(board, board.turn) <= 0
 
 
 def _replay(ucis) -> chess.Board:
