@@ -143,11 +143,22 @@ class ResumableLoader(DataLoader):
         self.sampler.resume(epoch, batches * self.batch_size)
 
 
+def excluded_keys(suites: list[str]) -> set[int]:
+    """Zobrist keys (as the labeller computes them) of every solver position of the puzzles in ``suites``."""
+    import chess.polyglot  # noqa: PLC0415
+
+    from pdx_lightning.evaluation.suite import SuiteSpec  # noqa: PLC0415
+
+    return {chess.polyglot.zobrist_hash(b) for p in SuiteSpec(path=list(suites)).load().puzzles
+            for b in p.positions()}
+
+
 class ShardDataModule(L.LightningDataModule):
     def __init__(self, shards: str = "shards/base_v1", val_fraction: float = 0.02, batch_size: int = 256,
                  temperature: float = DEFAULT_TEMPERATURE, cp_weight: float = CP_WEIGHT,
                  mate_bonus: float = MATE_BONUS, max_positions: int | None = None, seed: int = 0,
-                 opening_plies: int = 0, opening_repeats: int = 1, start_repeats: int = 1) -> None:
+                 opening_plies: int = 0, opening_repeats: int = 1, start_repeats: int = 1,
+                 exclude: list[str] | None = None) -> None:
         """
         Args:
             shards: directory of ``pdx data positions`` shards.
@@ -166,6 +177,10 @@ class ShardDataModule(L.LightningDataModule):
             start_repeats: each training epoch sees the initial position (ply 0, empty history; one
                 record in a whole labelled set) this many times, so the value head learns the start
                 of every self-play game. 1 = no weighting (the epoch is a plain permutation).
+            exclude: puzzle suite files (CSV) whose solver positions must not be trained or validated on
+                (records with the same Zobrist key are dropped, counted in the stats as ``excluded``):
+                suites made from this labelled set (``pdx data mates|puzzles --from-shards``) stay
+                held out for a base distilled on it.
         """
         if opening_repeats < 1 or start_repeats < 1:
             raise ValueError(f"opening_repeats and start_repeats must be >= 1, got {opening_repeats}, "
@@ -183,6 +198,12 @@ class ShardDataModule(L.LightningDataModule):
         shard, reader = load_all(hp.shards)
         if hp.max_positions:
             shard = shard.subset(np.arange(min(len(shard), hp.max_positions)))
+        excluded = 0
+        if hp.exclude:
+            drop = excluded_keys(hp.exclude)
+            keep = np.fromiter((int(k) not in drop for k in shard.key.tolist()), dtype=bool, count=len(shard))
+            excluded = int((~keep).sum())
+            shard = shard.subset(np.flatnonzero(keep))
         self.data = pack_shard(shard, hp.temperature, hp.cp_weight, hp.mate_bonus)
         games = np.unique(self.data.game)
         rng = np.random.default_rng(hp.seed)
@@ -194,7 +215,8 @@ class ShardDataModule(L.LightningDataModule):
         self.train_index = weighted_index(self.train_index, self.data.ply, hp.opening_plies, hp.opening_repeats,
                                           hp.start_repeats)
         self.stats = {"positions": len(self.data), "train": len(self.train_index), "val": len(self.val_index),
-                      "games": len(games), "corrupt_shards": reader.n_corrupt, "duplicates": reader.n_duplicates}
+                      "games": len(games), "corrupt_shards": reader.n_corrupt, "duplicates": reader.n_duplicates,
+                      "excluded": excluded}
         print(f"[pretrain] {json.dumps(self.stats)}")
 
     def train_dataloader(self) -> DataLoader:

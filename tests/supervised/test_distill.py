@@ -168,3 +168,40 @@ def test_the_shipped_maia_distillation_recipe_runs_and_exports_under_runs(tmp_pa
 
     assert 0 < kl(b.policy, a.policy) < 0.5 < kl(b.policy, c.policy)   # moved, from Maia (not a fresh net)
     assert not any((root / "data").glob("maia*"))
+
+
+def test_excluded_suites_positions_are_neither_trained_nor_validated_on(tmp_path):
+    """ShardDataModule(exclude=[suite CSVs]) drops the records at the puzzles' solver positions (a suite made
+    --from-shards stays held out for a base distilled on the same labelled set)."""
+    import csv
+
+    from pdx_lightning.datagen.common import FIELDS
+    from pdx_lightning.supervised.shards import load_all
+
+    shard, _ = load_all(SHARDS)
+    picks = [5, 77, 301]                              # records with a setup move (ply >= 1)
+    rows = []
+    for i in picks:
+        board = shard.board(i)
+        assert board.ply() >= 1
+        before = board.copy()
+        setup = before.pop()
+        reply = next(iter(board.legal_moves))
+        rows.append({"PuzzleId": f"x{i}", "FEN": before.fen(), "Moves": f"{setup.uci()} {reply.uci()}",
+                     "Rating": 1500, "RatingDeviation": 0, "Popularity": 0, "NbPlays": 0, "Themes": "x",
+                     "GameUrl": "", "OpeningTags": "", "AltMoves": reply.uci()})
+    path = tmp_path / "held.csv"
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, FIELDS)
+        w.writeheader()
+        w.writerows(rows)
+    plain, held = ShardDataModule(shards=SHARDS), ShardDataModule(shards=SHARDS, exclude=[str(path)])
+    plain.setup(), held.setup()
+    assert held.stats["excluded"] == len(picks) and plain.stats["excluded"] == 0
+    assert held.stats["positions"] == plain.stats["positions"] - len(picks)
+    def ids(d):   # a position's identity in the packed data: its 8-step bitboards and side to move
+        return [d.rows.bbs[i].tobytes() + bytes([int(d.rows.black[i])]) for i in range(len(d))]
+
+    kept, before = set(ids(held.data)), ids(plain.data)
+    assert not any(before[i] in kept for i in picks)
+    assert sum(k in kept for k in before) == len(held.data)
