@@ -252,29 +252,32 @@ class UciEngine:
     cmd_ponderhit = cmd_stop
 
     def _search(self, searchmoves: list[chess.Move]) -> str:
-        """One forward pass: sends the ``info`` line, returns the ``bestmove`` line."""
+        """One forward pass: sends the ``info`` line, returns the ``bestmove`` line.
+
+        The lean path of a single position (the latency a GUI sees): one legal-move generation, the
+        network called directly, the argmax over the legal logits (the softmax only when sampling)."""
         import torch  # noqa: PLC0415
 
-        from pdx_lightning.nets.inference import evaluate_boards  # noqa: PLC0415
-        from pdx_lightning.chess.moves import index_to_move, move_to_index  # noqa: PLC0415
-        from pdx_lightning.chess.policy import tempered_log_probs, wdl_entropy  # noqa: PLC0415
+        from pdx_lightning.chess.encoding import encode_boards  # noqa: PLC0415
+        from pdx_lightning.chess.moves import index_to_move, legal_mask  # noqa: PLC0415
+        from pdx_lightning.chess.policy import masked_log_softmax, tempered_log_probs, wdl_entropy  # noqa: PLC0415
 
         t0 = time.perf_counter()
         board = self.board
-        if not any(board.generate_legal_moves()):
+        legal = searchmoves or list(board.legal_moves)
+        if not legal:
             self.send("info depth 0 score " + ("mate 0" if board.is_check() else "cp 0"))
             return "bestmove (none)"
-        logp, wdl = evaluate_boards(self.model, [board])  # (1, 4288), (1, 3)
-        if searchmoves:
-            keep = torch.zeros_like(logp, dtype=torch.bool)
-            keep[0, [move_to_index(m, board.turn) for m in searchmoves]] = True
-            logp = torch.log_softmax(logp.masked_fill(~keep, float("-inf")), dim=-1)
-        mask = logp > float("-inf")
+        mask = legal_mask([board], [legal])                               # (1, 4288)
+        with torch.inference_mode():
+            out = self.model(torch.from_numpy(encode_boards([board])))
+        logits, wdl = out.policy.float(), torch.softmax(out.wdl.float(), dim=-1)
         temp = self.options["Temperature"]
         tau = wdl_entropy(wdl) if temp == "adaptive" else float(temp)
         if temp != "adaptive" and tau == 0:
-            idx = int(logp.argmax())
+            idx = int(logits.masked_fill(~mask, float("-inf")).argmax())
         else:
+            logp = masked_log_softmax(logits, mask)
             idx = int(torch.multinomial(tempered_log_probs(logp, mask, tau).exp(), 1, generator=self.gen))
         move = index_to_move(idx, board)
         w, d, l_ = (float(v) for v in wdl[0])
