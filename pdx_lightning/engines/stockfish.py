@@ -129,6 +129,9 @@ def parse_stockfish_spec(spec: str) -> tuple[chess.engine.Limit, dict]:
 log = logging.getLogger(__name__)
 
 SEARCH_TIMEOUT = 120.0  # seconds; far beyond any node/depth-bounded search we run, finite for a hung engine
+# UCI handshake (python-chess defaults to 10 s): a start on a machine oversubscribed by other jobs
+# (measured: a starved test's Stockfish missed 10 s) is slow, not broken
+STARTUP_TIMEOUT = 60.0
 QUIT_GRACE = 2.0        # seconds an engine gets to exit on ``quit`` before it is killed
 ENGINE_FAULTS = (chess.engine.EngineError, asyncio.TimeoutError, TimeoutError, OSError)
 
@@ -206,7 +209,7 @@ class RestartingEngine:
         self._start()
 
     def _start(self) -> None:
-        engine = BoundedEngine.popen_uci(self.path)
+        engine = BoundedEngine.popen_uci(self.path, timeout=STARTUP_TIMEOUT)
         engine.search_timeout = self.search_timeout
         try:
             engine.configure(self.config)
