@@ -159,12 +159,9 @@ def shard_candidates(directory: str | Path, n: int) -> list[list[str]]:
     for shard in iter_shards(directory):
         mate = shard.cand_mate[:, 0]
         for i in np.flatnonzero((mate >= n) & (mate <= n + 2) & (shard.ply >= 1)).tolist():
-            moves = shard.moves(i)
-            board = chess.Board()
-            for m in moves:
-                board.push(m)
+            board = shard.board(i)
             if board.halfmove_clock <= 60 and not board.is_game_over():
-                out.append([m.uci() for m in moves])
+                out.append([m.uci() for m in board.move_stack])
     return out
 
 

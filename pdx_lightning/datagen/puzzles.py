@@ -234,12 +234,9 @@ def shard_candidates(directory) -> list[list[str]]:
         winning = ((cp[:, 0] >= 200) & (mate[:, 0] == 0)) | (mate[:, 0] > 0)
         keep = winning & (shard.n_cand >= 2) & (best > second + 0.7) & (shard.ply >= 1)
         for i in np.flatnonzero(keep).tolist():
-            moves = shard.moves(i)
-            board = chess.Board()
-            for m in moves:
-                board.push(m)
+            board = shard.board(i)
             if not board.is_game_over() and material_diff(board, board.turn) <= 0:
-                out.append([m.uci() for m in moves])
+                out.append([m.uci() for m in board.move_stack])
     return out
 
 
