@@ -24,12 +24,12 @@ pure function of the path (:class:`FunctionPolicy`).
 
 JSON (``--json OUT``; ``null`` for unavailable numbers)::
 
-    {"command": "eval coverage", "depth": N, "max_draws": Kmax, "seeds": [0, ..., S-1],
+    {"command": "eval coverage", "depths": [N, ...], "max_draws": Kmax, "seeds": [0, ..., S-1],
      "target": 0.95, "until": "target" | "draws", "expand_batch": B,
      "positions": [{"name", "moves": [uci, ...] (from the standard start), "fen", "ply", "legal_moves"}],
      "models": [{"name", "play": "raw" | "adaptive"}],
-     "results": [                              # one per (model, position), models outer
-       {"model", "play", "position",
+     "results": [                              # one per (model, depth, position), in that order
+       {"model", "play", "position", "depth",
         "draws_to_target": {"per_seed": [int | null], "mean", "std" (ddof=1), "reached": n, "seeds": S},
         "curve": {"k": [K, ...], "mean": [Ω, ...], "std": [...]},   # Figure 7: ~200 log-spaced K (and
                                                 # every power of ten) from 1 to the last K all seeds reach
@@ -336,7 +336,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--position", action="append",
                         help=f"root: {', '.join(TABIYAS)}, a UCI move list from the start or a FEN; "
                              f"repeatable (default: all four tabiyas)")
-    parser.add_argument("--depth", type=int, default=4, help="line depth N in plies (default 4)")
+    parser.add_argument("--depth", type=int, nargs="+", default=[4],
+                        help="line depth N in plies; several (e.g. --depth 3 4) measure each (default 4)")
     parser.add_argument("--draws", type=int, default=200_000, help="maximum draws K per seed (default 200000)")
     parser.add_argument("--seeds", type=int, default=10, help="sampling seeds 0..S-1 (default 10; the paper: 100)")
     parser.add_argument("--target", type=float, default=0.95,
@@ -350,40 +351,51 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def render(results: list[dict], target: float) -> str:
+    """Markdown: draws to ``target`` and Ω at powers of ten, one row per (depth, position, model, play)."""
     out = [f"## Trajectory coverage Ω^N_K (Eq. 8): draws to {100 * target:g}% (mean ± std over seeds)", ""]
     rows = []
     for r in results:
         d, om, sec = r["draws_to_target"], r["omega_at"], r["seconds"]
-        cell = f"> {max(r['draws'])}" if d["mean"] is None else f"{d['mean']:.0f} ± {d['std'] or 0:.0f}"
-        if d["mean"] is not None and d["reached"] < d["seeds"]:
-            cell += f" ({d['reached']}/{d['seeds']} seeds)"
-        rows.append([r["position"], r["model"], r["play"], cell, *[f"{om[k]:.3g}" if k in om else "" for k in
-                     ("1", "10", "100", "1000")], r["tree"]["nodes_expanded"],
-                     f"{sec['expand']:.1f} + {sec['draw']:.1f}"])
-    out.append(table(["Position", "Model", "Samp.", "Draws to target", "Ω_1", "Ω_10", "Ω_100", "Ω_1000",
+        rows.append([r.get("depth", ""), r["position"], r["model"], r["play"], draws_cell(r),
+                     *[f"{om[k]:.3g}" if k in om else "" for k in ("1", "10", "100", "1000")],
+                     r["tree"]["nodes_expanded"], f"{sec['expand']:.1f} + {sec['draw']:.1f}"])
+    out.append(table(["N", "Position", "Model", "Samp.", "Draws to target", "Ω_1", "Ω_10", "Ω_100", "Ω_1000",
                       "Nodes", "Seconds (expand + draw)"], rows))
     return "\n".join(out)
 
 
-def plot(results: list[dict], positions: list[str], target: float, depth: int, path: str) -> None:
+def draws_cell(r: dict) -> str:
+    """``mean ± std`` draws to the target over seeds, ``> K`` when no seed reached it, and how many did."""
+    d = r["draws_to_target"]
+    cell = f"> {max(r['draws'])}" if d["mean"] is None else f"{d['mean']:.0f} ± {d['std'] or 0:.0f}"
+    if d["mean"] is not None and d["reached"] < d["seeds"]:
+        cell += f" ({d['reached']}/{d['seeds']} seeds)"
+    return cell
+
+
+def plot(results: list[dict], positions: list[str], target: float, path: str) -> None:
+    """One panel per (depth, position): rows are depths, columns positions."""
     import matplotlib  # noqa: PLC0415
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # noqa: PLC0415
 
-    fig, axes = plt.subplots(1, len(positions), figsize=(4.5 * len(positions), 3.6), squeeze=False)
+    depths = sorted({r["depth"] for r in results})
+    fig, axes = plt.subplots(len(depths), len(positions), figsize=(4.5 * len(positions), 3.6 * len(depths)),
+                             squeeze=False)
     colors = {}
-    for ax, pos in zip(axes[0], positions):
-        for r in (r for r in results if r["position"] == pos):
-            c = colors.setdefault(r["model"], f"C{len(colors) % 10}")
-            ax.plot(r["curve"]["k"], r["curve"]["mean"], color=c, ls="--" if r["play"] == "adaptive" else "-",
-                    label=f"{r['model']} ({r['play']})")
-        ax.axhline(target, color="gray", ls=":", lw=1)
-        ax.set_xscale("log")
-        ax.set_ylim(0, 1.02)
-        ax.set_title(pos, fontsize=9)
-        ax.set_xlabel("draws K")
-    axes[0][0].set_ylabel(rf"$\Omega^{{{depth}}}_K$")
+    for row, depth in zip(axes, depths):
+        for ax, pos in zip(row, positions):
+            for r in (r for r in results if r["position"] == pos and r["depth"] == depth):
+                c = colors.setdefault(r["model"], f"C{len(colors) % 10}")
+                ax.plot(r["curve"]["k"], r["curve"]["mean"], color=c, ls="--" if r["play"] == "adaptive" else "-",
+                        label=f"{r['model']} ({r['play']})")
+            ax.axhline(target, color="gray", ls=":", lw=1)
+            ax.set_xscale("log")
+            ax.set_ylim(0, 1.02)
+            ax.set_title(pos, fontsize=9)
+            ax.set_xlabel("draws K")
+        row[0].set_ylabel(rf"$\Omega^{{{depth}}}_K$")
     axes[0][-1].legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -398,27 +410,28 @@ def run(args: argparse.Namespace) -> int:
     except (PlayModeError, ValueError) as e:
         print(f"error: {e}")
         return 2
-    if args.depth < 1 or args.draws < 1 or args.seeds < 1 or not 0 < args.target <= 1:
+    if min(args.depth) < 1 or args.draws < 1 or args.seeds < 1 or not 0 < args.target <= 1:
         print("error: need --depth >= 1, --draws >= 1, --seeds >= 1 and 0 < --target <= 1")
         return 2
     models = ModelCache(args.weights, device_of(args.device))
     results = []
     for name, mode in zip(args.model, plays):
-        for pos, board in roots:
-            src = NetworkPolicy(models(name), board, mode, args.micro_batch)
-            r = coverage(src, args.depth, range(args.seeds), args.draws, args.target, args.until, args.expand_batch,
-                         progress_desc="coverage")
-            r["tree"]["positions_evaluated"] = src.positions
-            results.append({"model": name, "play": mode, "position": pos, **r})
-            print(f"{name} ({mode}) @ {pos}: draws to target {r['draws_to_target']['per_seed']} "
-                  f"[{r['seconds']['expand']:.1f}s expand, {r['seconds']['draw']:.1f}s draw]", flush=True)
+        for depth in args.depth:
+            for pos, board in roots:
+                src = NetworkPolicy(models(name), board, mode, args.micro_batch)
+                r = coverage(src, depth, range(args.seeds), args.draws, args.target, args.until, args.expand_batch,
+                             progress_desc=f"coverage depth {depth}")
+                r["tree"]["positions_evaluated"] = src.positions
+                results.append({"model": name, "play": mode, "position": pos, "depth": depth, **r})
+                print(f"{name} ({mode}) @ {pos}, depth {depth}: draws to target {r['draws_to_target']['per_seed']} "
+                      f"[{r['seconds']['expand']:.1f}s expand, {r['seconds']['draw']:.1f}s draw]", flush=True)
     print(render(results, args.target))
     names = [p for p, _ in roots]
     if args.png:
-        plot(results, names, args.target, args.depth, args.png)
+        plot(results, names, args.target, args.png)
     if args.json:
         write_json(args.json, {
-            "command": "eval coverage", "depth": args.depth, "max_draws": args.draws,
+            "command": "eval coverage", "depths": args.depth, "max_draws": args.draws,
             "seeds": list(range(args.seeds)), "target": args.target, "until": args.until,
             "expand_batch": args.expand_batch,
             "positions": [{"name": p, "moves": [m.uci() for m in b.move_stack], "fen": b.fen(),

@@ -184,7 +184,7 @@ def test_cli_coverage_json_png_and_flags(tmp_path, capsys):
             "--draws", "50", "--until", "draws", "--json", str(out), "--png", str(png)]
     assert coverage_cli.run(parser.parse_args(args)) == 0
     d = json.loads(out.read_text())
-    assert png.stat().st_size > 0 and d["depth"] == 2 and d["seeds"] == [0, 1] and d["until"] == "draws"
+    assert png.stat().st_size > 0 and d["depths"] == [2] and d["seeds"] == [0, 1] and d["until"] == "draws"
     assert [p["ply"] for p in d["positions"]] == [0, 3] and d["positions"][1]["moves"] == ["e2e4", "e7e5", "g1f3"]
     assert [(r["model"], r["play"], r["position"]) for r in d["results"]] == [
         ("random:tiny", "raw", "start"), ("random:tiny", "raw", "e2e4 e7e5 g1f3"),
@@ -197,3 +197,22 @@ def test_cli_coverage_json_png_and_flags(tmp_path, capsys):
     bad = parser.parse_args(["--model", "random:tiny", "--play", "raw", "--play", "raw", "--model", "x", "--play",
                              "raw"])
     assert coverage_cli.run(bad) == 2
+
+
+def test_cli_several_depths_measure_each_as_a_single_depth_run_does(tmp_path):
+    parser = argparse.ArgumentParser()
+    coverage_cli.add_arguments(parser)
+    common = ["--model", "random:tiny", "--play", "raw", "--position", "start", "--seeds", "2", "--draws", "30",
+              "--until", "draws"]
+    both, one = tmp_path / "both.json", tmp_path / "one.json"
+    assert coverage_cli.run(parser.parse_args([*common, "--depth", "1", "2", "--json", str(both),
+                                               "--png", str(tmp_path / "c.png")])) == 0
+    assert coverage_cli.run(parser.parse_args([*common, "--depth", "2", "--json", str(one)])) == 0
+    d, s = json.loads(both.read_text()), json.loads(one.read_text())
+    assert d["depths"] == [1, 2] and [r["depth"] for r in d["results"]] == [1, 2]
+    # depth 1 from the start: 20 one-move lines, all drawn within 30 draws, so Ω reaches 1 and stops there
+    r1 = d["results"][0]
+    assert r1["exhausted"] == [True, True] and r1["draws"] == [20, 20]
+    assert abs(r1["final_omega"][0] - 1) < 1e-9
+    assert d["results"][1]["curve"] == s["results"][0]["curve"]   # the depth-2 result as run alone
+    assert "| 2 | start |" in coverage_cli.render(d["results"], 0.95).replace("  ", " ")

@@ -181,3 +181,18 @@ def test_the_report_labels_every_arm_the_sweep_can_run():
     assert set(arms.PRIOR_ANCHORED) <= set(arms.REGULARIZED) and arms.UNREGULARIZED not in arms.REGULARIZED
     assert all(t in arms.TERM_LABEL for t in (*arms.TERMS, arms.CONTROL))
     assert all(t in arms.TEMP_LABEL for t in arms.TEMPERATURES)
+
+
+def test_figure7_numbers_come_from_coverage_json_per_depth(full):
+    md, _ = full
+    cov = json.loads((RUNS / "coverage.json").read_text())
+    base4 = next(r for r in cov["results"] if r["model"] == "base:small" and r["play"] == "raw" and r["depth"] == 4)
+    r = row(md, "Figure 7 (numbers)", "4", "start", "Frozen base", "raw")
+    d = base4["draws_to_target"]
+    assert r[4] == f"{d['mean']:.0f} ± {d['std']:.0f}" and r[5] == f"{base4['omega_at']['10']:.3f}"
+    # both depths of every model are listed, and deeper lines need more draws to the same coverage
+    assert len([ln for ln in section(md, "Figure 7 (numbers)").splitlines() if ln.startswith("| 3 |")]) == \
+        len([ln for ln in section(md, "Figure 7 (numbers)").splitlines() if ln.startswith("| 4 |")]) == \
+        len(cov["results"]) // 2
+    base3 = row(md, "Figure 7 (numbers)", "3", "start", "Frozen base", "raw")
+    assert float(base3[4].split(" ± ")[0]) < d["mean"]

@@ -15,8 +15,8 @@ these exist (a missing file makes its table say *not measured*; nothing is estim
 
 * ``coverage.json`` — ``pdx eval coverage --json`` → Figure 7::
 
-      {"depth": N, "target": 0.95, "positions": [{"name"}],
-       "results": [{"model", "play", "position", "curve": {"k": [...], "mean": [...]},
+      {"depths": [N, ...] (older files: "depth": N), "target": 0.95, "positions": [{"name"}],
+       "results": [{"model", "play", "position", "depth", "curve": {"k": [...], "mean": [...]},
                     "draws_to_target": {"mean", "std"}}]}
 
 * ``recovery.json`` — ``pdx eval recovery --json`` (schema in :mod:`pdx_lightning.evaluation.recovery`;

@@ -8,7 +8,7 @@ from pdx_lightning.experiments.report import figures
 from pdx_lightning.experiments.report.recovery import recovery
 from pdx_lightning.experiments.report.runs import NM, Runs, load_runs
 from pdx_lightning.experiments.report.tables import (table1, table3, table4, table5, table6, table_arena,
-                                                     table_cells, table_recovery)
+                                                     table_cells, table_coverage, table_recovery)
 
 
 def render(runs: Runs, out: Path) -> str:
@@ -39,7 +39,11 @@ def render(runs: Runs, out: Path) -> str:
     for title, (png, caption) in figures.draw_all(runs, out).items():
         md += [f"## {title}", "", f"![{title}]({png})" if png else f"*{NM}*", "", caption, ""]
     entries, source = recovery(runs)
-    md += ["## Figure 8 (numbers): recovery of base-wrong positions", "",
+    md += ["## Figure 7 (numbers): trajectory coverage", "", table_coverage(runs), "",
+           "Lines of N plies drawn without replacement from the play distribution (raw π, or the tempered μ "
+           "the cell self-played with); Ω_K: the mass of the first K distinct lines, mean over seeds "
+           "(`coverage.json`); – : every seed stopped at the target before K draws.", "",
+           "## Figure 8 (numbers): recovery of base-wrong positions", "",
            (table_recovery(entries) + f"\n\nSource: {source}.") if entries else f"*{NM}*", "",
            "## All cells", "", table_cells(runs), "",
            "H and the KLs are the online policy's means over the self-play positions of the last training "

@@ -92,25 +92,28 @@ def figure5(runs: Runs, out: Path) -> tuple[str | None, str]:
 
 
 def figure7(runs: Runs, out: Path) -> str | None:
-    """Coverage Ω_K at the first position of coverage.json: solid raw, dashed through the tempered μ."""
+    """Coverage Ω_K at the first position of coverage.json, one panel per depth: solid raw, dashed μ."""
     cov = runs.files["coverage"]
     if not cov or not cov.get("results"):
         return None
     pos = cov["positions"][0]["name"]
+    depth_of = lambda res: res.get("depth", cov.get("depth"))  # noqa: E731 (one-depth files: top level)
+    depths = sorted({depth_of(res) for res in cov["results"]})
     rows = {k: r for r in runs.rows() for k in r.keys}
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for res in cov["results"]:
-        if res["position"] != pos or not res.get("curve", {}).get("k"):
-            continue
-        r = rows.get(res["model"])
-        color = "k" if r is None or r.cell is None else COLORS.get(r.term)
-        ax.plot(res["curve"]["k"], res["curve"]["mean"], ls="-" if res["play"] == "raw" else "--",
-                color=color,
-                label=f"{r.title() if r else res['model']} ({'raw' if res['play'] == 'raw' else 'μ'})")
-    ax.axhline(cov.get("target", 0.95), color="k", ls=":", lw=1)
-    ax.set(xscale="log", xlabel="K (lines drawn without replacement)", ylabel=f"Ω^{cov.get('depth', '?')}_K",
-           title=f"Trajectory coverage at {pos}")
-    ax.legend(fontsize=6)
+    fig, axes = plt.subplots(1, len(depths), figsize=(6 * len(depths), 4), squeeze=False)
+    for ax, depth in zip(axes[0], depths):
+        for res in cov["results"]:
+            if res["position"] != pos or depth_of(res) != depth or not res.get("curve", {}).get("k"):
+                continue
+            r = rows.get(res["model"])
+            color = "k" if r is None or r.cell is None else COLORS.get(r.term)
+            ax.plot(res["curve"]["k"], res["curve"]["mean"], ls="-" if res["play"] == "raw" else "--",
+                    color=color,
+                    label=f"{r.title() if r else res['model']} ({'raw' if res['play'] == 'raw' else 'μ'})")
+        ax.axhline(cov.get("target", 0.95), color="k", ls=":", lw=1)
+        ax.set(xscale="log", xlabel="K (lines drawn without replacement)", ylabel=f"Ω^{depth}_K",
+               title=f"Trajectory coverage at {pos}, depth {depth}")
+        ax.legend(fontsize=6)
     return _save(fig, out, "figure7_coverage.png")
 
 
@@ -138,8 +141,6 @@ def figure8(runs: Runs, out: Path) -> str | None:
 def draw_all(runs: Runs, out: Path) -> dict[str, tuple[str | None, str]]:
     """Title → (PNG name or None, caption), in the paper's order."""
     f5, suite = figure5(runs, out)
-    cov = runs.files["coverage"] or {}
-    depth = f" at depth {cov['depth']}" if cov.get("depth") else ""
     return {
         "Figure 1: p* relative to the base by mate depth": (
             figure1(runs, out), "Geometric-mean solution probability on each mate-in-N suite divided by "
@@ -148,8 +149,8 @@ def draw_all(runs: Runs, out: Path) -> dict[str, tuple[str | None, str]]:
             f5, f"Argmax accuracy on the {suite} suite against β, shaded 95% Wilson bands; stars mark β* "
             "(chosen on the selection suite); dashed: frozen base and β = 0."),
         "Figure 7: trajectory coverage": (
-            figure7(runs, out), f"Ω_K{depth} from `coverage.json`: mass covered by K distinct lines drawn "
-            "without replacement (mean over seeds); solid raw π, dashed tempered μ; dotted: the target."),
+            figure7(runs, out), "Ω_K from `coverage.json` (one panel per depth N): mass covered by K distinct "
+            "lines drawn without replacement (mean over seeds); solid raw π, dashed tempered μ; dotted: the target."),
         "Figure 8: what fine-tuning recovers": (
             figure8(runs, out), "Share of the base's wrong solver positions on the tactics suite where the "
             "model's argmax is accepted, binned by the base's probability on the accepted moves (left) and "

@@ -2,11 +2,12 @@
 
 Table 1 (accuracy and searchless strength at β*), Table 3 (mate-in-N accuracy), Table 4 (solution
 probability p*), Table 5 (sampled play and policy diagnostics), Table 6 (β selection), every cell,
-and Figure 8's recovery numbers. An absent input makes its cells say *not measured*.
+Figure 7's coverage numbers and Figure 8's recovery numbers. An absent input makes its cells say *not measured*.
 """
 from __future__ import annotations
 
 from pdx_lightning.experiments.arms import REGULARIZED, TEMP_LABEL, TEMPERATURES, TERM_LABEL, UNREGULARIZED
+from pdx_lightning.evaluation.coverage import draws_cell
 from pdx_lightning.experiments.report.runs import NM, Runs, by_depth, mate_depths, suite_summary
 
 
@@ -192,3 +193,18 @@ def table_recovery(entries: list[tuple[str, dict]]) -> str:
                           [[lab, p["base_wrong"], p["recovered"], p["given_back"],
                             *[share(b) for b in p["by_prob"] + p["by_rank"]]]
                            for (lab, _), p in zip(entries, pos)])
+
+
+def table_coverage(runs: Runs) -> str:
+    """Figure 7's numbers: draws to the target and Ω_K at powers of ten, per depth, position and model."""
+    cov = runs.files["coverage"]
+    titles = {k: r.title() for r in runs.rows() for k in r.keys}
+    out = []
+    for res in (cov or {}).get("results", []):
+        om = res["omega_at"]
+        out.append([res.get("depth", cov.get("depth")), res["position"], titles.get(res["model"], res["model"]),
+                     "μ" if res["play"] == "adaptive" else "raw", draws_cell(res),
+                     *[f"{om[k]:.3f}" if k in om else "–" for k in ("10", "100", "1000")]])
+    target = (cov or {}).get("target", 0.95)
+    return markdown_table(["N", "Position", "Model", "Samp.", f"Draws to Ω = {target:g} (mean ± sd)", "Ω_10",
+                           "Ω_100", "Ω_1000"], out) if out else f"*{NM}*"
