@@ -126,6 +126,34 @@ def test_train_only_trains_every_cell_once_and_a_later_run_only_evaluates(tmp_pa
         assert seconds > 0 and json.loads((out / n / "result.json").read_text())["seconds"]["train"] == seconds
 
 
+def test_rescore_scores_every_model_again_on_a_topped_up_suite_without_training(tmp_path, launches):
+    """A suite file grew after the sweep: --rescore re-scores the cells and the base on it (no fit launched),
+    keeps checkpoints and the stages that do not read suites, and drops recovery.json (it does)."""
+    import shutil
+
+    tactics = tmp_path / "tactics.csv"
+    rows = Path(SAMPLE).read_text().splitlines()
+    tactics.write_text("\n".join(rows[:4]) + "\n")   # 3 puzzles now, 6 after the top-up
+    cfg = write_config(tmp_path, eval={"selection": SAMPLE, "tactics": str(tactics)})
+    assert run_sweep("--config", str(cfg)) == 0 and len(launches.calls) == 2
+    out = tmp_path / "out"
+    cell = out / "cells" / "forward_kl-adaptive-b0.01"
+    n = lambda p: json.loads(p.read_text())["suites"]["tactics"]["n"]  # noqa: E731
+    assert n(cell / "eval.json") == n(out / "base" / "eval.json") == 3
+    ckpt = (cell / "checkpoints" / "final.ckpt").stat().st_mtime_ns
+    (out / "recovery.json").write_text("{}")
+    (out / "arena.json").write_text("{}")
+    shutil.copy(SAMPLE, tactics)                          # the top-up
+    assert run_sweep("--config", str(cfg)) == 0          # a plain rerun keeps the old scores
+    assert n(cell / "eval.json") == 3
+    assert run_sweep("--config", str(cfg), "--rescore") == 0
+    assert len(launches.calls) == 2                       # nothing trained again
+    assert n(cell / "eval.json") == n(out / "base" / "eval.json") == 6
+    assert json.loads((out / "sweep.json").read_text())["cells"][1]["status"] == "done"
+    assert (cell / "checkpoints" / "final.ckpt").stat().st_mtime_ns == ckpt
+    assert (out / "arena.json").is_file() and not (out / "recovery.json").exists()
+
+
 def test_unknown_flags_go_to_every_fit_and_dry_run_launches_nothing(tmp_path, launches, capsys):
     cfg = write_config(tmp_path)
     args = cli.build_parser().parse_args(["sweep", "--config", str(cfg), "--trainer.strategy", "ddp",

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import json
 import time
 from pathlib import Path
 
@@ -29,6 +30,26 @@ def preflight(cfg: SweepConfig, cells: list[Cell] | None = None, evaluate: bool 
     except ModelLoadError as e:
         problems.append(str(e))
     return problems + (anchor_problems(cfg) if evaluate else [])
+
+
+RESCORED_STAGES = ("recovery",)  # the stages that read the suites' files
+
+
+def rescore(out: Path, cells: list[Cell]) -> list[Path]:
+    """Forget the scores (not the checkpoints) of ``cells`` and of the base, and the stages that read the
+    suites, so the next run scores every model on the suites' files as they are now (e.g. topped up)."""
+    paths = [out / "cells" / c.name / f for c in cells for f in ("eval.json", "result.json")]
+    paths += [out / "base" / "eval.json", *(out / f"{n}.json" for n in RESCORED_STAGES)]
+    removed = [p for p in paths if p.is_file()]
+    for p in removed:
+        p.unlink()
+    return removed
+
+
+def selected_cells(out: Path) -> set[str]:
+    """The β* cells of the sweep.json in ``out`` (empty: none yet)."""
+    path = out / "sweep.json"
+    return {s["cell"] for s in json.loads(path.read_text())["selected"]} if path.is_file() else set()
 
 
 def cell_state(cell_dir: Path) -> str:
@@ -65,6 +86,11 @@ def run(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     check_lock(cfg, out)
     t0 = time.perf_counter()
+    before = selected_cells(out)
+    if args.rescore:
+        removed = rescore(out, cells)
+        print(f"[sweep] --rescore: removed {len(removed)} score files; checkpoints and the other stages kept",
+              flush=True)
     if args.train_only:  # train/resume to final.ckpt; a later run without the flag evaluates ("evaluate")
         for cell in cells:
             cell_dir = out / "cells" / cell.name
@@ -78,7 +104,11 @@ def run(args: argparse.Namespace) -> int:
     ev = Evaluator(cfg, out)
     for cell in cells:
         run_cell(cfg, cell, out, fit_args, ev)
-    finish(cfg, out, plan(cfg), stages=not (args.control_only or args.only or args.no_stages))
+    doc = finish(cfg, out, plan(cfg), stages=not (args.control_only or args.only or args.no_stages))
+    if args.rescore and before and before != (after := {s["cell"] for s in doc["selected"]}):
+        print(f"[sweep] warning: rescoring changed the selected cells ({sorted(before)} -> {sorted(after)}); "
+              f"arena_sampled.json, diagnostics.json and coverage.json were made with the old ones: delete "
+              f"them and rerun to remake them", flush=True)
     print(f"[sweep] {len(cells)} cells in {time.perf_counter() - t0:.0f} s; wrote {out / 'sweep.json'} and "
           f"{out / 'table6.md'}; report: pdx report --runs {out} --out {out / 'report'}", flush=True)
     return 0
@@ -99,6 +129,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="only train (or resume) cells to their final checkpoint; evaluate later by "
                              "rerunning without it (e.g. several --only processes or machines train, one "
                              "evaluates)")
+    parser.add_argument("--rescore", action="store_true",
+                        help="score every trained model again on the suites' files as they are now (after a "
+                             "suite was topped up): drops the cells' and the base's eval.json/result.json and "
+                             "recovery.json; checkpoints and the other stages' JSON are kept")
     parser.add_argument("--dry-run", action="store_true", help="print every cell, its state and its command")
     parser.epilog = ("Any other flag (e.g. --trainer.strategy ddp --trainer.devices 2) is passed to every "
                      "cell's fit; `--` may separate them.")
