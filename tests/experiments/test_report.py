@@ -196,3 +196,23 @@ def test_figure7_numbers_come_from_coverage_json_per_depth(full):
         len(cov["results"]) // 2
     base3 = row(md, "Figure 7 (numbers)", "3", "start", "Frozen base", "raw")
     assert float(base3[4].split(" ± ")[0]) < d["mean"]
+
+
+def test_archive_holds_the_json_the_report_rebuilds_from(tmp_path):
+    """`pdx report --archive`: the runs' JSON (no checkpoints), from which the same report is rebuilt."""
+    import tarfile
+
+    runs = tmp_path / "runs"
+    shutil.copytree(RUNS, runs)
+    (runs / "cells" / "control" / "checkpoints").mkdir(parents=True, exist_ok=True)
+    (runs / "cells" / "control" / "checkpoints" / "x.json").write_text("{}")
+    arch = tmp_path / "a" / "runs_json.tar.xz"
+    assert report.run(argparse.Namespace(runs=str(runs), out=str(tmp_path / "one"), archive=str(arch))) == 0
+    with tarfile.open(arch) as tar:
+        names = tar.getnames()
+        assert all(m.mtime == 0 and m.uid == 0 for m in tar.getmembers())
+        tar.extractall(tmp_path / "unpacked", filter="data")
+    assert "./sweep.json" in names and not any("checkpoints" in n for n in names)
+    assert names == sorted(names) and len(names) == len(list(RUNS.rglob("*.json")))
+    rebuilt = render(tmp_path / "unpacked", tmp_path / "two")
+    assert rebuilt.splitlines()[1:] == (tmp_path / "one" / "report.md").read_text().splitlines()[1:]

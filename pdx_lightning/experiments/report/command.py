@@ -55,6 +55,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runs", required=True,
                         help="a `pdx sweep` output directory (sweep.json, cells/, ...)")
     parser.add_argument("--out", required=True, help="directory for report.md and the PNG figures")
+    parser.add_argument("--archive", metavar="FILE.tar.xz",
+                        help="also pack every JSON file of --runs (not checkpoints or logs) into this archive, "
+                             "from which `pdx report` rebuilds the same report (`tar xJf FILE -C DIR`)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -63,4 +66,27 @@ def run(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.md").write_text(render(runs, out))
     print(f"wrote {out / 'report.md'}")
+    if getattr(args, "archive", None):
+        n = write_archive(Path(args.runs), Path(args.archive))
+        print(f"wrote {args.archive} ({n} JSON files)")
     return 0
+
+
+def write_archive(root: Path, path: Path) -> int:
+    """Every ``*.json`` under ``root`` outside ``checkpoints/`` and logger directories, as a reproducible
+    ``.tar.xz`` (sorted names, no owners or times), paths relative to ``root``."""
+    import tarfile  # noqa: PLC0415
+
+    skip = {"checkpoints", "tb", "csv", "lightning_logs"}
+    files = sorted(p for p in root.rglob("*.json") if not skip & set(p.relative_to(root).parts[:-1]))
+
+    def clean(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        info.uid = info.gid = info.mtime = 0
+        info.uname = info.gname = ""
+        return info
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(path, "w:xz") as tar:
+        for f in files:
+            tar.add(f, arcname=f"./{f.relative_to(root).as_posix()}", filter=clean)
+    return len(files)
