@@ -216,3 +216,16 @@ def test_archive_holds_the_json_the_report_rebuilds_from(tmp_path):
     assert names == sorted(names) and len(names) == len(list(RUNS.rglob("*.json")))
     rebuilt = render(tmp_path / "unpacked", tmp_path / "two")
     assert rebuilt.splitlines()[1:] == (tmp_path / "one" / "report.md").read_text().splitlines()[1:]
+
+
+def test_paired_table_reads_each_models_pairing_with_the_base(full):
+    md, _ = full
+    sweep = json.loads((RUNS / "sweep.json").read_text())
+    cell = next(s["cell"] for s in sweep["selected"] if (s["term"], s["temperature"]) == ("reverse_kl", "fixed"))
+    ev = json.loads((RUNS / "cells" / cell / "eval.json").read_text())["suites"]
+    t, m2 = ev["tactics"]["paired"], next(d for d in ev["mates"]["paired"]["by_depth"] if d["depth"] == 2)
+    r = row(md, "Paired with the base", "Reverse-KL anchor", "τ≡1")
+    lo, hi = t["p_star_ratio_ci"]
+    assert r[2] == f"{t['p_star_ratio']:.2f}× [{lo:.2f}, {hi:.2f}]; +{t['gained']}/−{t['lost']} (p {t['mcnemar_p']:.2g})"
+    assert r[5].startswith(f"{m2['p_star_ratio']:.2f}× [") and lo <= t["p_star_ratio"] <= hi
+    assert not any(line.startswith("| Frozen base") for line in section(md, "Paired with the base").splitlines())

@@ -8,7 +8,8 @@ from pdx_lightning.experiments.report import figures
 from pdx_lightning.experiments.report.recovery import recovery
 from pdx_lightning.experiments.report.runs import NM, Runs, load_runs
 from pdx_lightning.experiments.report.tables import (table1, table3, table4, table5, table6, table_arena,
-                                                     table_cells, table_coverage, table_recovery)
+                                                     table_cells, table_coverage, table_paired,
+                                                     table_recovery)
 
 
 def render(runs: Runs, out: Path) -> str:
@@ -33,6 +34,11 @@ def render(runs: Runs, out: Path) -> str:
            "control, the anchors of `arena.anchors`); Elo on the ladder, base at 0; W–D–L, score and LOS "
            "from its games against the base.", "", "## Table 3: mate-in-N accuracy (%)", "", table3(runs), "",
            "## Table 4: solution probability p*, geometric mean (arithmetic)", "", table4(runs), "",
+           "## Paired with the base: p* ratio and puzzles gained/lost", "", table_paired(runs), "",
+           "Per model and suite, on the same puzzles as the base: the geometric-mean p* ratio to the base "
+           "(exp of the mean per-puzzle log ratio) with its 95% interval (Figure 1's points, with intervals), "
+           "then the argmax puzzles the model solves and the base does not (+) and the reverse (−), with "
+           "the exact McNemar p of that difference.", "",
            "## Table 5: sampled play and policy diagnostics", "", table5(runs), "",
            "Elo: sampled round robin (`arena_sampled.json`); H, KLs, cov: `diagnostics.json`.", "",
            "## Table 6: β selection on the selection suite", "", table6(runs), ""]

@@ -96,6 +96,32 @@ def table4(runs: Runs) -> str:
                           [[r.label, r.tau, *[s for _, s in c]] for r, c in zip(rows, cells)])
 
 
+def _paired(row, suite: str, depth: int | None = None) -> dict | None:
+    """The row's pairing with the base on ``suite`` (a mate depth's, given ``depth``)."""
+    p = ((row.eval or {}).get("suites", {}).get(suite) or {}).get("paired")
+    if p and depth is not None:
+        p = next((d for d in p.get("by_depth", []) if d["depth"] == depth), None)
+    return p if p and p.get("n") else None
+
+
+def table_paired(runs: Runs) -> str:
+    """Each model against the base on the same puzzles: p* ratio (geometric) with its 95% interval, and
+    the argmax puzzles gained/lost with the exact McNemar p."""
+    rows = runs.rows()[1:]
+    depths = mate_depths(runs.rows())
+    cols = [("tactics", None, "Tactics all"), ("hard", None, "Tactics hard")]
+    cols += [("mates", d, f"mate-in-{d}") for d in depths]
+
+    def cell(p):
+        if not p or p.get("p_star_ratio") is None:
+            return NM
+        lo, hi = p["p_star_ratio_ci"]
+        return (f"{p['p_star_ratio']:.2f}× [{lo:.2f}, {hi:.2f}]; +{p['gained']}/−{p['lost']} "
+                f"(p {p['mcnemar_p']:.2g})")
+    out = [[r.label, r.tau, *[cell(_paired(r, s, d)) for s, d, _ in cols]] for r in rows]
+    return markdown_table(["Model", "Self-play τ", *[t for *_, t in cols]], out)
+
+
 def table5(runs: Runs) -> str:
     arena, diag = runs.files["arena_sampled"], runs.files["diagnostics"]
     base_name = runs.sweep["base"]["name"]
