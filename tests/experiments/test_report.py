@@ -153,13 +153,14 @@ def test_a_directory_without_sweep_json_is_refused(tmp_path):
         load_runs(tmp_path)
 
 
-def test_the_committed_cpu_matrix_report_rebuilds_from_its_json_archive(tmp_path):
-    """reports/sweep_cpu/report.md is exactly what `pdx report` makes of reports/sweep_cpu/runs_json.tar.xz."""
+@pytest.mark.parametrize("name", ["sweep_cpu", "sweep_maia"])
+def test_the_committed_reports_rebuild_from_their_json_archives(tmp_path, name):
+    """reports/<name>/report.md is exactly what `pdx report` makes of reports/<name>/runs_json.tar.xz."""
     import tarfile
 
     from pdx_lightning import cli
 
-    shipped = Path(__file__).parents[2] / "reports" / "sweep_cpu"
+    shipped = Path(__file__).parents[2] / "reports" / name
     with tarfile.open(shipped / "runs_json.tar.xz") as tar:
         tar.extractall(tmp_path / "runs", filter="data")
     assert cli.main(["report", "--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "out")]) == 0
