@@ -188,7 +188,7 @@ def test_eval_coverage_shows_a_bar_over_draws(no_delay, capsys, tmp_path):
     run_cli(coverage_cli, ["--model", "random:tiny", "--play", "raw", "--position", "start", "--depth", "2",
                            "--seeds", "2", "--draws", "30", "--until", "draws"], tmp_path)
     err = capsys.readouterr().err
-    assert "coverage:" in err and "/60" in err and "draw" in err
+    assert "coverage depth 2:" in err and "/60" in err and "draw" in err
 
 
 def uniform_tree(path):
