@@ -1,7 +1,7 @@
 """Identity check of an arena PGN: the pdx base against the real Lc0 on the same network file.
 
     .venv/bin/python benchmarks/arena_identity.py runs/sweep_maia/arena.pgn [--pdx base]
-        [--lc0 "lc0 (same file)"] [--weights FILE] [--json OUT]
+        [--lc0 "lc0 (same file)"] [--model base:maia-1900] [--json OUT]
 
 Both players play argmax moves of one network, so the two games of a paired opening (each side with
 White once) must be the same game move for move, and the pair must score exactly 1-1 or ½-½. This reads
@@ -14,7 +14,6 @@ otherwise (non-zero exit).
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import re
 import sys
