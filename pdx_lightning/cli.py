@@ -39,7 +39,7 @@ TOOLS: dict[str, tuple[str, str]] = {
 LIGHTNING = {
     "fit": "self-play RL fine-tuning (LightningCLI; see `pdx fit --help`)",
     "validate": "validate a checkpoint (LightningCLI)",
-    "pretrain": "supervised search distillation of a base network (LightningCLI fit)",
+    "pretrain": "supervised search distillation of a base network (LightningCLI fit; `validate` scores a network on the held-out split)",
 }
 
 

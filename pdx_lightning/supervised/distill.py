@@ -315,10 +315,20 @@ class DistillModule(L.LightningModule):
 
 
 def run_pretrain_cli(argv: list[str]) -> None:
-    """``pdx pretrain [LightningCLI fit flags]``: the project's LightningCLI (``runtime.entry``), ``fit``."""
+    """``pdx pretrain [fit|validate] [LightningCLI flags]``: the project's LightningCLI
+    (``runtime.entry``) on DistillModule + ShardDataModule; ``fit`` unless ``validate`` comes first.
+
+    ``validate`` scores ``--model.init`` on the held-out games of the same split the recipe trains
+    with (same shards, seed, ``val_fraction`` and ``exclude``): the teacher agreement of a network
+    before distillation, or of an exported one after."""
     from pdx_lightning.runtime.entry import run_lightning  # noqa: PLC0415
 
+    subcommand = "fit"
+    if argv and argv[0] in ("fit", "validate"):
+        subcommand, argv = argv[0], argv[1:]
     if argv and argv[0] in ("-h", "--help"):
-        print("pdx pretrain: supervised search distillation (LightningCLI `fit` on DistillModule + ShardDataModule)\n")
-    run_lightning(DistillModule, ["fit", *argv], datamodule_class=ShardDataModule,
+        print(f"pdx pretrain: supervised search distillation (LightningCLI `{subcommand}` on DistillModule + "
+              "ShardDataModule)\n`pdx pretrain validate --config C --model.init NET`: the held-out teacher "
+              "agreement of NET on C's split\n")
+    run_lightning(DistillModule, [subcommand, *argv], datamodule_class=ShardDataModule,
                   trainer_defaults={"log_every_n_steps": 10})

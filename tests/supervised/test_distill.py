@@ -205,3 +205,45 @@ def test_excluded_suites_positions_are_neither_trained_nor_validated_on(tmp_path
     kept, before = set(ids(held.data)), ids(plain.data)
     assert not any(before[i] in kept for i in picks)
     assert sum(k in kept for k in before) == len(held.data)
+
+
+def test_pretrain_validate_scores_a_network_on_the_recipes_heldout_games(tmp_path):
+    """`pdx pretrain validate --config C --model.init NET` logs NET's teacher agreement on C's held-out games
+    and trains nothing: the logged value equals a reference computed one held-out position at a time."""
+    import os
+    from pathlib import Path
+
+    import csv
+
+    from pdx_lightning import cli
+    from pdx_lightning.supervised.distill import PositionDataset
+
+    root = Path(__file__).parents[2]
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        rc = cli.main(["pretrain", "validate", "--config", str(root / "conf" / "pretrain_small_v2.yaml"),
+                       "--data.shards", str(root / SHARDS), "--data.val_fraction", "0.25",
+                       "--data.batch_size", "16", "--model.init", "base:small",
+                       "--trainer.enable_progress_bar", "false", "--trainer.logger",
+                       '{"class_path": "lightning.pytorch.loggers.CSVLogger", "init_args": {"save_dir": "logs"}}'])
+    finally:
+        os.chdir(cwd)
+    assert rc in (0, None)
+    assert not list(tmp_path.rglob("*.ckpt")) and not list(tmp_path.rglob("*.pt"))   # nothing trained
+    (metrics,) = (tmp_path / "logs").rglob("metrics.csv")
+    (row,) = list(csv.DictReader(metrics.open()))
+    logged = float(row["val/top1_agreement"])
+
+    # the config's split: same shards, seed, val_fraction; start_repeats > 1 keeps ply 0 out of validation
+    dm = ShardDataModule(shards=SHARDS, val_fraction=0.25, batch_size=16, start_repeats=400)
+    dm.setup()
+    ds, net = PositionDataset(dm.data, dm.val_index), load_model("base:small").eval()
+    hits = 0
+    for k in range(len(ds)):
+        one = ds.__getitems__([k])
+        with torch.no_grad():
+            logp = masked_log_softmax(net(one["x"]).policy, one["mask"])
+        hits += int(logp.argmax(1).item() == one["cand_idx"][0, 0].item())
+    assert len(ds) > 20 and 0 < hits < len(ds)
+    assert logged == pytest.approx(hits / len(ds), abs=1e-6)
