@@ -207,28 +207,23 @@ def test_excluded_suites_positions_are_neither_trained_nor_validated_on(tmp_path
     assert sum(k in kept for k in before) == len(held.data)
 
 
-def test_pretrain_validate_scores_a_network_on_the_recipes_heldout_games(tmp_path):
+def test_pretrain_validate_scores_a_network_on_the_recipes_heldout_games(tmp_path, monkeypatch):
     """`pdx pretrain validate --config C --model.init NET` logs NET's teacher agreement on C's held-out games
     and trains nothing: the logged value equals a reference computed one held-out position at a time."""
-    import os
-    from pathlib import Path
-
     import csv
+    from pathlib import Path
 
     from pdx_lightning import cli
     from pdx_lightning.supervised.distill import PositionDataset
 
     root = Path(__file__).parents[2]
-    cwd = os.getcwd()
-    os.chdir(tmp_path)
-    try:
-        rc = cli.main(["pretrain", "validate", "--config", str(root / "conf" / "pretrain_small_v2.yaml"),
-                       "--data.shards", str(root / SHARDS), "--data.val_fraction", "0.25",
-                       "--data.batch_size", "16", "--model.init", "base:small",
-                       "--trainer.enable_progress_bar", "false", "--trainer.logger",
-                       '{"class_path": "lightning.pytorch.loggers.CSVLogger", "init_args": {"save_dir": "logs"}}'])
-    finally:
-        os.chdir(cwd)
+    monkeypatch.chdir(tmp_path)
+    rc = cli.main(["pretrain", "validate", "--config", str(root / "conf" / "pretrain_small_v2.yaml"),
+                   "--data.shards", str(root / SHARDS), "--data.val_fraction", "0.25",
+                   "--data.batch_size", "16", "--model.init", "base:small",
+                   "--trainer.enable_progress_bar", "false", "--trainer.logger",
+                   '{"class_path": "lightning.pytorch.loggers.CSVLogger", "init_args": {"save_dir": "logs"}}'])
+    monkeypatch.chdir(root)
     assert rc in (0, None)
     assert not list(tmp_path.rglob("*.ckpt")) and not list(tmp_path.rglob("*.pt"))   # nothing trained
     (metrics,) = (tmp_path / "logs").rglob("metrics.csv")
