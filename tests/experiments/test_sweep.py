@@ -430,6 +430,19 @@ def test_the_shipped_maia_sweep_plans_the_issue_cells():
     assert (cfg.steps, cfg.games, cfg.base) == (2000, 128, "base:maia-1900")
 
 
+def test_the_distilled_maia_sweep_plans_the_four_arms_on_the_recipe_output():
+    """conf/sweep_maia_distilled.yaml fine-tunes what conf/pretrain_maia.yaml exports, with the Maia sweep's
+    fit recipe, budget and suites (the two comparisons differ only in the base)."""
+    import yaml
+
+    conf = Path(__file__).parents[2] / "conf"
+    cfg, maia = load_config(conf / "sweep_maia_distilled.yaml"), load_config(conf / "sweep_maia.yaml")
+    assert [c.name for c in plan(cfg)] == [
+        "none-adaptive", "entropy-adaptive-b0.01", "reverse_kl-adaptive-b0.01", "forward_kl-adaptive-b0.01"]
+    assert cfg.base == yaml.safe_load((conf / "pretrain_maia.yaml").read_text())["model"]["export"]
+    assert (cfg.steps, cfg.games, cfg.fit_config, cfg.eval) == (maia.steps, maia.games, maia.fit_config, maia.eval)
+
+
 def test_missing_suites_or_base_fail_before_any_training(tmp_path, launches):
     cfg = write_config(tmp_path, base="base:nonexistent", eval={"selection": str(tmp_path / "nope.csv")})
     with pytest.raises(SweepConfigError, match=r"suite file .*nope.csv not found; bundled network 'base:nonexistent'"):
