@@ -41,7 +41,8 @@ def run_stages(cfg: SweepConfig, out: Path, doc: dict) -> None:
         players += [("control", by_name["control"]["checkpoint"])] if doc["control"] else []
         players += [(label, anchor_spec(spec, cfg.base)) for label, spec in a.anchors.items()]
         flags = [f for lab, m in players for f in ("--model", m, "--label", lab)]
-        common = ["--quiet", *(["--openings", a.openings] if a.openings else []), *a.args]
+        # no --quiet: into a log file the progress bar writes one line per 10 s (runtime.progress)
+        common = [*(["--openings", a.openings] if a.openings else []), *a.args]
         run_stage(out, "arena", ["arena", *flags, "--games", str(a.games), "--base-games", str(a.base_games),
                                  "--pgn", str(out / "arena.pgn"), *common])
         if a.sampled_games:
