@@ -361,6 +361,7 @@ def test_stages_run_once_all_cells_are_done_and_no_stages_skips_them(tmp_path, m
     assert labels == ["base", *chosen, "control"] and calls[0][calls[0].index("--model") + 1] == "random:tiny"
     arena = calls[0]
     assert arena[arena.index("--games") + 1] == "10" and arena[arena.index("--base-games") + 1] == "40"
+    assert "--quiet" not in arena   # the stage's log keeps the progress lines
     sampled = calls[1]
     temps = sampled[sampled.index("--temperature") + 1: sampled.index("--games")]
     cells = {c["name"]: c for c in doc["cells"]}

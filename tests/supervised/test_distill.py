@@ -127,11 +127,10 @@ def test_opening_positions_are_oversampled_deterministically():
         ShardDataModule(shards=SHARDS, opening_repeats=0)
 
 
-def test_the_shipped_maia_distillation_recipe_runs_and_exports_under_runs(tmp_path):
+def test_the_shipped_maia_distillation_recipe_runs_and_exports_under_runs(tmp_path, monkeypatch):
     """conf/pretrain_maia.yaml as a user runs it (`pdx pretrain`), 2 steps on the shard fixture: it starts
     from Maia-1900 (not a fresh network: the exported policy stays close to Maia's), keeps the classic
     family, and writes its export under runs/ (a GPL-derived network is never written into data/)."""
-    import os
     from pathlib import Path
 
     from pdx_lightning import cli
@@ -145,20 +144,17 @@ def test_the_shipped_maia_distillation_recipe_runs_and_exports_under_runs(tmp_pa
     conf = root / "conf" / "pretrain_maia.yaml"
     exclude = [root / p for p in yaml.safe_load(conf.read_text())["data"]["exclude"]]
     assert len(exclude) >= 8 and all(p.is_file() for p in exclude)   # every shipped eval suite is held out
-    cwd = os.getcwd()
-    os.chdir(tmp_path)
-    try:
-        rc = cli.main(["pretrain", "--config", str(conf), "--data.exclude", json.dumps([str(p) for p in exclude]),
-                       "--data.shards", str(root / SHARDS), "--data.batch_size", "16",
-                       "--trainer.max_steps", "2", "--trainer.val_check_interval", "2",
-                       "--model.warmup_steps", "1", "--trainer.enable_progress_bar", "false",
-                       # Adam's first steps move every weight by ~lr whatever the batch: at the recipe's 3e-4
-                       # two steps take Maia's policy 0.73 nats away, too close to a fresh net's 1.59 to
-                       # tell "continued from Maia" apart; 1e-4 keeps the check sharp
-                       "--model.lr", "1e-4",
-                       "--trainer.enable_model_summary", "false"])
-    finally:
-        os.chdir(cwd)
+    monkeypatch.chdir(tmp_path)
+    rc = cli.main(["pretrain", "--config", str(conf), "--data.exclude", json.dumps([str(p) for p in exclude]),
+                   "--data.shards", str(root / SHARDS), "--data.batch_size", "16",
+                   "--trainer.max_steps", "2", "--trainer.val_check_interval", "2",
+                   "--model.warmup_steps", "1", "--trainer.enable_progress_bar", "false",
+                   # Adam's first steps move every weight by ~lr whatever the batch: at the recipe's 3e-4
+                   # two steps take Maia's policy 0.73 nats away, too close to a fresh net's 1.59 to
+                   # tell "continued from Maia" apart; 1e-4 keeps the check sharp
+                   "--model.lr", "1e-4",
+                   "--trainer.enable_model_summary", "false"])
+    monkeypatch.chdir(root)
     assert rc in (0, None)
     out = tmp_path / "runs" / "pretrain_maia" / "maia_1900_distilled.pt"
     distilled, maia = load_model(str(out)), load_model("base:maia-1900")
