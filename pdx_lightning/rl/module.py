@@ -193,7 +193,9 @@ class PDXModule(L.LightningModule):
             # log π_θ once: it samples a (complete), enters the loss and the KL metrics
             log_p = masked_log_softmax(out.policy, mask)                          # (b, P), ≥ float32
             wdl_theta = torch.softmax(at_least_float32(out.wdl), dim=-1)           # (b, 3)
-            done = self.dataset.complete(batch, sl, log_p, score(wdl_theta), wdl_theta)
+            # p_θ(s) goes along only when τ(s) comes from it (temperature_wdl_source="online")
+            online_tau = () if batch.tau is not None else (wdl_theta,)
+            done = self.dataset.complete(batch, sl, log_p, score(wdl_theta), *online_tau)
             check_finite(step, {"advantage A": done.advantage, "importance weight ρ": done.rho,
                                 "value target p̂": done.target})
             loss = pdx_loss_from_log_probs(log_p, out.wdl, mask, done.action.to(self.device),

@@ -10,8 +10,8 @@ hands the detached outputs back through :meth:`SelfPlayDataset.complete`, which
 samples a ~ μ ∝ π_θ^{1/τ}, plays it, evaluates the EMA at s' and returns
 (a, ρ, A, p̂). The parameters that sample a batch are therefore exactly the ones
 it updates (zero staleness), and the gradient-carrying online pass doubles as
-the sampling pass: four network passes per step (base(s), ema(s), ema(s'),
-online(s) fwd+bwd). The online network itself never runs here.
+the sampling pass: four network passes per step (base(s), ema(s) unless τ comes from the online
+WDL, ema(s'), online(s) fwd+bwd). The online network itself never runs here.
 
 Completion works per micro-batch of games (``complete(batch, slice, ...)``), so
 the module can accumulate gradients over micro-batches without keeping every
