@@ -40,7 +40,8 @@ def load_source(args: argparse.Namespace) -> tuple[torch.nn.Module, str]:
     if args.blend is None:
         return a, args.model
     b = load_model(args.blend, weights=args.weights)
-    return blend_networks(a, b, args.alpha), f"(1 - α)·A + α·B, A = {args.model}, B = {args.blend}, α = {args.alpha:g}"
+    what = f"(1 - α)·A + α·B, A = {args.model}, B = {args.blend}, α = {args.alpha:g}"
+    return blend_networks(a, b, args.alpha), what
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -153,7 +153,7 @@ def pdx_loss(policy_logits: torch.Tensor, wdl_logits: torch.Tensor, mask: torch.
              wdl_target: torch.Tensor, log_p_base: torch.Tensor, *,
              kind: str = "forward_kl", beta: float, c_v: float,
              wdl_base: torch.Tensor | None = None, value_anchor_weight: float = 0.0) -> PDXLoss:
-    """L(θ) = −E[ρ·A·log π_θ(a|s)] + β·E_s[R(π_θ, π_base)] + c_v·L_V(θ) [+ c_v·w·E_s[R_V]], Eqs. 7 and 14.
+    """L(θ) = −E[ρ·A·log π_θ(a|s)] + β·E_s[R(π_θ, π_base)] + c_v·L_V(θ) [+ c_v·w·E_s[R_V]], Eqs. 7, 14.
 
     ``policy_logits`` (B, P) and ``wdl_logits`` (B, 3) are the online network's
     outputs at s (with grad); ``action`` (B,) int policy slots of a;

@@ -110,7 +110,8 @@ def test_export_lc0_writes_a_blend_lc0_reads_back_exactly(tmp_path, capsys):
     out = tmp_path / "blend.pb.gz"
     assert pdx(["export", "lc0", "--model", "random:classic-tiny:0", "--blend", "random:classic-tiny:1",
                 "--alpha", "-1", "--encoding", "float32", "--out", str(out)]) == 0
-    assert "(1 - α)·A + α·B, A = random:classic-tiny:0, B = random:classic-tiny:1, α = -1" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "(1 - α)·A + α·B, A = random:classic-tiny:0, B = random:classic-tiny:1, α = -1" in printed
     expect = blend_networks(load_model("random:classic-tiny:0"), load_model("random:classic-tiny:1"), -1.0)
     again = load_model(str(out))
     assert all(torch.equal(t, expect.state_dict()[k]) for k, t in again.state_dict().items())
