@@ -22,6 +22,7 @@ import sys
 # name -> (module implementing add_arguments/run, one-line help)
 TOOLS: dict[str, tuple[str, str]] = {
     "data positions": ("pdx_lightning.datagen.positions", "Stockfish-labelled training positions (sharded, resumable)"),
+    "data pgn": ("pdx_lightning.datagen.pgn", "training shards from human games (PGN): the played move, the result"),
     "data mates": ("pdx_lightning.datagen.mates", "exact mate-in-N suites in Lichess puzzle CSV format"),
     "data puzzles": ("pdx_lightning.datagen.puzzles", "tactics suites in Lichess puzzle CSV format"),
     "data openings": ("pdx_lightning.datagen.openings", "slightly unbalanced opening suites (EPD)"),
