@@ -147,7 +147,7 @@ def generate(out: str | os.PathLike, cfg: PgnDataConfig, skip_bad: bool = False)
         tmp.unlink()
     read = ReadStats()
     counts = {"games_trained": 0, "games_heldout": 0, "games_no_result": 0, "games_other_time_control": 0,
-              "records": 0, "shards_made": 0, "shards_kept": 0}
+              "games_no_move_kept": 0, "records": 0, "shards_made": 0, "shards_kept": 0}
     held_tmp = out / f".{HELDOUT_FILE}.tmp-{os.getpid()}"
     held = open(held_tmp, "w") if cfg.holdout_every else None
     pending: list = []
@@ -177,7 +177,8 @@ def generate(out: str | os.PathLike, cfg: PgnDataConfig, skip_bad: bool = False)
                     counts["games_no_result"] += 1
                     continue
                 records = game_records(game, cfg.filters)
-                if not records:
+                if not records:  # every move filtered out (a short game, a time scramble)
+                    counts["games_no_move_kept"] += 1
                     continue
                 pending.append((game, records))
                 n_pending += len(records)
