@@ -215,8 +215,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "all; games without clocks keep every move)")
     parser.add_argument("--rating-min", type=float, help="keep moves whose mover is rated >= this")
     parser.add_argument("--rating-max", type=float, help="keep moves whose mover is rated <= this")
-    parser.add_argument("--time-control", nargs="+", choices=TIME_CONTROLS,
-                        help="keep only games of these Lichess speed categories (base + 40 x increment)")
+    parser.add_argument("--time-control", nargs="+", choices=TIME_CONTROLS, metavar="SPEED",
+                        help="keep only games of these Lichess speed categories, from base + 40 x increment: "
+                             + ", ".join(TIME_CONTROLS))
     parser.add_argument("--holdout-every", type=int, default=0, metavar="K",
                         help="hold out every K-th game of the file (games K, 2K, ...) into OUT/heldout.pgn "
                              "instead of the shards (0: none)")

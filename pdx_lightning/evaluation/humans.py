@@ -331,8 +331,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "drops moves under 30 s); games without clocks keep every move; 0 keeps all")
     parser.add_argument("--rating-min", type=float, help="keep moves whose mover is rated >= this")
     parser.add_argument("--rating-max", type=float, help="keep moves whose mover is rated <= this")
-    parser.add_argument("--time-control", nargs="+", choices=TIME_CONTROLS,
-                        help="keep only games of these Lichess speed categories (base + 40 x increment)")
+    parser.add_argument("--time-control", nargs="+", choices=TIME_CONTROLS, metavar="SPEED",
+                        help="keep only games of these Lichess speed categories, from base + 40 x increment: "
+                             + ", ".join(TIME_CONTROLS))
     parser.add_argument("--max-games", type=int, help="read at most this many games of each file")
     parser.add_argument("--skip-bad", action="store_true",
                         help="skip and count malformed games, variants and SetUp/FEN games instead of failing")
