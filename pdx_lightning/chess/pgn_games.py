@@ -168,7 +168,7 @@ def _check(game: chess.pgn.Game, where: str, number: int) -> tuple[str, str] | N
     """``(reason, message)`` if the game cannot be used, else None."""
     h = game.headers
     variant = h.get("Variant", "Standard")
-    if variant.strip().lower() not in ("standard", "chess", ""):
+    if variant.strip().lower() not in ("standard", "chess", "", "from position"):  # Lichess: "From Position" + FEN
         return "variant", f"{where}: game {number}: Variant {variant!r} (only standard chess is read)"
     if "FEN" in h or h.get("SetUp", "0").strip() == "1":
         return "setup", (f"{where}: game {number}: a SetUp/FEN header (only games from the standard start "

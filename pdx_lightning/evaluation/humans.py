@@ -24,8 +24,8 @@ it matches and the first does not, and the reverse) and the mean NLL difference.
 
 Protocol defaults follow Maia's evaluation (McIlroy-Young et al., KDD 2020, "Aligning Superhuman AI
 with Human Behavior"): the first 10 plies of each game are skipped (``--skip-plies``) and moves
-made with under 30 s on the clock are dropped (``--min-clock``; the Maia authors: games were
-truncated where a player had 30 seconds or less). Here the clock rule drops single moves, and
+made with under 30 s on the clock are dropped (``--min-clock``; the Maia authors, interviewed by
+Wikinews in 2021: games were truncated where either player had 30 seconds or fewer). Here the clock rule drops single moves, and
 games without clocks keep every move.
 
 JSON (``--json``)::

@@ -88,3 +88,11 @@ def test_move_filter_reasons():
     assert MoveFilter(time_controls=("blitz",)).keeps_game(g) is False
     with pytest.raises(ValueError, match="unknown time control"):
         MoveFilter(time_controls=("blitzz",))
+
+
+def test_lichess_from_position_games_are_setup_games(tmp_path):
+    text = edge_case(tmp_path, 3).read_text().replace('[SetUp "1"]', '[Variant "From Position"]\n[SetUp "1"]')
+    (tmp_path / "fp.pgn").write_text(text)
+    stats = ReadStats()
+    assert list(read_games(tmp_path / "fp.pgn", skip_bad=True, stats=stats)) == []
+    assert stats.skipped == {"malformed": 0, "variant": 0, "setup": 1}

@@ -147,3 +147,19 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     assert doc["games"]["used"] == 2
     rc = main(["eval", "humans", "--model", "random:tiny", "--pgn", str(tmp_path / "missing.pgn")])
     assert rc == 2 and "not found" in capsys.readouterr().err
+
+
+def test_cli_bins_and_time_control_flags_change_the_tables(tmp_path):
+    def doc(*flags):
+        out = tmp_path / "x.json"
+        assert main(["eval", "humans", "--model", "random:tiny", "--pgn", str(GAMES20), "--json", str(out),
+                     *flags]) == 0
+        return json.loads(out.read_text())
+
+    default, coarse = doc(), doc("--bins", "1500,2000")
+    assert [b["bin"] for b in coarse["models"][0]["by_rating"]] == ["<1500", "1500-2000", ">=2000"]
+    assert len(default["models"][0]["by_rating"]) > 3
+    assert coarse["models"][0]["overall"]["positions"] == default["models"][0]["overall"]["positions"]
+    blitz = doc("--time-control", "blitz")
+    assert [b["bin"] for b in blitz["models"][0]["by_time_control"]] == ["blitz"]
+    assert blitz["positions_skipped"]["time_control"] > 0

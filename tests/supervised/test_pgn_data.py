@@ -108,3 +108,22 @@ def test_cli_data_pgn_then_pretrain_with_freeze(tmp_path, capsys, monkeypatch):
     assert all(torch.equal(x, y) for x, y in zip(pa["backbone"], pb["backbone"]))
     assert not all(torch.equal(x, y) for x, y in zip(pa["final_block"], pb["final_block"]))
     assert cli.main(["data", "pgn", "--pgn", str(tmp_path / "none.pgn"), "--out", str(tmp_path / "o")]) == 2
+
+
+def test_filters_change_the_records(tmp_path):
+    every = generate(tmp_path / "a", cfg(filters=MoveFilter(skip_plies=0)))
+    blitz = generate(tmp_path / "b", cfg(filters=MoveFilter(skip_plies=0, time_controls=("blitz",))))
+    clock = generate(tmp_path / "c", cfg(filters=MoveFilter(skip_plies=0, min_clock=30)))
+    rated = generate(tmp_path / "d", cfg(filters=MoveFilter(skip_plies=0, rating_min=2000)))
+    games = list(read_games(GAMES20))
+    assert every["records"] == sum(len(g.moves) for g in games)
+    assert blitz["games_other_time_control"] == sum(g.speed != "blitz" for g in games) > 0
+    assert 0 < blitz["records"] < every["records"] and 0 < clock["records"] < every["records"]
+    from pdx_lightning.supervised.shards import encode_move
+    by_moves = {tuple(encode_move(m) for m in g.moves): g for g in games}
+    shard, _ = load_all(tmp_path / "d", dedupe=False)
+    assert 0 < rated["records"] < every["records"] == len(load_all(tmp_path / "a", dedupe=False)[0])
+    for i in range(len(shard)):   # every record's mover is rated >= 2000
+        g = int(shard.game[i])
+        game = by_moves[tuple(shard.game_moves[shard.game_offsets[g]:shard.game_offsets[g + 1]].tolist())]
+        assert game.rating(int(shard.ply[i])) >= 2000
