@@ -22,6 +22,7 @@ import sys
 # name -> (module implementing add_arguments/run, one-line help)
 TOOLS: dict[str, tuple[str, str]] = {
     "data positions": ("pdx_lightning.datagen.positions", "Stockfish-labelled training positions (sharded, resumable)"),
+    "data pgn": ("pdx_lightning.datagen.pgn", "training shards from human games (PGN): the played move, the result"),
     "data mates": ("pdx_lightning.datagen.mates", "exact mate-in-N suites in Lichess puzzle CSV format"),
     "data puzzles": ("pdx_lightning.datagen.puzzles", "tactics suites in Lichess puzzle CSV format"),
     "data openings": ("pdx_lightning.datagen.openings", "slightly unbalanced opening suites (EPD)"),
@@ -29,6 +30,7 @@ TOOLS: dict[str, tuple[str, str]] = {
     "eval mates": ("pdx_lightning.evaluation.mates", "mate-in-N accuracy and p* by depth"),
     "eval coverage": ("pdx_lightning.evaluation.coverage", "trajectory coverage (Eq. 8)"),
     "eval diagnostics": ("pdx_lightning.evaluation.diagnostics", "entropy, KLs to base, cov5 over self-play positions"),
+    "eval humans": ("pdx_lightning.evaluation.humans", "move matching with human games (top-1/3/5, NLL) from PGN"),
     "eval recovery": ("pdx_lightning.evaluation.recovery", "what fine-tuning recovers vs. the base"),
     "arena": ("pdx_lightning.evaluation.arena", "batched searchless matches and Elo ladder"),
     "sweep": ("pdx_lightning.experiments.sweep.command", "the beta x term x temperature matrix"),

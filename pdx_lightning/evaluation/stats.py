@@ -5,6 +5,8 @@
   paper's tables report (e.g. 95/100 → [0.8882, 0.9785]).
 * :func:`mean_interval` — Student-t interval of a mean (per-puzzle NLL, or a
   per-puzzle log-ratio for paired model comparisons).
+* :func:`mean_interval_moments` — the same interval from running sums (``n``, Σx, Σx²), for
+  streamed evaluations that keep no per-position arrays.
 * :func:`mcnemar_exact` — exact McNemar test on the discordant pairs of two
   models scored on the same puzzles.
 * :func:`bin_edges_labels` / :func:`assign_bins` — rating/difficulty bins
@@ -42,6 +44,22 @@ def mean_interval(x: Sequence[float] | np.ndarray, confidence: float = 0.95) -> 
     if sem == 0.0:
         return m, m, m
     lo, hi = _st.t.interval(confidence, x.size - 1, loc=m, scale=sem)
+    return m, float(lo), float(hi)
+
+
+def mean_interval_moments(n: int, total: float, total_sq: float,
+                          confidence: float = 0.95) -> tuple[float, float, float]:
+    """``(mean, lo, hi)`` as :func:`mean_interval` from ``n`` values given by their sum and sum of squares."""
+    if n <= 0:
+        return math.nan, math.nan, math.nan
+    m = total / n
+    if n < 2:
+        return m, math.nan, math.nan
+    var = max(0.0, (total_sq - n * m * m) / (n - 1))  # rounding can leave a tiny negative for equal values
+    sem = math.sqrt(var / n)
+    if sem == 0.0:
+        return m, m, m
+    lo, hi = _st.t.interval(confidence, n - 1, loc=m, scale=sem)
     return m, float(lo), float(hi)
 
 

@@ -110,6 +110,7 @@ def check_file(path: str | os.PathLike, *, what: str = "output file", min_free: 
 FILE_OPTIONS = ("json", "pgn", "md", "png", "out")
 DIR_OPTIONS = {
     "pdx_lightning.datagen.positions": ("out",),
+    "pdx_lightning.datagen.pgn": ("out",),
     "pdx_lightning.experiments.report.command": ("out",),
     "pdx_lightning.experiments.sweep.command": ("out_dir",),
 }

@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
+from pdx_lightning.errors import UserError
 from pdx_lightning.chess.encoding import GameHistory, PackedRows, encode_packed, pack_rows
 from pdx_lightning.chess.moves import POLICY_SIZE, legal_indices
 from pdx_lightning.nets import load_model, save_network
@@ -32,6 +33,10 @@ from pdx_lightning.runtime.resume import check_export_target
 from pdx_lightning.chess.policy import entropy, masked_log_softmax
 from pdx_lightning.supervised.shards import Shard, decode_move, load_all
 from pdx_lightning.supervised.teacher import CP_WEIGHT, DEFAULT_TEMPERATURE, MATE_BONUS
+
+
+class FreezeError(UserError, ValueError):
+    """A ``freeze`` entry that names no parameter group of the network."""
 
 
 @dataclass
@@ -238,7 +243,7 @@ class DistillModule(L.LightningModule):
     def __init__(self, preset: str = "small", init: str | None = None, lr: float = 1e-3,
                  weight_decay: float = 1e-4, warmup_steps: int = 200, min_lr_ratio: float = 0.05,
                  value_weight: float = 1.0, export: str | None = None,
-                 overwrite_bundled: bool = False) -> None:
+                 overwrite_bundled: bool = False, freeze: list[str] | None = None) -> None:
         """
         Args:
             preset: Chessformer preset to train from scratch (``tiny``, ``small``, ``bt4``).
@@ -253,12 +258,24 @@ class DistillModule(L.LightningModule):
                 ``data/base_small.pt`` would break every checkpoint made from ``base:small``: base hash
                 check) unless ``overwrite_bundled``.
             overwrite_bundled: allow ``export`` to replace a network bundled in ``data/``.
+            freeze: parameter groups of the network seam (``param_groups()``: ``backbone``,
+                ``final_block``, ``policy_head``, ``value_head``) kept as they are: e.g. ``[backbone]``
+                trains only the last block and the heads (fine-tuning on one player's games, as
+                maia-individual trains only the last blocks). None: train everything.
         """
         super().__init__()
         self.save_hyperparameters()
         self.model = load_model(init).train() if init else Chessformer(ModelConfig.from_name(preset))
         if value_weight > 0:  # the WDL cross-entropy needs a real draw probability
             require_wdl_head(self.model, "distillation's WDL value loss (value_weight > 0)", f"init {init!r}")
+        if freeze:
+            groups = self.model.param_groups()
+            unknown = sorted(set(freeze) - set(groups))
+            if unknown:
+                raise FreezeError(f"--model.freeze: unknown parameter groups {unknown} (the network's are {sorted(groups)})")
+            for name in freeze:
+                for p in groups[name]:
+                    p.requires_grad_(False)
 
     def forward(self, x):
         return self.model(x)
@@ -292,7 +309,9 @@ class DistillModule(L.LightningModule):
 
     def configure_optimizers(self):
         hp = self.hparams
-        opt = torch.optim.AdamW(self.model.parameters(), lr=hp.lr, weight_decay=hp.weight_decay)
+        # frozen groups (``freeze``) are left out, so weight decay does not move them either
+        opt = torch.optim.AdamW([p for p in self.model.parameters() if p.requires_grad], lr=hp.lr,
+                                weight_decay=hp.weight_decay)
         total = max(self.trainer.max_steps, hp.warmup_steps + 1) if self.trainer.max_steps > 0 else 10 ** 6
 
         def schedule(step: int) -> float:

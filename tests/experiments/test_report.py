@@ -230,3 +230,28 @@ def test_paired_table_reads_each_models_pairing_with_the_base(full):
     assert r[2] == f"{t['p_star_ratio']:.2f}× [{lo:.2f}, {hi:.2f}]; +{t['gained']}/−{t['lost']} (p {t['mcnemar_p']:.2g})"
     assert r[5].startswith(f"{m2['p_star_ratio']:.2f}× [") and lo <= t["p_star_ratio"] <= hi
     assert not any(line.startswith("| Frozen base") for line in section(md, "Paired with the base").splitlines())
+
+
+def test_human_move_matching_section_reads_humans_json(tmp_path):
+    """A real `pdx eval humans --json` (tiny networks, 3 real games) labelled as the sweep stage labels its
+    models; the section shows each row's numbers and its pairing with the base, and is absent without it."""
+    from pdx_lightning import cli
+
+    runs = tmp_path / "runs"
+    shutil.copytree(RUNS, runs)
+    sweep = json.loads((runs / "sweep.json").read_text())
+    cell = next(s["cell"] for s in sweep["selected"] if (s["term"], s["temperature"]) == ("forward_kl", "adaptive"))
+    games = Path(__file__).parents[1] / "fixtures" / "lichess_games_20.pgn"
+    assert cli.main(["eval", "humans", "--model", "random:tiny", "--label", "base", "--model", "random:small",
+                     "--label", cell, "--pgn", str(games), "--max-games", "3", "--json", str(runs / "humans.json")]) == 0
+    doc = json.loads((runs / "humans.json").read_text())
+    md = render(runs, tmp_path / "out")
+    base, arm = row(md, "Human move-matching", "Frozen base"), row(md, "Human move-matching", "Forward-KL prior (ours)",
+                                                                      "adaptive")
+    o, p = doc["models"][1]["overall"], doc["paired"][0]["overall"]
+    assert arm[3] == str(o["positions"]) and arm[4] == f"{100 * o['top1']:.2f} ± {50 * (o['top1_ci'][1] - o['top1_ci'][0]):.2f}"
+    assert arm[6] == f"{o['nll']:.3f}" and arm[7].startswith(f"{100 * p['top1_diff']:+.2f} (+{p['gained']}/−{p['lost']}")
+    assert base[7] == "–" and base[6] == f"{doc['models'][0]['overall']['nll']:.3f}"
+    assert row(md, "Human move-matching", "Reverse-KL anchor", "adaptive")[3] == "not measured"
+    assert "### Top-1 (%) by the mover's rating" in md
+    assert "## Human move-matching" not in render(RUNS, tmp_path / "out2")

@@ -497,3 +497,29 @@ def test_beta_star_is_chosen_on_the_first_seed_only():
     rows = [row("a", 0.01, 0.5, 0), row("b", 0.1, 0.4, 0), row("b-s1", 0.1, 0.9, 1)]
     assert [s["cell"] for s in select(rows, seed=0)] == ["a"]
     assert [s["cell"] for s in select(rows)] == ["b-s1"]  # no seed given: every row votes (old sweep.json)
+
+
+def test_humans_stage_scores_the_base_then_the_cells_and_the_control(tmp_path, monkeypatch):
+    """analyses.humans on a finished sweep: one `pdx eval humans` with the base first (the pairings'
+    baseline), each arm's β* cell and the control, labelled as the report's rows know them, plus its flags."""
+    games = str(FIX / "lichess_games_20.pgn")
+    out, calls = finished_sweep(tmp_path, monkeypatch, base="random:tiny",
+                                analyses={"humans": ["--pgn", games, "--max-games", "2"]})
+    assert run_sweep("--config", str(tmp_path / "s.yaml")) == 0
+    (call,) = calls
+    doc = json.loads((out / "sweep.json").read_text())
+    chosen = [s["cell"] for s in doc["selected"]]
+    cells = {c["name"]: c for c in doc["cells"]}
+    assert call[3:5] == ["eval", "humans"] and call[call.index("--pgn") + 1] == games and "--max-games" in call
+    labels = [call[i + 1] for i, a in enumerate(call) if a == "--label"]
+    models = [call[i + 1] for i, a in enumerate(call) if a == "--model"]
+    assert labels == ["base", *chosen, "control"]
+    assert models == ["random:tiny", *[cells[n]["checkpoint"] for n in chosen], cells["control"]["checkpoint"]]
+    assert doc["files"]["humans"] == "humans.json"
+
+
+def test_humans_stage_without_its_games_fails_before_any_training(tmp_path):
+    cfg = load_config(write_config(tmp_path, analyses={"humans": ["--max-games", "3"]}))
+    assert any("gives no --pgn" in p for p in command.preflight(cfg))
+    cfg = load_config(write_config(tmp_path, analyses={"humans": ["--pgn", "gone.pgn"]}))
+    assert any("PGN file gone.pgn not found" in p for p in command.preflight(cfg))

@@ -24,6 +24,11 @@ these exist (a missing file makes its table say *not measured*; nothing is estim
   by_rank[...]}}]``) → Figure 8. Without it the report computes the same entries with
   ``recovery_analysis`` from the per-position arrays of the ``tactics`` suite in the eval JSONs, and says so.
 
+* ``humans.json`` — ``pdx eval humans --json`` (schema in :mod:`pdx_lightning.evaluation.humans`; read:
+  ``models[{name, label, overall{positions, top1, top1_ci, top5, top5_ci, nll}, by_rating[...]}]``,
+  ``paired[{model, label, overall{top1_diff, gained, lost, mcnemar_p, nll_diff, nll_diff_ci}}]``) → the
+  "Human move-matching" section, present only when the file is.
+
 Models are matched to rows by arena label, model string or checkpoint path (the sweep passes
 checkpoint paths and cell names).
 

@@ -8,8 +8,8 @@ from pdx_lightning.experiments.report import figures
 from pdx_lightning.experiments.report.recovery import recovery
 from pdx_lightning.experiments.report.runs import NM, Runs, load_runs
 from pdx_lightning.experiments.report.tables import (table1, table3, table4, table5, table6, table_arena,
-                                                     table_cells, table_coverage, table_paired,
-                                                     table_recovery)
+                                                     table_cells, table_coverage, table_humans,
+                                                     table_paired, table_recovery)
 
 
 def render(runs: Runs, out: Path) -> str:
@@ -42,6 +42,11 @@ def render(runs: Runs, out: Path) -> str:
            "## Table 5: sampled play and policy diagnostics", "", table5(runs), "",
            "Elo: sampled round robin (`arena_sampled.json`); H, KLs, cov: `diagnostics.json`.", "",
            "## Table 6: β selection on the selection suite", "", table6(runs), ""]
+    if runs.files["humans"]:  # only when measured: reports made before this stage existed stay as they were
+        md += ["## Human move-matching", "", table_humans(runs), "",
+               "Top-1: the model's argmax is the human's move; top-5: the human's move is among its 5 most "
+               "probable; NLL: −log π(human move) (`humans.json`, `pdx eval humans`). Does the prior keep "
+               "the fine-tuned policy human where the other arms drift?", ""]
     for title, (png, caption) in figures.draw_all(runs, out).items():
         md += [f"## {title}", "", f"![{title}]({png})" if png else f"*{NM}*", "", caption, ""]
     entries, source = recovery(runs)

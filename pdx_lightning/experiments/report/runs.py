@@ -14,7 +14,7 @@ from pdx_lightning.experiments.arms import CONTROL, TEMP_LABEL, TEMPERATURES, TE
 
 NM = "not measured"
 # The optional stages' JSON files a runs directory may hold (written by the sweep's stages).
-STAGE_FILES = ("arena", "arena_sampled", "coverage", "diagnostics", "recovery")
+STAGE_FILES = ("arena", "arena_sampled", "coverage", "diagnostics", "recovery", "humans")
 
 
 class ReportError(UserError, ValueError):

@@ -2,7 +2,8 @@
 
 Table 1 (accuracy and searchless strength at β*), Table 3 (mate-in-N accuracy), Table 4 (solution
 probability p*), Table 5 (sampled play and policy diagnostics), Table 6 (β selection), every cell,
-Figure 7's coverage numbers and Figure 8's recovery numbers. An absent input makes its cells say *not measured*.
+Figure 7's coverage numbers, Figure 8's recovery numbers and the human move-matching column
+(``humans.json``). An absent input makes its cells say *not measured*.
 """
 from __future__ import annotations
 
@@ -234,3 +235,54 @@ def table_coverage(runs: Runs) -> str:
     target = (cov or {}).get("target", 0.95)
     return markdown_table(["N", "Position", "Model", "Samp.", f"Draws to Ω = {target:g} (mean ± sd)", "Ω_10",
                            "Ω_100", "Ω_1000"], out) if out else f"*{NM}*"
+
+
+def _humans_entry(doc: dict, key: str, keys: set) -> dict | None:
+    """The ``models`` or ``paired`` entry of ``humans.json`` whose model string or label is one of ``keys``."""
+    return next((m for m in doc.get(key, []) if m.get("model", m.get("name")) in keys or m.get("label") in keys),
+                None)
+
+
+def table_humans(runs: Runs) -> str:
+    """Each row's move matching on human games (``pdx eval humans`` → ``humans.json``): top-1 and top-5
+    with Wilson half-widths, NLL, and the pairing with the JSON's first model (the sweep stage puts the
+    base first): top-1 points gained/lost with the exact McNemar p, and the NLL difference; then top-1 by
+    the mover's rating."""
+    doc = runs.files["humans"]
+    if not doc:
+        return f"*{NM}* (no humans.json)."
+    rows = [(r, _humans_entry(doc, "models", r.keys), _humans_entry(doc, "paired", r.keys)) for r in runs.rows()]
+    baseline = doc["models"][0].get("label") or doc["models"][0]["name"] if doc.get("models") else "?"
+
+    def rate(o, k):
+        lo, hi = o[f"top{k}_ci"]
+        return f"{100 * o[f'top{k}']:.2f} ± {50 * (hi - lo):.2f}"
+
+    def pair(p):
+        if not p:
+            return "–", "–"
+        o = p["overall"]
+        lo, hi = o["nll_diff_ci"]
+        return (f"{100 * o['top1_diff']:+.2f} (+{o['gained']}/−{o['lost']}, p {o['mcnemar_p']:.2g})",
+                f"{o['nll_diff']:+.3f} [{lo:+.3f}, {hi:+.3f}]")
+
+    out = []
+    for r, m, p in rows:
+        if m is None:
+            out.append([r.label, r.tau, _beta(r.cell), NM, NM, NM, NM, NM, NM])
+            continue
+        o = m["overall"]
+        out.append([r.label, r.tau, _beta(r.cell), o["positions"], rate(o, 1), rate(o, 5), f"{o['nll']:.3f}",
+                    *pair(p)])
+    overall = markdown_table(["Model", "Self-play τ", "β*", "positions", "top-1 (%)", "top-5 (%)", "NLL (nats)",
+                              f"Δtop-1 vs {baseline} (pts)", f"ΔNLL vs {baseline}"], out)
+    scored = [(r, m) for r, m, _ in rows if m]
+    bins = [b["bin"] for b in scored[0][1]["by_rating"]] if scored else []
+    cell = {(id(m), b["bin"]): b for _, m in scored for b in m["by_rating"]}
+    by_rating = markdown_table(["Mover's rating", *[r.title() for r, _ in scored]],
+                               [[b, *[f"{100 * cell[id(m), b]['top1']:.1f}" if (id(m), b) in cell else "–"
+                                      for _, m in scored]] for b in bins]) if bins else ""
+    f = doc.get("filters", {})
+    note = (f"Games: {', '.join(doc.get('pgn', []))} ({doc.get('games', {}).get('used', '?')} used); the first "
+            f"{f.get('skip_plies')} plies skipped, moves with under {f.get('min_clock')} s on the clock dropped.")
+    return "\n\n".join(x for x in (overall, "### Top-1 (%) by the mover's rating", by_rating, note) if x)

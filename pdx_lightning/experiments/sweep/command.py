@@ -29,7 +29,19 @@ def preflight(cfg: SweepConfig, cells: list[Cell] | None = None, evaluate: bool 
         resolve_model_path(cfg.base)
     except ModelLoadError as e:
         problems.append(str(e))
-    return problems + (anchor_problems(cfg) if evaluate else [])
+    return problems + (anchor_problems(cfg) + humans_problems(cfg) if evaluate else [])
+
+
+def humans_problems(cfg: SweepConfig) -> list[str]:
+    """The human move-matching stage (``analyses.humans``) without its games (``--pgn FILE``) or with a
+    PGN file that is not there."""
+    args = cfg.analyses.humans if cfg.analyses else []
+    if not args:
+        return []
+    pgns = [args[i + 1] for i, a in enumerate(args[:-1]) if a == "--pgn"]
+    if not pgns:
+        return ["analyses.humans gives no --pgn FILE (the human games)"]
+    return [f"analyses.humans: PGN file {p} not found" for p in pgns if not Path(p).is_file()]
 
 
 RESCORED_STAGES = ("recovery",)  # the stages that read the suites' files

@@ -77,10 +77,13 @@ class ArenaConfig:
 
 @dataclass
 class AnalysesConfig:
-    """``pdx eval coverage|diagnostics|recovery`` on the base and the selected cells (when installed)."""
+    """``pdx eval coverage|diagnostics|recovery`` on the base and the selected cells (when installed), and
+    ``pdx eval humans`` (human move matching) when ``humans`` gives its flags."""
 
     run: list[Analysis] = field(default_factory=list)
     args: dict[str, list[str]] = field(default_factory=dict)  # further flags per analysis
+    # `pdx eval humans` flags, at least `--pgn FILE` (the human games): set, the stage runs (humans.json)
+    humans: list[str] = field(default_factory=list)
 
 
 # Mappings passed to the cells' LightningCLI configs unchecked and unchanged (``control.model`` too)

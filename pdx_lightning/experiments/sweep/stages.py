@@ -1,8 +1,9 @@
 """The sweep's optional stages, once every RL cell is done: arena and analyses over the chosen models.
 
 ``pdx arena`` (argmax: base + selected cells + control → ``arena.json``; sampled, each model through
-its self-play distribution → ``arena_sampled.json``) and ``pdx eval coverage|diagnostics|recovery``
-(``<name>.json``), each a ``pdx`` subprocess, skipped when its JSON exists or its tool is not installed.
+its self-play distribution → ``arena_sampled.json``), ``pdx eval coverage|diagnostics|recovery``
+(``<name>.json``) and ``pdx eval humans`` (``humans.json``, when ``analyses.humans`` is set), each a ``pdx`` subprocess, skipped when its JSON exists or its tool is not installed.
+A stage added to a finished sweep's config runs when the sweep is rerun (finished cells are skipped).
 """
 from __future__ import annotations
 
@@ -59,6 +60,15 @@ def run_stages(cfg: SweepConfig, out: Path, doc: dict) -> None:
             continue
         extra = cfg.analyses.args.get(name, [])
         run_stage(out, name, ["eval", name, *_analysis_flags(cfg, name, chosen), *extra])
+    if cfg.analyses and cfg.analyses.humans:
+        # move matching on human games: the base first (the pairings' baseline), each β* cell, the control,
+        # labelled as the report's rows know them
+        if "--pgn" not in cfg.analyses.humans:
+            raise SweepError("analyses.humans gives no --pgn FILE (the human games)")
+        models = [("base", cfg.base)] + [(c["name"], c["checkpoint"]) for c in chosen]
+        models += [("control", by_name["control"]["checkpoint"])] if doc["control"] else []
+        run_stage(out, "humans", ["eval", "humans", *[f for lab, m in models for f in ("--model", m, "--label", lab)],
+                                  *cfg.analyses.humans])
 
 
 def anchor_spec(spec: str, base: str) -> str:

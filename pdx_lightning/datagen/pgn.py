@@ -1,0 +1,245 @@
+"""``pdx data pgn``: training shards from human games, in the format ``pdx pretrain`` reads.
+
+Every move of every game (``chess.pgn_games``: streamed; malformed games, variants and SetUp/FEN
+games refused in one line, or skipped and counted with ``--skip-bad``) that the move filter keeps
+(``--skip-plies``, ``--min-clock``, ``--rating-min/--rating-max``, ``--time-control``: the same
+filters as ``pdx eval humans``) becomes one record of a ``supervised.shards`` shard:
+
+* policy target: one candidate, the move played (``cand_idx[:, 0]``, ``n_cand = 1``): the
+  distillation's cross-entropy is then the NLL of the human move;
+* value target: the game's result from the mover's view as a one-hot WDL (``wdl`` and
+  ``cand_wdl`` in per-mille); games without a result (``*``) are skipped and counted;
+* ``key``: the position's Polyglot Zobrist key, as every shard has. ``pdx pretrain`` reads shards
+  with ``dedupe`` on, so a position already seen in an earlier shard is dropped there (it counts it
+  as ``duplicates``): common opening positions count once per shard, not once per game.
+
+A shard holds whole games, closed once it has ``--shard-size`` records (the last one fewer). With
+``--holdout-every K`` every K-th game of the file (game numbers K, 2K, ...) goes to
+``<out>/heldout.pgn`` instead (headers, moves and clocks), for ``pdx eval humans`` on games the
+network never trained on.
+
+Resumable: the settings are written to ``<out>/pgn.json`` and a rerun with other settings is
+refused; shards already written (and readable) are kept, the rest are made, so rerunning the
+same command continues an interrupted run or does nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import chess
+import chess.pgn
+import chess.polyglot
+import numpy as np
+
+from pdx_lightning.chess.moves import move_to_index
+from pdx_lightning.chess.pgn_games import TIME_CONTROLS, HumanGame, MoveFilter, ReadStats, read_games
+from pdx_lightning.errors import UserError
+from pdx_lightning.supervised.shards import CorruptShard, Shard, encode_move, load_shard, shard_path, write_shard
+
+SETTINGS_FILE = "pgn.json"
+HELDOUT_FILE = "heldout.pgn"
+
+
+class PgnDataError(UserError, ValueError):
+    """Settings of ``pdx data pgn`` that cannot be used, or an output directory made with others."""
+
+
+@dataclass(frozen=True)
+class PgnDataConfig:
+    pgn: tuple[str, ...]
+    filters: MoveFilter
+    shard_size: int = 4096
+    holdout_every: int = 0
+    max_games: int | None = None
+
+    def to_json(self) -> dict:
+        files = [{"path": str(Path(p).resolve()), "bytes": Path(p).stat().st_size} for p in self.pgn]
+        return {"pgn": files, "filters": self.filters.to_dict(), "shard_size": self.shard_size,
+                "holdout_every": self.holdout_every, "max_games": self.max_games}
+
+
+def mover_wdl(result: int, white_to_move: bool) -> tuple[int, int, int]:
+    """The game's result (+1 White won, -1 Black won, 0 draw) as a one-hot W/D/L of the mover."""
+    if result == 0:
+        return 0, 1, 0
+    return (1, 0, 0) if (result > 0) == white_to_move else (0, 0, 1)
+
+
+def game_records(game: HumanGame, filt: MoveFilter) -> list[tuple[int, int, int]]:
+    """``(ply, Zobrist key, policy index of the move played)`` of every kept move of ``game``."""
+    board = chess.Board()
+    out = []
+    for ply, move in enumerate(game.moves):
+        if filt.keeps(game, ply) is None:
+            out.append((ply, chess.polyglot.zobrist_hash(board), move_to_index(move, board.turn)))
+        board.push(move)
+    return out
+
+
+def pack_games(games: list[tuple[HumanGame, list[tuple[int, int, int]]]], index: int, settings: dict) -> Shard:
+    """One shard of whole games and their records (see the module docstring)."""
+    moves, offsets, results, recs = [], [0], [], []
+    for g_local, (game, records) in enumerate(games):
+        moves.extend(encode_move(m) for m in game.moves)
+        offsets.append(len(moves))
+        results.append(game.result)
+        for ply, key, idx in records:
+            recs.append((g_local, ply, key, idx, mover_wdl(game.result, ply % 2 == 0)))
+    n = len(recs)
+    wdl = np.array([r[4] for r in recs], dtype=np.float32).reshape(n, 3)
+    return Shard(game_moves=np.array(moves, dtype=np.uint16), game_offsets=np.array(offsets, dtype=np.int64),
+                 game_result=np.array(results, dtype=np.int8), game=np.array([r[0] for r in recs], dtype=np.int32),
+                 ply=np.array([r[1] for r in recs], dtype=np.int16),
+                 key=np.array([r[2] for r in recs], dtype=np.uint64),
+                 cand_idx=np.array([[r[3]] for r in recs], dtype=np.int16).reshape(n, 1),
+                 cand_wdl=(1000 * wdl).astype(np.uint16).reshape(n, 1, 3),
+                 cand_cp=np.zeros((n, 1), np.int16), cand_mate=np.zeros((n, 1), np.int16),
+                 n_cand=np.ones(n, np.uint8), wdl=wdl,
+                 meta={"shard": index, "source": "pgn", "settings": settings})
+
+
+def pgn_text(game: HumanGame) -> str:
+    """The game as PGN: its headers, moves and ``[%clk]`` comments."""
+    g = chess.pgn.Game()
+    g.headers.clear()
+    g.headers.update(game.headers)
+    node = g
+    for move, clock in zip(game.moves, game.clocks):
+        node = node.add_variation(move)
+        if clock is not None:
+            node.set_clock(clock)
+    return str(g)
+
+
+def _check_settings(out: Path, settings: dict) -> None:
+    path = out / SETTINGS_FILE
+    if path.exists():
+        have = json.loads(path.read_text())
+        diff = {k: (have.get(k), v) for k, v in settings.items() if have.get(k) != v}
+        if diff:
+            raise PgnDataError(f"{out} was made with other settings (key: (on disk, now)): {diff}; use a new --out "
+                               f"directory")
+    else:
+        path.write_text(json.dumps(settings, indent=1, sort_keys=True) + "\n")
+
+
+def _present(path: Path) -> bool:
+    if not path.exists():
+        return False
+    try:
+        load_shard(path)
+        return True
+    except CorruptShard:
+        return False
+
+
+def generate(out: str | os.PathLike, cfg: PgnDataConfig, skip_bad: bool = False) -> dict:
+    """Write the shards (and ``heldout.pgn``) of ``cfg`` into ``out``, keeping shards already there."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    settings = cfg.to_json()
+    _check_settings(out, settings)
+    for tmp in out.glob(".shard_*.npz.tmp-*"):
+        tmp.unlink()
+    read = ReadStats()
+    counts = {"games_trained": 0, "games_heldout": 0, "games_no_result": 0, "games_other_time_control": 0,
+              "games_no_move_kept": 0, "records": 0, "shards_made": 0, "shards_kept": 0}
+    held_tmp = out / f".{HELDOUT_FILE}.tmp-{os.getpid()}"
+    held = open(held_tmp, "w") if cfg.holdout_every else None
+    pending: list = []
+    n_pending = index = 0
+
+    def close_shard() -> None:
+        nonlocal pending, n_pending, index
+        path = shard_path(out, index)
+        if _present(path):
+            counts["shards_kept"] += 1
+        else:
+            write_shard(path, pack_games(pending, index, settings))
+            counts["shards_made"] += 1
+        pending, n_pending, index = [], 0, index + 1
+
+    try:
+        for path in cfg.pgn:
+            for game in read_games(path, skip_bad=skip_bad, stats=read, max_games=cfg.max_games):
+                if cfg.holdout_every and game.number % cfg.holdout_every == 0:
+                    held.write(pgn_text(game) + "\n\n")
+                    counts["games_heldout"] += 1
+                    continue
+                if not cfg.filters.keeps_game(game):
+                    counts["games_other_time_control"] += 1
+                    continue
+                if game.result is None:
+                    counts["games_no_result"] += 1
+                    continue
+                records = game_records(game, cfg.filters)
+                if not records:  # every move filtered out (a short game, a time scramble)
+                    counts["games_no_move_kept"] += 1
+                    continue
+                pending.append((game, records))
+                n_pending += len(records)
+                counts["games_trained"] += 1
+                counts["records"] += len(records)
+                if n_pending >= cfg.shard_size:
+                    close_shard()
+        if pending:
+            close_shard()
+        if held is not None:
+            held.close()
+            os.replace(held_tmp, out / HELDOUT_FILE)
+    finally:
+        if held is not None and not held.closed:
+            held.close()
+        if held_tmp.exists():
+            held_tmp.unlink()
+    return {"out": str(out), "shards": index, **counts, "games_read": read.games, "games_empty": read.empty,
+            "games_skipped_bad": read.skipped, "heldout_pgn": str(out / HELDOUT_FILE) if cfg.holdout_every else None}
+
+
+# ---------------------------------------------------------------- CLI
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    # dest pgn_files: `pdx`'s output preflight would take a one-string --pgn for an output file
+    parser.add_argument("--pgn", dest="pgn_files", action="append", required=True,
+                        help="PGN file of human games (.pgn or .pgn.zst); repeatable")
+    parser.add_argument("--out", required=True,
+                        help="output directory of shards (rerun the same command to resume or do nothing)")
+    parser.add_argument("--skip-plies", type=int, default=10,
+                        help="skip the first N plies of every game (as `pdx eval humans`)")
+    parser.add_argument("--min-clock", type=float, default=0.0,
+                        help="skip moves made with less than this many seconds on the mover's clock (0: keep "
+                             "all; games without clocks keep every move)")
+    parser.add_argument("--rating-min", type=float, help="keep moves whose mover is rated >= this")
+    parser.add_argument("--rating-max", type=float, help="keep moves whose mover is rated <= this")
+    parser.add_argument("--time-control", nargs="+", choices=TIME_CONTROLS, metavar="SPEED",
+                        help="keep only games of these Lichess speed categories, from base + 40 x increment: "
+                             + ", ".join(TIME_CONTROLS))
+    parser.add_argument("--holdout-every", type=int, default=0, metavar="K",
+                        help="hold out every K-th game of the file (games K, 2K, ...) into OUT/heldout.pgn "
+                             "instead of the shards (0: none)")
+    parser.add_argument("--shard-size", type=int, default=4096, help="records per shard (whole games)")
+    parser.add_argument("--max-games", type=int, help="read at most this many games of each file")
+    parser.add_argument("--skip-bad", action="store_true",
+                        help="skip and count malformed games, variants and SetUp/FEN games instead of failing")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.shard_size < 1 or args.holdout_every < 0:
+        raise PgnDataError("--shard-size must be >= 1 and --holdout-every >= 0")
+    missing = [p for p in args.pgn_files if not Path(p).is_file()]
+    if missing:
+        raise PgnDataError(f"PGN file {missing[0]} not found")
+    try:
+        filt = MoveFilter(skip_plies=args.skip_plies, min_clock=args.min_clock or None, rating_min=args.rating_min,
+                          rating_max=args.rating_max,
+                          time_controls=tuple(args.time_control) if args.time_control else None)
+    except ValueError as e:
+        raise PgnDataError(str(e)) from None
+    cfg = PgnDataConfig(tuple(args.pgn_files), filt, args.shard_size, args.holdout_every, args.max_games)
+    print(json.dumps(generate(args.out, cfg, skip_bad=args.skip_bad), indent=1))
+    return 0
+

@@ -1,0 +1,396 @@
+"""``pdx eval humans``: how often a network plays the move a human played (move matching).
+
+Every position of every game of a PGN file (``chess.pgn_games``: streamed, refused or skipped
+games said in one line), from the game's own move history (the 112-plane input with the real last
+eight positions), that the move filter keeps, is scored by every model in one pass: positions are
+batched across games (``--batch``, default 1024, per encode; ``--micro-batch`` per network call),
+and only running totals are kept, so memory does not grow with the file.
+
+Per position and model, with π the model's policy softmax over the legal moves and ``h`` the
+human's move:
+
+* top-1 match: ``argmax π = h`` (the move the network plays, ties to the first index);
+* top-k match (k = 3, 5): ``rank(h) <= k``, rank = 1 + the number of legal moves strictly more
+  probable than ``h``;
+* NLL: ``-log π(h)`` in nats.
+
+Reported overall and by the mover's rating (100-point bins, ``--bins``), the game's Lichess speed
+category (from the ``TimeControl`` header as base + 40 x increment: ultrabullet < 30 s, bullet < 180,
+blitz < 480, rapid < 1500, classical; ``-`` is correspondence), the mover's clock before the move
+(< 30 s, 30–120 s, >= 120 s, none) and the game phase (ply of the position: 0–19, 20–39, 40–59,
+60+), with 95% Wilson intervals on the match rates and Student-t intervals on the NLL; each model
+after the first is paired with the first on the same positions: exact McNemar on top-1 (positions
+it matches and the first does not, and the reverse) and the mean NLL difference.
+
+Protocol defaults follow Maia's evaluation (McIlroy-Young et al., KDD 2020, "Aligning Superhuman AI
+with Human Behavior"): the first 10 plies of each game are skipped (``--skip-plies``) and moves
+made with under 30 s on the clock are dropped (``--min-clock``; the Maia authors, interviewed by
+Wikinews in 2021: games were truncated where either player had 30 seconds or fewer). Here the clock rule drops single moves, and
+games without clocks keep every move.
+
+JSON (``--json``)::
+
+    {"command": "eval humans", "pgn": [...], "filters": MoveFilter.to_dict(), "games": {read, used,
+     empty, skipped_bad{malformed, variant, setup}, bad[...]}, "positions_skipped": {opening, clock,
+     rating, time_control}, "bins": [...],
+     "models": [{"name", "label", "weights", "overall": {positions, top1, top1_ci, top3, top3_ci,
+                 top5, top5_ci, nll, nll_ci}, "by_rating": [{bin, lo, hi, ...}], "by_time_control": [...],
+                 "by_clock": [...], "by_phase": [...]}],
+     "paired": [{"baseline", "model", "overall": {positions, gained, lost, mcnemar_p, top1_diff,
+                 nll_diff, nll_diff_ci}, "by_rating": [...], ...}], "seconds", "positions_per_s"}
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import chess
+import numpy as np
+import torch
+
+from pdx_lightning.chess.encoding import EncodedRow, encode_rows, row_from_board
+from pdx_lightning.chess.moves import indices_mask, legal_indices, move_to_index
+from pdx_lightning.errors import UserError
+from pdx_lightning.chess.pgn_games import TIME_CONTROLS, HumanGame, MoveFilter, ReadStats, read_games
+from pdx_lightning.evaluation.puzzles import table
+from pdx_lightning.evaluation.stats import (bin_edges_labels, mcnemar_exact, mean_interval_moments,
+                                            wilson_interval)
+from pdx_lightning.nets.inference import evaluate
+from pdx_lightning.runtime.jsonio import write_json
+from pdx_lightning.runtime.progress import progress
+
+RATING_BINS: tuple[float, ...] = tuple(range(1000, 2501, 100))  # 100-point bins, < 1000 and >= 2500 pooled
+CLOCK_EDGES = (30.0, 120.0)
+CLOCK_LABELS = ("<30 s", "30-120 s", ">=120 s", "none")
+PHASE_EDGES = (20, 40, 60)
+TOP_K = (1, 3, 5)
+SKIP_PLIES, MIN_CLOCK = 10, 30.0  # Maia's evaluation protocol (module docstring)
+
+
+class HumansArgumentError(UserError, ValueError):
+    """A ``pdx eval humans`` flag that cannot be used (says which)."""
+
+
+def phase_labels(edges: Sequence[int] = PHASE_EDGES) -> list[str]:
+    """``0-19, 20-39, 40-59, 60+`` for edges 20, 40, 60 (plies of the position, 0-based)."""
+    lows = [0, *edges]
+    return [f"{lo}-{hi - 1}" for lo, hi in zip(lows, edges)] + [f"{lows[-1]}+"]
+
+
+@dataclass
+class Axis:
+    """One breakdown: its labels; a position's code is an index into them."""
+
+    name: str
+    labels: list[str]
+
+
+def axes_for(bins: Sequence[float]) -> list[Axis]:
+    return [Axis("overall", ["all"]),
+            Axis("rating", [lab for *_, lab in bin_edges_labels(bins)] + ["unrated"]),
+            Axis("time_control", list(TIME_CONTROLS)), Axis("clock", list(CLOCK_LABELS)),
+            Axis("phase", phase_labels())]
+
+
+def position_codes(ratings: np.ndarray, speeds: np.ndarray, clocks: np.ndarray, plies: np.ndarray,
+                   bins: Sequence[float]) -> dict[str, np.ndarray]:
+    """Each position's bin index on every axis of :func:`axes_for` (NaN rating: ``unrated``; NaN clock:
+    ``none``)."""
+    n_rating = len(bins) + 1
+    rating = np.searchsorted(np.asarray(bins, float), ratings, side="right")
+    clock = np.searchsorted(np.asarray(CLOCK_EDGES), clocks, side="right")
+    return {"overall": np.zeros(len(plies), np.int64),
+            "rating": np.where(np.isnan(ratings), n_rating, rating).astype(np.int64),
+            "time_control": speeds.astype(np.int64),
+            "clock": np.where(np.isnan(clocks), len(CLOCK_LABELS) - 1, clock).astype(np.int64),
+            "phase": np.searchsorted(np.asarray(PHASE_EDGES), plies, side="right").astype(np.int64)}
+
+
+@dataclass
+class MatchScores:
+    """Per model (M) and position (B): top-k matches and NLL of the human move."""
+
+    top: dict[int, np.ndarray]   # k -> (M, B) bool
+    nll: np.ndarray              # (M, B) float64, nats
+
+
+@torch.inference_mode()
+def score_positions(models: Sequence[torch.nn.Module], x: torch.Tensor, mask: torch.Tensor,
+                    human: torch.Tensor, micro_batch: int = 512) -> MatchScores:
+    """Match and NLL of the human moves ``human`` (B,) policy indices, legal under ``mask`` (B, P)."""
+    top = {k: [] for k in TOP_K}
+    nll = []
+    for model in models:
+        logp, _ = evaluate(model, x, mask, micro_batch)                 # (B, P), -inf off the legal moves
+        lp = logp.gather(1, human[:, None])[:, 0]                       # (B,)
+        rank = (logp > lp[:, None]).sum(1) + 1                          # (B,)
+        for k in TOP_K:
+            top[k].append((logp.argmax(1) == human) if k == 1 else rank <= k)
+        nll.append(-lp.double())
+    return MatchScores({k: torch.stack(v).numpy() for k, v in top.items()}, torch.stack(nll).numpy())
+
+
+class Tally:
+    """Running totals per axis bin and model: n, top-1/3/5 matches, Σ NLL, Σ NLL²; and per model
+    against the first: gained, lost (top-1 discordant pairs), Σ ΔNLL, Σ ΔNLL²."""
+
+    FIELDS = ("n", "top1", "top3", "top5", "nll", "nll_sq")
+    PAIRED = ("gained", "lost", "dnll", "dnll_sq")
+
+    def __init__(self, n_models: int, axes: list[Axis]) -> None:
+        self.axes = axes
+        self.counts = {a.name: np.zeros((len(a.labels), n_models, len(self.FIELDS))) for a in axes}
+        self.paired = {a.name: np.zeros((len(a.labels), n_models, len(self.PAIRED))) for a in axes}
+
+    def add(self, codes: dict[str, np.ndarray], s: MatchScores) -> None:
+        t1 = s.top[1]
+        per = np.stack([np.ones_like(s.nll), t1, s.top[3], s.top[5], s.nll, s.nll ** 2], -1)   # (M, B, F)
+        d = s.nll - s.nll[:1]
+        pair = np.stack([t1 & ~t1[:1], ~t1 & t1[:1], d, d ** 2], -1).astype(np.float64)     # (M, B, 4)
+        for a in self.axes:
+            np.add.at(self.counts[a.name], codes[a.name], per.transpose(1, 0, 2))
+            np.add.at(self.paired[a.name], codes[a.name], pair.transpose(1, 0, 2))
+
+    def group(self, axis: str, j: int, m: int) -> dict:
+        n, *sums = self.counts[axis][j, m]
+        n = int(n)
+        out: dict = {"positions": n}
+        for k, v in zip(TOP_K, sums[:3]):
+            out[f"top{k}"] = float(v / n) if n else math.nan
+            out[f"top{k}_ci"] = list(wilson_interval(int(round(v)), n))
+        m_, lo, hi = mean_interval_moments(n, float(sums[3]), float(sums[4]))
+        out.update(nll=m_, nll_ci=[lo, hi])
+        return out
+
+    def pair_group(self, axis: str, j: int, m: int) -> dict:
+        n = int(self.counts[axis][j, m, 0])
+        gained, lost, dsum, dsq = self.paired[axis][j, m]
+        d, lo, hi = mean_interval_moments(n, float(dsum), float(dsq))
+        return {"positions": n, "gained": int(gained), "lost": int(lost),
+                "mcnemar_p": mcnemar_exact(int(gained), int(lost)),
+                "top1_diff": float((gained - lost) / n) if n else math.nan, "nll_diff": d, "nll_diff_ci": [lo, hi]}
+
+    def _breakdowns(self, m: int, fn) -> dict:
+        out = {"overall": fn("overall", 0, m)}
+        for a in self.axes[1:]:
+            out[f"by_{a.name}"] = [{"bin": lab, **fn(a.name, j, m)} for j, lab in enumerate(a.labels)
+                                   if self.counts[a.name][j, m, 0] > 0]
+        return out
+
+    def summary(self, m: int) -> dict:
+        return self._breakdowns(m, self.group)
+
+    def compare(self, m: int) -> dict:
+        return self._breakdowns(m, self.pair_group)
+
+
+# ---------------------------------------------------------------- streaming
+
+@dataclass
+class _Pending:
+    rows: list[EncodedRow] = field(default_factory=list)
+    legal: list[np.ndarray] = field(default_factory=list)
+    human: list[int] = field(default_factory=list)
+    rating: list[float] = field(default_factory=list)
+    speed: list[int] = field(default_factory=list)
+    clock: list[float] = field(default_factory=list)
+    ply: list[int] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+@dataclass
+class HumanEvalResult:
+    tally: Tally
+    read: ReadStats
+    games_used: int
+    skipped: dict[str, int]
+    seconds: float
+
+    @property
+    def positions(self) -> int:
+        return int(self.tally.counts["overall"][0, 0, 0])
+
+
+def game_positions(game: HumanGame, filt: MoveFilter, skipped: dict[str, int]):
+    """``(ply, board before the move, move)`` of every move of ``game`` the filter keeps; the others are
+    counted in ``skipped`` by reason. The board is live (its move stack is the game so far): use it
+    before the next item."""
+    board = chess.Board()
+    for ply, move in enumerate(game.moves):
+        why = filt.keeps(game, ply)
+        if why is None:
+            yield ply, board, move
+        else:
+            skipped[why] = skipped.get(why, 0) + 1
+        board.push(move)
+
+
+def evaluate_games(models: Sequence[torch.nn.Module], games, filt: MoveFilter, read: ReadStats,
+                   bins: Sequence[float] = RATING_BINS, batch: int = 1024, micro_batch: int = 512,
+                   progress_desc: str | None = None) -> HumanEvalResult:
+    """Score every kept position of ``games`` (an iterable of :class:`HumanGame`) with every model."""
+    t0 = time.perf_counter()
+    tally = Tally(len(models), axes_for(bins))
+    speed_code = {s: i for i, s in enumerate(TIME_CONTROLS)}
+    skipped = {"opening": 0, "clock": 0, "rating": 0, "time_control": 0}
+    pend = _Pending()
+    used = 0
+
+    def flush() -> None:
+        nonlocal pend
+        if not pend:
+            return
+        x = torch.from_numpy(encode_rows(pend.rows))                   # (B, 112, 8, 8)
+        s = score_positions(models, x, indices_mask(pend.legal), torch.tensor(pend.human), micro_batch)
+        tally.add(position_codes(np.array(pend.rating, float), np.array(pend.speed), np.array(pend.clock, float),
+                                 np.array(pend.ply), bins), s)
+        bar.update(len(pend))
+        pend = _Pending()
+
+    with progress(desc=progress_desc or "", unit="pos", disable=progress_desc is None) as bar:
+        for game in games:
+            if not filt.keeps_game(game):
+                skipped["time_control"] += len(game.moves)
+                continue
+            used += 1
+            for ply, board, move in game_positions(game, filt, skipped):
+                r = game.rating(ply)
+                c = game.clock_before(ply)
+                pend.rows.append(row_from_board(board))
+                pend.legal.append(legal_indices(board))
+                pend.human.append(move_to_index(move, board.turn))
+                pend.rating.append(math.nan if r is None else float(r))
+                pend.speed.append(speed_code[game.speed])
+                pend.clock.append(math.nan if c is None else float(c))
+                pend.ply.append(ply)
+                if len(pend) >= batch:
+                    flush()
+        flush()
+    return HumanEvalResult(tally, read, used, skipped, time.perf_counter() - t0)
+
+
+# ---------------------------------------------------------------- report
+
+def fmt_rate(g: dict, key: str) -> str:
+    lo, hi = g[f"{key}_ci"]
+    return f"{100 * g[key]:.1f} ± {50 * (hi - lo):.1f}"
+
+
+def render(labels: list[str], summaries: list[dict], paired: list[dict]) -> str:
+    """Markdown: overall, then each breakdown (top-1 % per model), then the pairings with the first."""
+    out = ["## Human move matching (top-k: % of human moves in the model's k most probable; ± half the 95% "
+           "Wilson interval; NLL in nats)", "",
+           table(["Model", "positions", "top-1 (%)", "top-3 (%)", "top-5 (%)", "NLL"],
+                 [[lab, s["overall"]["positions"], fmt_rate(s["overall"], "top1"), fmt_rate(s["overall"], "top3"),
+                   fmt_rate(s["overall"], "top5"), f"{s['overall']['nll']:.3f}"]
+                  for lab, s in zip(labels, summaries)])]
+    titles = {"rating": "mover's rating", "time_control": "time control (Lichess speed)",
+              "clock": "mover's clock before the move", "phase": "ply of the position"}
+    for axis, title in titles.items():
+        key = f"by_{axis}"
+        bins = [b["bin"] for b in summaries[0][key]]
+        cell = {(i, b["bin"]): b for i, s in enumerate(summaries) for b in s[key]}
+        out += ["", f"### By {title}: top-1 (%) / NLL", "",
+                table(["Bin", "positions", *labels],
+                      [[b, cell[0, b]["positions"], *[f"{100 * cell[i, b]['top1']:.1f} / {cell[i, b]['nll']:.2f}"
+                                                      for i in range(len(labels))]] for b in bins])]
+    if paired:
+        out += ["", f"### Paired with {labels[0]} on the same positions (top-1: exact McNemar; ΔNLL: 95% t)", "",
+                table(["Model", "Δtop-1 (pts)", "gained", "lost", "McNemar p", "ΔNLL (nats)"],
+                      [[p["label"], f"{100 * p['overall']['top1_diff']:+.2f}", p["overall"]["gained"],
+                        p["overall"]["lost"], f"{p['overall']['mcnemar_p']:.3g}",
+                        f"{p['overall']['nll_diff']:+.3f} [{p['overall']['nll_diff_ci'][0]:+.3f}, "
+                        f"{p['overall']['nll_diff_ci'][1]:+.3f}]"] for p in paired])]
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------- CLI
+
+def _floats(text: str) -> list[float]:
+    return [float(v) for v in text.split(",")]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", action="append", required=True,
+                        help="model name or file (base:maia-1900, base:small, .ckpt, .pt, .pb.gz); repeat to "
+                             "compare (paired statistics are against the first)")
+    parser.add_argument("--label", action="append",
+                        help="a name per --model for the tables and JSON, same order (default: the model string)")
+    parser.add_argument("--pgn", action="append", required=True,
+                        help="PGN file (.pgn or .pgn.zst, e.g. a Lichess monthly dump); repeatable")
+    parser.add_argument("--skip-plies", type=int, default=SKIP_PLIES,
+                        help="skip the first N plies of every game (10: Maia's evaluation protocol, "
+                             "McIlroy-Young et al. 2020)")
+    parser.add_argument("--min-clock", type=float, default=MIN_CLOCK,
+                        help="skip moves made with less than this many seconds on the mover's clock (30: Maia "
+                             "drops moves under 30 s); games without clocks keep every move; 0 keeps all")
+    parser.add_argument("--rating-min", type=float, help="keep moves whose mover is rated >= this")
+    parser.add_argument("--rating-max", type=float, help="keep moves whose mover is rated <= this")
+    parser.add_argument("--time-control", nargs="+", choices=TIME_CONTROLS, metavar="SPEED",
+                        help="keep only games of these Lichess speed categories, from base + 40 x increment: "
+                             + ", ".join(TIME_CONTROLS))
+    parser.add_argument("--max-games", type=int, help="read at most this many games of each file")
+    parser.add_argument("--skip-bad", action="store_true",
+                        help="skip and count malformed games, variants and SetUp/FEN games instead of failing")
+    parser.add_argument("--bins", type=_floats, default=list(RATING_BINS),
+                        help="inner edges of the mover's-rating bins, comma-separated (default: 1000,1100,...,"
+                             "2500)")
+    parser.add_argument("--weights", choices=("ema", "online"), default="ema",
+                        help="which weights of a Lightning checkpoint to score")
+    parser.add_argument("--batch", type=int, default=1024, help="positions encoded and scored together")
+    parser.add_argument("--micro-batch", type=int, default=512, help="positions per network call")
+    parser.add_argument("--device", default="auto", help="torch device (default: cuda if available, else cpu)")
+    parser.add_argument("--json", metavar="OUT", help="write the results as JSON (schema in the module docstring)")
+
+
+def _games(args: argparse.Namespace, read: ReadStats):
+    for path in args.pgn:
+        yield from read_games(path, skip_bad=args.skip_bad, stats=read, max_games=args.max_games)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pdx_lightning.nets import load_model  # noqa: PLC0415
+
+    labels = args.label or list(args.model)
+    if len(labels) != len(args.model):
+        raise HumansArgumentError(f"--label given {len(labels)} times for {len(args.model)} --model")
+    if args.batch < 1 or args.micro_batch < 1:
+        raise HumansArgumentError("--batch and --micro-batch must be >= 1")
+    try:
+        filt = MoveFilter(skip_plies=args.skip_plies, min_clock=args.min_clock or None,
+                          rating_min=args.rating_min, rating_max=args.rating_max,
+                          time_controls=tuple(args.time_control) if args.time_control else None)
+        bin_edges_labels(args.bins)
+    except ValueError as e:
+        raise HumansArgumentError(str(e)) from None
+    device = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device)
+    models = [load_model(name, weights=args.weights).to(device).eval() for name in args.model]
+    read = ReadStats()
+    res = evaluate_games(models, _games(args, read), filt, read, args.bins, args.batch, args.micro_batch,
+                         progress_desc="humans")
+    games = {"read": read.games, "used": res.games_used, **{k: v for k, v in read.to_dict().items() if k != "games"}}
+    print(f"games: {read.games} read, {res.games_used} used, {read.empty} empty, skipped "
+          f"{sum(read.skipped.values())} bad {read.skipped}; positions: {res.positions} scored, skipped "
+          f"{res.skipped}")
+    if not res.positions:
+        print("no positions to score")
+        return 1
+    summaries = [res.tally.summary(m) for m in range(len(models))]
+    paired = [{"baseline": labels[0], "model": args.model[m], "label": labels[m], **res.tally.compare(m)}
+              for m in range(1, len(models))]
+    print(render(labels, summaries, paired))
+    if args.json:
+        write_json(args.json, {
+            "command": "eval humans", "pgn": list(args.pgn), "filters": filt.to_dict(), "games": games,
+            "positions_skipped": res.skipped, "bins": list(args.bins),
+            "match_rule": "top-1: argmax = human move; top-k: 1 + #moves strictly more probable <= k",
+            "models": [{"name": n, "label": lab, "weights": args.weights, **s}
+                       for n, lab, s in zip(args.model, labels, summaries)],
+            "paired": paired, "seconds": res.seconds,
+            "positions_per_s": res.positions * len(models) / res.seconds if res.seconds > 0 else math.nan})
+    return 0

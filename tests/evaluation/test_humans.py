@@ -1,0 +1,165 @@
+"""``pdx eval humans``: match/NLL against a one-position-at-a-time reference, a hand-computed case,
+filters, paired statistics, error lines, JSON and the CLI."""
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import chess
+import numpy as np
+import pytest
+import torch
+
+from pdx_lightning.chess.encoding import encode_boards
+from pdx_lightning.chess.moves import POLICY_SIZE, move_to_index
+from pdx_lightning.chess.pgn_games import MoveFilter, ReadStats, read_games
+from pdx_lightning.cli import main
+from pdx_lightning.evaluation.humans import evaluate_games
+from pdx_lightning.evaluation.stats import mean_interval, mean_interval_moments
+from pdx_lightning.nets import NetOutput, load_model
+
+FIX = Path(__file__).parents[1] / "fixtures"
+GAMES20, EDGE = FIX / "lichess_games_20.pgn", FIX / "lichess_games_edge.pgn"
+
+
+class Uniform(torch.nn.Module):
+    """Equal logits everywhere: π is uniform over the legal moves, every move has rank 1."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.zeros(()))
+
+    def forward(self, x):
+        B = x.shape[0]
+        return NetOutput(torch.zeros(B, POLICY_SIZE) + self.w, torch.zeros(B, 3))
+
+
+def reference(model, games, filt):
+    """Slow and obvious: one position at a time, softmax over python-chess's legal moves."""
+    top1, top5, nll = [], [], []
+    for g in games:
+        board = chess.Board()
+        for ply, move in enumerate(g.moves):
+            if filt.keeps(g, ply) is None:
+                with torch.no_grad():
+                    logits = model(torch.from_numpy(encode_boards([board]))).policy[0].double()
+                legal = list(board.legal_moves)
+                z = torch.stack([logits[move_to_index(m, board.turn)] for m in legal])
+                logp = torch.log_softmax(z, 0)
+                h = legal.index(move)
+                order = sorted(range(len(legal)), key=lambda i: -float(logp[i]))
+                top1.append(order[0] == h)
+                top5.append(sum(float(logp[i]) > float(logp[h]) for i in range(len(legal))) < 5)
+                nll.append(-float(logp[h]))
+            board.push(move)
+    return np.array(top1), np.array(top5), np.array(nll)
+
+
+def run_eval(models, path=GAMES20, filt=MoveFilter(skip_plies=10, min_clock=30), **kw):
+    read = ReadStats()
+    return evaluate_games(models, read_games(path, stats=read, max_games=kw.pop("max_games", None)), filt, read,
+                          **kw)
+
+
+def test_hand_computed_uniform_policy(tmp_path):
+    # 1. e4 e5: 20 legal moves at both positions, so NLL = ln 20 and every move ties at rank 1
+    path = tmp_path / "two_plies.pgn"
+    path.write_text('[Event "t"]\n[WhiteElo "1500"]\n[BlackElo "1600"]\n[TimeControl "300+0"]\n\n1. e4 e5 *\n')
+    res = run_eval([Uniform()], path, MoveFilter())
+    s = res.tally.summary(0)
+    assert s["overall"]["positions"] == 2 and s["overall"]["nll"] == pytest.approx(math.log(20))
+    assert s["overall"]["top5"] == 1.0
+    assert [b["bin"] for b in s["by_rating"]] == ["1500-1600", "1600-1700"]
+    assert [b["bin"] for b in s["by_time_control"]] == ["blitz"] and s["by_clock"][0]["bin"] == "none"
+
+
+def test_matches_one_position_at_a_time_reference():
+    torch.manual_seed(0)
+    model = load_model("random:tiny").eval()
+    filt = MoveFilter(skip_plies=10, min_clock=30)
+    games = list(read_games(GAMES20, max_games=3))
+    t1, t5, nll = reference(model, games, filt)
+    res = run_eval([model], filt=filt, max_games=3, batch=37, micro_batch=16)  # batches straddle games
+    o = res.tally.summary(0)["overall"]
+    assert o["positions"] == len(nll) > 100
+    assert o["top1"] == pytest.approx(t1.mean()) and o["top5"] == pytest.approx(t5.mean())
+    assert o["nll"] == pytest.approx(nll.mean(), rel=1e-5)
+
+
+def test_filters_change_the_positions():
+    games = list(read_games(GAMES20))
+    plies = sum(len(g.moves) for g in games)
+    m = [load_model("random:tiny").eval()]
+    everything = run_eval(m, filt=MoveFilter())
+    assert everything.positions == plies
+    skip = run_eval(m, filt=MoveFilter(skip_plies=10))
+    assert skip.positions == plies - sum(min(10, len(g.moves)) for g in games) and skip.skipped["opening"] > 0
+    clock = run_eval(m, filt=MoveFilter(min_clock=30))
+    assert 0 < clock.skipped["clock"] and clock.positions == plies - clock.skipped["clock"]
+    rated = run_eval(m, filt=MoveFilter(rating_min=2000)).tally.summary(0)
+    assert all(b["bin"] >= "2000" for b in rated["by_rating"])
+
+
+def test_paired_with_itself_is_null_and_batching_does_not_matter():
+    m = load_model("random:tiny").eval()
+    res = run_eval([m, m], max_games=4)
+    c = res.tally.compare(1)["overall"]
+    assert (c["gained"], c["lost"], c["mcnemar_p"], c["nll_diff"]) == (0, 0, 1.0, 0.0)
+    a, b = run_eval([m], max_games=4, batch=5).tally.summary(0), res.tally.summary(0)
+    assert a["overall"]["nll"] == pytest.approx(b["overall"]["nll"])
+    assert [(x["bin"], x["positions"], x["top1"]) for x in a["by_phase"]] == \
+        [(x["bin"], x["positions"], x["top1"]) for x in b["by_phase"]]
+    assert [x["nll"] for x in a["by_phase"]] == pytest.approx([x["nll"] for x in b["by_phase"]])
+
+
+def test_mean_interval_from_moments_agrees_with_the_array_version():
+    x = np.random.default_rng(0).exponential(size=200)
+    assert mean_interval_moments(len(x), x.sum(), (x ** 2).sum()) == pytest.approx(mean_interval(x))
+    assert mean_interval_moments(3, 6.0, 12.0) == (2.0, 2.0, 2.0)
+
+
+def test_cli_json_and_tables(tmp_path, capsys):
+    out = tmp_path / "h.json"
+    rc = main(["eval", "humans", "--model", "random:tiny", "--label", "a", "--model", "random:tiny", "--label", "b",
+               "--pgn", str(GAMES20), "--max-games", "3", "--json", str(out)])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "## Human move matching" in text and "### By mover's rating" in text and "Paired with a" in text
+    doc = json.loads(out.read_text())
+    o = doc["models"][0]["overall"]
+    assert {"top1", "top5", "nll", "positions"} <= set(o) and o["positions"] > 0
+    assert doc["filters"]["skip_plies"] == 10 and doc["filters"]["min_clock"] == 30
+    assert doc["games"]["read"] == 3 and doc["paired"][0]["overall"]["gained"] >= 0
+
+
+def test_cli_errors_are_one_line(tmp_path, capsys):
+    rc = main(["eval", "humans", "--model", "random:tiny", "--pgn", str(EDGE)])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1
+    assert re.search(r"pdx eval humans: error: .*lichess_games_edge\.pgn:\d+: game 2: Variant 'Crazyhouse'", err)
+    assert "--skip-bad" in err
+    rc = main(["eval", "humans", "--model", "random:tiny", "--pgn", str(EDGE), "--skip-bad", "--json",
+               str(tmp_path / "e.json")])
+    doc = json.loads((tmp_path / "e.json").read_text())
+    assert rc == 0 and doc["games"]["skipped_bad"] == {"malformed": 1, "variant": 1, "setup": 1}
+    assert doc["games"]["used"] == 2
+    rc = main(["eval", "humans", "--model", "random:tiny", "--pgn", str(tmp_path / "missing.pgn")])
+    assert rc == 2 and "not found" in capsys.readouterr().err
+
+
+def test_cli_bins_and_time_control_flags_change_the_tables(tmp_path):
+    def doc(*flags):
+        out = tmp_path / "x.json"
+        assert main(["eval", "humans", "--model", "random:tiny", "--pgn", str(GAMES20), "--json", str(out),
+                     *flags]) == 0
+        return json.loads(out.read_text())
+
+    default, coarse = doc(), doc("--bins", "1500,2000")
+    assert [b["bin"] for b in coarse["models"][0]["by_rating"]] == ["<1500", "1500-2000", ">=2000"]
+    assert len(default["models"][0]["by_rating"]) > 3
+    assert coarse["models"][0]["overall"]["positions"] == default["models"][0]["overall"]["positions"]
+    blitz = doc("--time-control", "blitz")
+    assert [b["bin"] for b in blitz["models"][0]["by_time_control"]] == ["blitz"]
+    assert blitz["positions_skipped"]["time_control"] > 0
