@@ -22,8 +22,9 @@ blitz < 480, rapid < 1500, classical; ``-`` is correspondence), the mover's cloc
 after the first is paired with the first on the same positions: exact McNemar on top-1 (positions
 it matches and the first does not, and the reverse) and the mean NLL difference.
 
-Protocol defaults follow Maia's evaluation (McIlroy-Young et al., KDD 2020, "Aligning Superhuman AI
-with Human Behavior"): the first 10 plies of each game are skipped (``--skip-plies``) and moves
+Protocol defaults follow Maia's evaluation as it is commonly described (McIlroy-Young et al., KDD 2020,
+"Aligning Superhuman AI with Human Behavior"; the 10-ply opening cut was not checked against the
+paper's text here): the first 10 plies of each game are skipped (``--skip-plies``) and moves
 made with under 30 s on the clock are dropped (``--min-clock``; the Maia authors, interviewed by
 Wikinews in 2021: games were truncated where either player had 30 seconds or fewer). Here the clock rule drops single moves, and
 games without clocks keep every move.
@@ -324,8 +325,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pgn", action="append", required=True,
                         help="PGN file (.pgn or .pgn.zst, e.g. a Lichess monthly dump); repeatable")
     parser.add_argument("--skip-plies", type=int, default=SKIP_PLIES,
-                        help="skip the first N plies of every game (10: Maia's evaluation protocol, "
-                             "McIlroy-Young et al. 2020)")
+                        help="skip the first N plies of every game (10: the opening cut Maia's move-matching is "
+                             "commonly described with, McIlroy-Young et al. 2020; book moves say little)")
     parser.add_argument("--min-clock", type=float, default=MIN_CLOCK,
                         help="skip moves made with less than this many seconds on the mover's clock (30: Maia "
                              "drops moves under 30 s); games without clocks keep every move; 0 keeps all")
