@@ -458,3 +458,42 @@ def test_pdx_sweep_accepts_an_existing_output_directory(tmp_path, capsys):
     (tmp_path / "runs").mkdir()  # resuming a sweep: --out already exists
     assert cli.main(["sweep", "--config", str(write_config(tmp_path)), "--out", str(tmp_path / "runs"), "--dry-run"]) == 0
     assert str(tmp_path / "runs" / "cells" / "none-adaptive" / "fit.yaml") in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------- seeds: replicates of every RL cell
+
+def test_seeds_replicate_every_rl_cell_the_first_seed_keeping_the_plain_names(tmp_path):
+    cfg = load_config(write_config(tmp_path, seed=3, seeds=[3, 1], control={"enabled": True, "pool": [SAMPLE]}))
+    cells = plan(cfg)
+    assert [(c.name, c.seed) for c in cells] == [
+        ("none-adaptive", 3), ("forward_kl-adaptive-b0.01", 3),
+        ("none-adaptive-s1", 1), ("forward_kl-adaptive-b0.01-s1", 1), ("control", 3)]
+    by_name = {c.name: c for c in cells}
+    doc = train.fit_config(cfg, by_name["forward_kl-adaptive-b0.01-s1"], tmp_path / "c")
+    assert (doc["seed_everything"], doc["model"]["selfplay"]["seed"]) == (1, 1)
+    assert train.fit_config(cfg, by_name["none-adaptive"], tmp_path / "c")["model"]["selfplay"]["seed"] == 3
+    assert train.fit_config(cfg, by_name["control"], tmp_path / "c")["model"]["seed"] == 3
+    # without seeds: one seed, the plan of before
+    assert [(c.name, c.seed) for c in plan(load_config(write_config(tmp_path, seed=3)))] == [
+        ("none-adaptive", 3), ("forward_kl-adaptive-b0.01", 3)]
+    # cell globs see the suffixed names
+    only_s1 = load_config(write_config(tmp_path, seeds=[0, 1], cells=["*-s1"]))
+    assert [c.name for c in plan(only_s1)] == ["none-adaptive-s1", "forward_kl-adaptive-b0.01-s1"]
+
+
+@pytest.mark.parametrize("seeds, match", [([1, 0], r"first seed \(1\) must be `seed` \(0\)"),
+                                          ([0, 0], r"distinct seeds >= 0, got \[0, 0\]"),
+                                          ([], r"distinct seeds")])
+def test_bad_seeds_are_one_line_errors_naming_the_file(tmp_path, seeds, match):
+    with pytest.raises(SweepConfigError, match=rf"sweep.yaml: seeds: .*{match}"):
+        load_config(write_config(tmp_path, seeds=seeds))
+
+
+def test_beta_star_is_chosen_on_the_first_seed_only():
+    def row(name, beta, acc, seed):
+        return {"name": name, "kind": "rl", "term": "forward_kl", "temperature": "adaptive", "beta": beta,
+                "seed": seed, "selection": {"acc": acc, "p_star_geo": 0.1}}
+
+    rows = [row("a", 0.01, 0.5, 0), row("b", 0.1, 0.4, 0), row("b-s1", 0.1, 0.9, 1)]
+    assert [s["cell"] for s in select(rows, seed=0)] == ["a"]
+    assert [s["cell"] for s in select(rows)] == ["b-s1"]  # no seed given: every row votes (old sweep.json)

@@ -107,6 +107,10 @@ class SweepConfig:
     steps: int = 150
     games: int = 64
     seed: int = 0
+    # replicates: every RL cell once per seed. Cells of the first seed keep their plain names (so a sweep
+    # run with `seed` alone stays valid), the others end in -s<seed>; beta* is chosen on the first seed.
+    # The first must be `seed` (the locked one; the control's). null: [seed]
+    seeds: list[int] | None = None
     checkpoint_every: int = 50
     terms: list[Term] = field(default_factory=lambda: list(TERMS))
     temperatures: list[Temperature] = field(default_factory=lambda: list(TEMPERATURES))
@@ -128,6 +132,12 @@ class SweepConfig:
             if clash := sorted(set(getattr(self, key)) & set(owned)):
                 raise ValueError(f"{key}: {clash} are set by the sweep itself (from base, terms, betas, "
                                  f"games, temperatures, seed, steps, out)")
+        if self.seeds is not None:
+            if not self.seeds or len(set(self.seeds)) != len(self.seeds) or any(x < 0 for x in self.seeds):
+                raise ValueError(f"seeds: expected distinct seeds >= 0, got {self.seeds}")
+            if self.seeds[0] != self.seed:
+                raise ValueError(f"seeds: the first seed ({self.seeds[0]}) must be `seed` ({self.seed}): its cells "
+                                 f"keep their plain names and pick beta*")
         if self.control.enabled and not self.control.pool:
             raise ValueError("control.enabled needs control.pool "
                              "(puzzle CSVs disjoint from every eval suite)")
@@ -256,20 +266,28 @@ class Cell:
     term: str | None = None
     temperature: str | None = None
     beta: float | None = None
+    seed: int = 0
+
+
+def seeds(cfg: SweepConfig) -> list[int]:
+    """The sweep's seeds, the first being ``cfg.seed`` (its cells carry no suffix and pick β*)."""
+    return list(cfg.seeds) if cfg.seeds is not None else [cfg.seed]
 
 
 def plan(cfg: SweepConfig) -> list[Cell]:
-    """Every cell of the matrix: ``none`` once per temperature (β = 0), other terms × β; then the control."""
+    """Every cell of the matrix: ``none`` once per temperature (β = 0), other terms × β, for each seed
+    (the first seed's cells, then the next seed's, ...; ``-s<seed>`` after the first); then the control."""
     cells = []
-    for term in cfg.terms:
-        for temp in cfg.temperatures:
-            for beta in ([0.0] if term not in REGULARIZED else cfg.betas):
-                name = f"{term}-{temp}" if term not in REGULARIZED else f"{term}-{temp}-b{beta:g}"
-                cells.append(Cell(name, "rl", term, temp, beta))
+    for i, seed in enumerate(seeds(cfg)):
+        for term in cfg.terms:
+            for temp in cfg.temperatures:
+                for beta in ([0.0] if term not in REGULARIZED else cfg.betas):
+                    name = f"{term}-{temp}" if term not in REGULARIZED else f"{term}-{temp}-b{beta:g}"
+                    cells.append(Cell(name + (f"-s{seed}" if i else ""), "rl", term, temp, beta, seed))
     if cfg.cells is not None:
         cells = [c for c in cells if any(fnmatch.fnmatch(c.name, g) for g in cfg.cells)]
     if cfg.control.enabled:
-        cells.append(Cell("control", "control"))
+        cells.append(Cell("control", "control", seed=cfg.seed))
     return cells
 
 

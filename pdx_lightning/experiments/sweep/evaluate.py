@@ -159,7 +159,7 @@ def run_cell(cfg: SweepConfig, cell: Cell, out: Path, fit_args: list[str], ev: E
     (cell_dir / "eval.json").write_text(json.dumps(doc))
     train = final_train_metrics(cell_dir)
     hparams = {"kind": cell.kind, "term": cell.term or "control", "temperature": cell.temperature or "-",
-               "beta": cell.beta, "steps": cfg.steps, "games": cfg.games, "seed": cfg.seed, "base": cfg.base}
+               "beta": cell.beta, "steps": cfg.steps, "games": cfg.games, "seed": cell.seed, "base": cfg.base}
     metrics = {**cell_metrics(doc), **{f"final/{k}": v for k, v in train.items() if k.split("/")[0] in
                                        ("loss", "kl", "policy", "selfplay", "control")}}
     log_hparams(cell_dir, hparams, metrics, cfg.steps)

@@ -4,7 +4,7 @@
 p*, then the smaller β); ``none`` arms have one cell. ``sweep.json`` (schema ``pdx_sweep/1``)::
 
     {"schema": "pdx_sweep/1", "config": {...}, "base": {"name", "eval": "base/eval.json"},
-     "cells": [{"name", "kind", "term", "temperature", "beta", "dir", "checkpoint",
+     "cells": [{"name", "kind", "term", "temperature", "beta", "seed", "dir", "checkpoint",
                 "status": "done"|"pending",
                 "selection": {"n", "solved", "acc", "acc_ci", "p_star_geo"} | null}],
      "selected": [{"term", "temperature", "beta", "cell"}], "control": "control" | null,
@@ -23,10 +23,13 @@ from pdx_lightning.experiments.sweep.stages import STAGE_FILES, run_stages
 from pdx_lightning.runtime.jsonio import write_json
 
 
-def select(cells: list[dict]) -> list[dict]:
-    """β* per (term, temperature): best selection accuracy, then higher p*_geo, then smaller β."""
+def select(cells: list[dict], seed: int | None = None) -> list[dict]:
+    """β* per (term, temperature): best selection accuracy, then higher p*_geo, then smaller β; with
+    ``seed``, among that seed's cells only (the other seeds replicate the arms, they do not vote)."""
     arms: dict[tuple, list[dict]] = {}
     for c in cells:
+        if seed is not None and c.get("seed", seed) != seed:
+            continue
         if c["kind"] == "rl" and c["selection"] and c["selection"]["acc"] is not None:
             arms.setdefault((c["term"], c["temperature"]), []).append(c)
     out = []
@@ -47,7 +50,7 @@ def finish(cfg: SweepConfig, out: Path, cells: list[Cell], stages: bool = True) 
                      "status": "done" if sel is not None else "pending", "selection": sel})
     doc = {"schema": "pdx_sweep/1", "config": asdict(cfg),
            "base": {"name": cfg.base, "eval": "base/eval.json"},
-           "cells": rows, "selected": select(rows),
+           "cells": rows, "selected": select(rows, cfg.seed),
            "control": "control" if any(c.kind == "control" for c in cells) else None, "files": {}}
     write_json(out / "sweep.json", doc, indent=1, quiet=True)
     if stages and all(r["status"] == "done" for r in rows):

@@ -65,8 +65,8 @@ def fit_config(cfg: SweepConfig, cell: Cell, cell_dir: Path) -> dict:
         model = {**(doc.get("model") or {}), **cfg.model, "base": cfg.base, "exploration": cell.term,
                  "beta": cell.beta}
         model["selfplay"] = {**(model.get("selfplay") or {}), **cfg.selfplay, "n_games": cfg.games,
-                             "temperature": cell.temperature, "seed": cfg.seed}
-    return {**doc, "seed_everything": cfg.seed, "trainer": trainer, "model": model}
+                             "temperature": cell.temperature, "seed": cell.seed}
+    return {**doc, "seed_everything": cell.seed, "trainer": trainer, "model": model}
 
 
 def fit_command(cell: Cell, cell_dir: Path, fit_args: list[str]) -> list[str]:
