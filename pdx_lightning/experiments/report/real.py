@@ -106,6 +106,6 @@ def sections(runs: Runs, out: Path) -> list[str]:
             f"![Figure 6 (right)]({png})" if png else f"*{NM}*", "", table_real_bins(runs), "",
             "Per Lichess rating bin (n = the bin's puzzles): accuracy (%) / geometric-mean p*, models of Table 1; "
             "in the figure the frozen base's 95% Wilson band is shaded.", "",
-            "## Paired with the base on the real puzzles", "", table_paired_real(runs), "",
-            "As the paired table above, on the real puzzles: geometric-mean p* ratio to the base [95%], "
-            "puzzles gained (+) and lost (−) against the base, exact McNemar p.", ""]
+            "## Real puzzles: paired with the base", "", table_paired_real(runs), "",
+            "As in the section \"Paired with the base\" below, on the real puzzles: geometric-mean p* ratio "
+            "to the base [95%], puzzles gained (+) and lost (−) against the base, exact McNemar p.", ""]
