@@ -152,3 +152,13 @@ def test_strength_per_seed_pooled_and_bootstrapped_from_the_pentanomial_records(
     assert float(fwd[9]) > 0.95      # every seed scores above ½
     none = row(arena, "No regularizer", "adaptive", "0")
     assert float(none[9]) < 0.05 and float(none[7].split(" ± ")[0]) < 0
+
+
+def test_beta_selection_reads_the_first_seed_only(seeded):
+    """Table 6 is the β grid of the seed that picks β* (seed 0): its cells, bold where selected; the
+    replicates of the other seeds are not grid points (they appear in the across-seed tables)."""
+    md, *_ = seeded
+    t6 = section(md, "Table 6")
+    fwd = row(t6, "Forward-KL prior (ours)", "adaptive")
+    assert fwd[2].startswith("**55.00 ± ") and fwd[2].endswith("**")    # seed 0's 22/40, not seed 2's 26/40
+    assert t6.count("unregularized (adaptive)") == 1 and "unregularized (adaptive) 47.50 ± " in t6
