@@ -34,7 +34,8 @@ TOOLS: dict[str, tuple[str, str]] = {
     "sweep": ("pdx_lightning.experiments.sweep.command", "the beta x term x temperature matrix"),
     "report": ("pdx_lightning.experiments.report.command", "the paper's tables and figures from stored JSON"),
     "uci": ("pdx_lightning.engines.uci", "the network as a UCI engine"),
-    "export lc0": ("pdx_lightning.nets.export_cli", "write a network as an Lc0 .pb.gz"),
+    "export lc0": ("pdx_lightning.nets.export_cli", "write a network (or a blend of two) as an Lc0 .pb.gz"),
+    "export network": ("pdx_lightning.nets.export_network", "write a network (or a blend of two) as a pdx .pt"),
 }
 LIGHTNING = {
     "fit": "self-play RL fine-tuning (LightningCLI; see `pdx fit --help`)",

@@ -1,24 +1,52 @@
-"""``pdx export lc0``: write any loadable network as an Lc0 ``.pb.gz`` (``nets/lc0/``).
+"""``pdx export lc0``: write any loadable network, or a blend of two, as an Lc0 ``.pb.gz`` (``nets/lc0/``).
 
 It sits beside ``lc0/`` rather than inside it: it loads models by name (``files.py``), and
-``files.py`` reads ``.pb.gz`` files through ``lc0/``.
+``files.py`` reads ``.pb.gz`` files through ``lc0/``. ``--blend B --alpha α`` writes
+(1 − α)·A + α·B instead of A (``blend.py``); ``pdx export network`` (``export_network.py``) writes
+the same to a pdx ``.pt`` network file, for networks Lc0 cannot express.
 """
 from __future__ import annotations
 
 import argparse
 import sys
 
+import torch
+
+from pdx_lightning.nets.blend import NetworkBlendError, blend_networks
 from pdx_lightning.nets.files import ModelLoadError, load_model
 from pdx_lightning.nets.lc0 import Lc0ExportError, export_lc0
 from pdx_lightning.nets.lc0 import schema as P
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def add_source_arguments(parser: argparse.ArgumentParser) -> None:
+    """The network to write: ``--model`` A, or with ``--blend B --alpha α`` the blend of A and B."""
     parser.add_argument("--model", required=True,
-                        help="network to export (base:<name>, a .pt/.ckpt, an Lc0 .pb.gz)")
-    parser.add_argument("--out", required=True, help="output file, e.g. net.pb.gz")
+                        help="network to export (base:<name>, a .pt/.ckpt, an Lc0 .pb.gz); A of a blend")
+    parser.add_argument("--blend", metavar="B", default=None,
+                        help="a second network of A's family and shape: write (1 - alpha)*A + alpha*B "
+                             "(every floating tensor), e.g. A = the base, B = its fine-tuned checkpoint")
+    parser.add_argument("--alpha", type=float, default=None,
+                        help="blend weight of B with --blend: 0 = A, 1 = B, 0.5 = the midpoint; values "
+                             "outside [0, 1] extrapolate (2 = B + (B - A), -1 = A - (B - A))")
     parser.add_argument("--weights", default="ema", choices=("ema", "online"),
-                        help="which weights of a checkpoint")
+                        help="which weights of a checkpoint (A's and B's)")
+
+
+def load_source(args: argparse.Namespace) -> tuple[torch.nn.Module, str]:
+    """The network ``add_source_arguments`` names, and how to name it in messages."""
+    if (args.blend is None) != (args.alpha is None):
+        raise NetworkBlendError("--blend B and --alpha go together: give both (or neither)")
+    a = load_model(args.model, weights=args.weights)
+    if args.blend is None:
+        return a, args.model
+    b = load_model(args.blend, weights=args.weights)
+    what = f"(1 - α)·A + α·B, A = {args.model}, B = {args.blend}, α = {args.alpha:g}"
+    return blend_networks(a, b, args.alpha), what
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_source_arguments(parser)
+    parser.add_argument("--out", required=True, help="output file, e.g. net.pb.gz")
     parser.add_argument("--encoding", default="linear16", choices=tuple(P.ENCODINGS),
                         help="layer encoding: linear16 (default; what released nets use and every Lc0 "
                              "reads; 16-bit levels between each tensor's min and max), float16, bfloat16, "
@@ -30,13 +58,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    what = args.model if args.blend is None else f"{args.model} + {args.blend}"
     try:
-        model = load_model(args.model, weights=args.weights)
+        model, what = load_source(args)
         out = export_lc0(model, args.out, encoding=args.encoding, moves_left=not args.no_moves_left,
                          allow_castling_mismatch=args.allow_castling_mismatch)
-    except (ModelLoadError, Lc0ExportError) as e:
-        print(f"pdx export lc0: {args.model}: {e}", file=sys.stderr)
+    except (ModelLoadError, Lc0ExportError, NetworkBlendError) as e:
+        print(f"pdx export lc0: {what}: {e}", file=sys.stderr)
         return 2
     print(f"wrote {out} ({out.stat().st_size:,} bytes, {args.encoding}, "
-          f"{sum(p.numel() for p in model.parameters()):,} parameters)")
+          f"{sum(p.numel() for p in model.parameters()):,} parameters): {what}")
     return 0

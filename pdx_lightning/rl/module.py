@@ -58,6 +58,8 @@ class PDXModule(L.LightningModule):
         warmup_steps: int = 200,
         adam_betas: tuple[float, float] = (0.9, 0.98),
         weight_decay: float = 0.0,
+        value_anchor: float = 0.0,
+        grad_clip_norm: float | None = None,
         selfplay: SelfPlayConfig = SelfPlayConfig(),  # not Optional: `pdx fit --help` lists its options
         val_suite: str | None = None,
         val_mates: list[str] | None = None,
@@ -80,6 +82,13 @@ class PDXModule(L.LightningModule):
             warmup_steps: linear warmup from 0 to the peak rates, then constant.
             adam_betas: AdamW (β1, β2).
             weight_decay: AdamW weight decay.
+            value_anchor: w of the base-WDL value anchor c_v·w·KL(p_base(s) ‖ p_θ(s)) added to the loss
+                (the paper's public code; not in Eq. 7, so 0 = off; that code uses 0.1, i.e. 0.02·KL
+                at c_v = 0.2, and the reverse KL with the reverse_kl arm). Logged as loss/anchor.
+            grad_clip_norm: clip the online gradients' total L2 norm to this before each AdamW step
+                (torch.nn.utils.clip_grad_norm_; None = no clipping, Table 2). Logs the norm before
+                clipping as optim/grad_norm. (``--trainer.gradient_clip_val`` cannot act here: the
+                module optimizes manually.)
             selfplay: self-play settings (games, temperature, restarts, cap; see SelfPlayConfig).
             val_suite: puzzle CSV scored on the EMA weights by ``pdx validate`` (Lightning's validation
                 loop, through a PuzzleValidation built from these files); None = no validation loop
@@ -93,6 +102,10 @@ class PDXModule(L.LightningModule):
                                          f"valid terms: {', '.join(EXPLORATION_TERMS)}")
         if beta < 0 or c_v < 0:
             raise ValueError(f"beta and c_v must be >= 0 (got beta={beta}, c_v={c_v})")
+        if value_anchor < 0:
+            raise ValueError(f"value_anchor must be >= 0 (0 = off), got {value_anchor}")
+        if grad_clip_norm is not None and not grad_clip_norm > 0:
+            raise ValueError(f"grad_clip_norm must be > 0 (or None = no clipping), got {grad_clip_norm}")
         if not 0.0 <= ema_decay <= 1.0:
             raise ValueError(f"ema_decay must lie in [0, 1], got {ema_decay}")
         if isinstance(selfplay, dict):  # from a checkpoint's hyperparameters
@@ -118,6 +131,7 @@ class PDXModule(L.LightningModule):
                                   if val_suite or val_mates else None)
         self._last_stats = dict(self.dataset.stats)
         self._game_metrics: dict[str, float] = {}  # per-finished-game metrics of the last step that had any
+        self._grad_norm: float | None = None  # total gradient norm before clipping, of the last step
 
     # ---- hyperparameters (what hparams.yaml, TensorBoard's HParams and checkpoints record) -----------
     def setup(self, stage: str) -> None:
@@ -166,7 +180,7 @@ class PDXModule(L.LightningModule):
         opt.zero_grad()
         n, mb, step = batch.size, self.dataset.cfg.micro_batch, self.global_step
         sums: dict[str, float] = {}
-        rhos, advs = [], []
+        rhos, advs, taus = [], [], []
         for start in range(0, n, mb):
             sl = slice(start, min(n, start + mb))
             x, mask = batch.x[sl].to(self.device), batch.mask[sl].to(self.device)
@@ -175,18 +189,21 @@ class PDXModule(L.LightningModule):
             check_finite(step, {"online policy logits (π_θ)": (out.policy, mask),
                                 "online WDL logits (p_θ)": out.wdl,
                                 "π_base log-probabilities": (log_p_base, mask),
-                                "τ(s) from the EMA's WDL": batch.tau[sl]})
+                                **({} if batch.tau is None else {"τ(s) from the EMA's WDL": batch.tau[sl]})})
             # log π_θ once: it samples a (complete), enters the loss and the KL metrics
             log_p = masked_log_softmax(out.policy, mask)                          # (b, P), ≥ float32
-            v_theta = score(torch.softmax(at_least_float32(out.wdl), dim=-1))      # (b,)
-            done = self.dataset.complete(batch, sl, log_p, v_theta)
+            wdl_theta = torch.softmax(at_least_float32(out.wdl), dim=-1)           # (b, 3)
+            # p_θ(s) goes along only when τ(s) comes from it (temperature_wdl_source="online")
+            online_tau = () if batch.tau is not None else (wdl_theta,)
+            done = self.dataset.complete(batch, sl, log_p, score(wdl_theta), *online_tau)
             check_finite(step, {"advantage A": done.advantage, "importance weight ρ": done.rho,
                                 "value target p̂": done.target})
             loss = pdx_loss_from_log_probs(log_p, out.wdl, mask, done.action.to(self.device),
                                            done.rho.to(self.device), done.advantage.to(self.device),
                                            done.target.to(self.device), log_p_base,
                                            kind=self.hparams.exploration, beta=self.beta,
-                                           c_v=self.hparams.c_v)
+                                           c_v=self.hparams.c_v, wdl_base=batch.wdl_base[sl].to(self.device),
+                                           value_anchor_weight=self.hparams.value_anchor)
             check_finite(step, {f"loss/{name}": value for name, value in loss._asdict().items()})
             frac = (sl.stop - sl.start) / n
             self.manual_backward(loss.total * frac)
@@ -195,16 +212,33 @@ class PDXModule(L.LightningModule):
                 extra = {"kl/forward_to_base": forward_kl(log_p_base, lp, mask).mean(),
                          "kl/reverse_to_base": reverse_kl(lp, log_p_base, mask).mean(),
                          "policy/entropy": entropy(lp, mask).mean()}
-            for name, value in [*(("loss/" + k, v) for k, v in loss._asdict().items()), *extra.items()]:
+            terms = loss._asdict()
+            if not self.hparams.value_anchor:  # off: Eq. 7's terms only, as the runs before the option logged
+                del terms["anchor"]
+            for name, value in [*(("loss/" + k, v) for k, v in terms.items()), *extra.items()]:
                 sums[name] = sums.get(name, 0.0) + float(value.detach()) * frac
             rhos.append(done.rho)
             advs.append(done.advantage)
+            taus.append(done.tau)
         check_finite_gradients(step, self.online)
-        opt.step()
+        opt.step()  # clips first when grad_clip_norm is set (on_before_optimizer_step)
         sched.step()
         self.param_version += 1
-        self._log_step(sums, torch.cat(rhos), torch.cat(advs), batch.tau, n, time.perf_counter() - t0)
+        if self._grad_norm is not None:
+            sums["optim/grad_norm"] = self._grad_norm
+        self._log_step(sums, torch.cat(rhos), torch.cat(advs), torch.cat(taus), n, time.perf_counter() - t0)
         return torch.tensor(sums["loss/total"])
+
+    def on_before_optimizer_step(self, optimizer) -> None:
+        """Clip the online gradients to ``grad_clip_norm`` and keep their norm before clipping.
+
+        Here rather than in ``training_step``: Lightning calls this hook inside ``opt.step()``
+        after a 16-bit AMP scaler has unscaled the gradients, so the norm is the true one under
+        every precision. The gradients are all-reduced already under DDP: every rank clips alike.
+        """
+        max_norm = self.hparams.grad_clip_norm
+        if max_norm is not None:
+            self._grad_norm = float(torch.nn.utils.clip_grad_norm_(self.online.parameters(), max_norm))
 
     def _log_step(self, sums, rho, adv, tau, n, seconds) -> None:
         s, last = self.dataset.stats, self._last_stats

@@ -115,34 +115,66 @@ def exploration_term(kind: str, log_p_theta: torch.Tensor, log_p_base: torch.Ten
     return forward_kl(log_p_base, log_p_theta, mask)
 
 
+def value_anchor(wdl_logits: torch.Tensor, wdl_base: torch.Tensor, *, reverse: bool = False) -> torch.Tensor:
+    """R_V(s) = D_KL(p_base(s) ‖ p_θ(s)) = Σ_o p_base^o(s) log(p_base^o(s)/p_θ^o(s)) per state, (B,).
+
+    The base-WDL anchor of the paper's public reference implementation, **not in Eq. 7**: that
+    code adds c_v·w·E_s[R_V] to the loss (its w = 0.1 by default, i.e. 0.02·KL at c_v = 0.2).
+    p_θ = softmax(``wdl_logits``) (B, 3) is the online value head at s (with grad); ``wdl_base``
+    (B, 3) holds the frozen base's WDL probabilities p_base at s, a constant (detached here).
+    ``reverse=True`` gives D_KL(p_θ ‖ p_base), the direction the reference code takes with its
+    reverse-KL exploration arm. Unweighted by ρ, as there.
+    """
+    _check_wdl(wdl_logits)
+    _check_wdl(wdl_base)
+    log_p_theta = torch.log_softmax(at_least_float32(wdl_logits), dim=-1)  # (B, 3)
+    log_p_base = at_least_float32(wdl_base.detach()).log()                 # (B, 3), -inf where p = 0
+    every = torch.ones_like(log_p_theta, dtype=torch.bool)                # all three outcomes count
+    if reverse:
+        return reverse_kl(log_p_theta, log_p_base, every)
+    return forward_kl(log_p_base, log_p_theta, every)
+
+
 class PDXLoss(NamedTuple):
-    """Scalar components; total = policy + β·explore + c_v·value (explore, value unweighted)."""
+    """Scalar components; total = policy + β·explore + c_v·value + c_v·w·anchor (the last three unweighted).
+
+    ``anchor`` is E_s[R_V] of :func:`value_anchor` (0 unless its weight w > 0: Eq. 7 has none).
+    """
 
     total: torch.Tensor
     policy: torch.Tensor
     explore: torch.Tensor
     value: torch.Tensor
+    anchor: torch.Tensor
 
 
 def pdx_loss(policy_logits: torch.Tensor, wdl_logits: torch.Tensor, mask: torch.Tensor,
              action: torch.Tensor, rho: torch.Tensor, advantage: torch.Tensor,
              wdl_target: torch.Tensor, log_p_base: torch.Tensor, *,
-             kind: str = "forward_kl", beta: float, c_v: float) -> PDXLoss:
-    """L(θ) = −E[ρ·A·log π_θ(a|s)] + β·E_s[R(π_θ, π_base)] + c_v·L_V(θ), Eqs. 7 and 14.
+             kind: str = "forward_kl", beta: float, c_v: float,
+             wdl_base: torch.Tensor | None = None, value_anchor_weight: float = 0.0) -> PDXLoss:
+    """L(θ) = −E[ρ·A·log π_θ(a|s)] + β·E_s[R(π_θ, π_base)] + c_v·L_V(θ) [+ c_v·w·E_s[R_V]], Eqs. 7, 14.
 
     ``policy_logits`` (B, P) and ``wdl_logits`` (B, 3) are the online network's
     outputs at s (with grad); ``action`` (B,) int policy slots of a;
     ``rho``, ``advantage`` (B,), ``wdl_target`` p̂ (B, 3) and ``log_p_base``
     (B, P) are stop-gradient constants and are detached here.
+    The bracketed term is the reference code's base-WDL anchor (:func:`value_anchor`, weight
+    w = ``value_anchor_weight``, 0 = off = Eq. 7); it needs ``wdl_base`` (B, 3), p_base at s.
+    Its direction follows the exploration term as in that code: reverse KL with ``reverse_kl``,
+    forward KL otherwise.
     """
     return pdx_loss_from_log_probs(masked_log_softmax(policy_logits, mask), wdl_logits, mask, action, rho,
-                                   advantage, wdl_target, log_p_base, kind=kind, beta=beta, c_v=c_v)
+                                   advantage, wdl_target, log_p_base, kind=kind, beta=beta, c_v=c_v,
+                                   wdl_base=wdl_base, value_anchor_weight=value_anchor_weight)
 
 
 def pdx_loss_from_log_probs(log_p_theta: torch.Tensor, wdl_logits: torch.Tensor, mask: torch.Tensor,
                             action: torch.Tensor, rho: torch.Tensor, advantage: torch.Tensor,
                             wdl_target: torch.Tensor, log_p_base: torch.Tensor, *,
-                            kind: str = "forward_kl", beta: float, c_v: float) -> PDXLoss:
+                            kind: str = "forward_kl", beta: float, c_v: float,
+                            wdl_base: torch.Tensor | None = None,
+                            value_anchor_weight: float = 0.0) -> PDXLoss:
     """:func:`pdx_loss` from ``log_p_theta = masked_log_softmax(policy_logits, mask)`` (with grad).
 
     For a caller that needs log π_θ itself (the self-play step samples from it), so the masked
@@ -153,6 +185,10 @@ def pdx_loss_from_log_probs(log_p_theta: torch.Tensor, wdl_logits: torch.Tensor,
         raise ValueError(f"beta (β, weight of the exploration penalty in Eq. 7) must be >= 0, got {beta}")
     if not c_v >= 0:
         raise ValueError(f"c_v (value-loss weight in Eq. 7) must be >= 0, got {c_v}")
+    if not value_anchor_weight >= 0:
+        raise ValueError(f"value_anchor (weight w of the base-WDL anchor) must be >= 0, got {value_anchor_weight}")
+    if value_anchor_weight > 0 and wdl_base is None:
+        raise ValueError("value_anchor > 0 needs wdl_base, the base's WDL probabilities at s")
     log_p_theta = at_least_float32(log_p_theta)
     rho, advantage = at_least_float32(rho.detach()), at_least_float32(advantage.detach())
     wdl_target, log_p_base = wdl_target.detach(), at_least_float32(log_p_base.detach())
@@ -162,7 +198,13 @@ def pdx_loss_from_log_probs(log_p_theta: torch.Tensor, wdl_logits: torch.Tensor,
     policy = -(rho * advantage * log_pi_a).mean()
     explore = exploration_term(kind, log_p_theta, log_p_base, mask).mean()
     value = value_loss(wdl_logits, wdl_target, rho)
-    return PDXLoss(policy + beta * explore + c_v * value, policy, explore, value)
+    total = policy + beta * explore + c_v * value
+    if value_anchor_weight > 0:
+        anchor = value_anchor(wdl_logits, wdl_base, reverse=kind == "reverse_kl").mean()
+        total = total + c_v * value_anchor_weight * anchor
+    else:  # off (Eq. 7): not computed, so the default loss is exactly the paper's
+        anchor = policy.new_zeros(())
+    return PDXLoss(total, policy, explore, value, anchor)
 
 
 def ppo_clipped_surrogate(log_pi: torch.Tensor, log_pi_old: torch.Tensor, adv: torch.Tensor,

@@ -3,14 +3,15 @@
 ``SelfPlayDataset`` owns this rank's N / world_size games and reads the networks
 it is given (:class:`SelfPlayNetworks`: the EMA, the base and the trained
 parameters' version). Each item it yields is a :class:`PendingBatch`: the
-current positions s, their legal masks, π_base(·|s) and τ(s) from the EMA value
-head. The training step then runs the online network on s *with* gradient and
+current positions s, their legal masks, π_base(·|s) and p_base(s), and τ(s) from the EMA
+value head (or, with ``temperature_wdl_source="online"``, τ(s) is left to ``complete``, which
+takes it from the online value head). The training step then runs the online network on s *with* gradient and
 hands the detached outputs back through :meth:`SelfPlayDataset.complete`, which
 samples a ~ μ ∝ π_θ^{1/τ}, plays it, evaluates the EMA at s' and returns
 (a, ρ, A, p̂). The parameters that sample a batch are therefore exactly the ones
 it updates (zero staleness), and the gradient-carrying online pass doubles as
-the sampling pass: four network passes per step (base(s), ema(s), ema(s'),
-online(s) fwd+bwd). The online network itself never runs here.
+the sampling pass: four network passes per step (base(s), ema(s) unless τ comes from the online
+WDL, ema(s'), online(s) fwd+bwd). The online network itself never runs here.
 
 Completion works per micro-batch of games (``complete(batch, slice, ...)``), so
 the module can accumulate gradients over micro-batches without keeping every
@@ -40,6 +41,8 @@ from pdx_lightning.runtime.progress import progress
 
 TemperatureMode = Literal["adaptive", "fixed"]
 TEMPERATURE_MODES: tuple[str, ...] = TemperatureMode.__args__  # the sweep's temperature arms, in this order
+TemperatureSource = Literal["ema", "online"]
+TEMPERATURE_WDL_SOURCES: tuple[str, ...] = TemperatureSource.__args__
 
 
 class SelfPlayError(RuntimeError):
@@ -74,6 +77,9 @@ class SelfPlayConfig:
         seed: base seed; rank r uses seed + 1000·r.
         temperature: "adaptive" samples μ ∝ π_θ^{1/τ(s)} with τ = H(WDL of the EMA at s) (Eq. 5–6);
             "fixed" samples π_θ (τ ≡ 1).
+        temperature_wdl_source: whose WDL at s sets the adaptive τ: "ema" (the paper, App. E) or
+            "online" (the online network's, from the same pass that samples; the default of the
+            authors' code, and one EMA pass fewer per step).
         opening_max_moves: at start each game plays k ~ U{0..this} full moves from π_base
             (tempered in the adaptive arm).
         restart: how a finished game starts again: "initial" (the paper), "random_plies"
@@ -97,6 +103,7 @@ class SelfPlayConfig:
     n_games: int = 256
     seed: int = 0
     temperature: TemperatureMode = "adaptive"
+    temperature_wdl_source: TemperatureSource = "ema"
     opening_max_moves: int = 60
     restart: Literal["initial", "random_plies", "openings"] = "initial"
     restart_max_moves: int = 8
@@ -112,6 +119,8 @@ class SelfPlayConfig:
             raise ValueError("n_games, micro_batch and max_plies must be >= 1")
         if self.temperature not in TEMPERATURE_MODES:
             raise ValueError(f"temperature must be 'adaptive' or 'fixed', got {self.temperature!r}")
+        if self.temperature_wdl_source not in TEMPERATURE_WDL_SOURCES:
+            raise ValueError(f"temperature_wdl_source must be 'ema' or 'online', got {self.temperature_wdl_source!r}")
         if self.restart not in ("initial", "random_plies", "openings"):
             raise ValueError(f"restart must be initial|random_plies|openings, got {self.restart!r}")
         if self.restart == "openings" and not self.openings_file:
@@ -131,6 +140,7 @@ class Completion:
     advantage: torch.Tensor   # (b,) A = score(p̂) − v_θ(s) = (1 − v_ema(s')) − v_θ(s)
     target: torch.Tensor      # (b, 3) p̂ = flip(p_ema(s')) or the true result
     terminal: torch.Tensor    # (b,) bool, s' ended the game
+    tau: torch.Tensor         # (b,) τ(s) that tempered μ
 
 
 @dataclass
@@ -140,8 +150,9 @@ class PendingBatch:
     x: torch.Tensor           # (n, 112, 8, 8)
     mask: torch.Tensor        # (n, 4288) bool
     log_p_base: torch.Tensor  # (n, 4288)
-    tau: torch.Tensor         # (n,)
+    tau: torch.Tensor | None  # (n,); None: τ(s) comes from the online WDL in ``complete``
     version: int              # the parameter version that began the batch
+    wdl_base: torch.Tensor    # (n, 3) p_base(s), for the base-WDL value anchor
 
     @property
     def size(self) -> int:
@@ -303,8 +314,10 @@ class SelfPlayDataset(IterableDataset):
         n = len(self.boards)
         idx = range(n)
         x, mask = self._rows(idx), self._mask(idx)
-        logp_base, _ = self._eval("base", x, mask)
-        if self.cfg.reuse_successor_eval and self._ema_cache is not None:
+        logp_base, wdl_base = self._eval("base", x, mask)
+        if self._tau_from_online():
+            wdl = None  # τ(s) from the online pass in `complete`: the EMA is not needed at s
+        elif self.cfg.reuse_successor_eval and self._ema_cache is not None:
             wdl = self._ema_cache.clone()
             fresh = [i for i in idx if torch.isnan(wdl[i]).any()]
             if fresh:
@@ -312,15 +325,21 @@ class SelfPlayDataset(IterableDataset):
         else:
             wdl = self._eval("ema", x, mask)[1]
         self._ema_cache = torch.full((n, 3), float("nan"))
-        return PendingBatch(x, mask, logp_base, self._tau(wdl), self.networks.version())
+        return PendingBatch(x, mask, logp_base, None if wdl is None else self._tau(wdl), self.networks.version(),
+                            wdl_base)
+
+    def _tau_from_online(self) -> bool:
+        return self.cfg.temperature == "adaptive" and self.cfg.temperature_wdl_source == "online"
 
     def complete(self, batch: PendingBatch, games: slice, log_p_theta: torch.Tensor,
-                 v_theta: torch.Tensor) -> Completion:
+                 v_theta: torch.Tensor, wdl_theta: torch.Tensor | None = None) -> Completion:
         """Sample a ~ μ ∝ π_θ^{1/τ(s)} (Eq. 6) for ``games`` of ``batch``, play it, evaluate s'.
 
         ``log_p_theta`` (b, P) and ``v_theta`` (b,) are the online network's masked log-policy and
-        score at s for those games (detached here). Returns a, ρ = min(1, π_θ(a|s)/μ(a|s)) (Eq. 12),
-        p̂ = flip(p_θ̄(s')) or the true result (App. E) and A = score(p̂) − v_θ(s) (Eq. 4).
+        score at s for those games (detached here); ``wdl_theta`` (b, 3) its WDL probabilities,
+        needed only when τ(s) = H(p_θ(s)) (``temperature_wdl_source="online"``). Returns a,
+        ρ = min(1, π_θ(a|s)/μ(a|s)) (Eq. 12), p̂ = flip(p_θ̄(s')) or the true result (App. E),
+        A = score(p̂) − v_θ(s) (Eq. 4) and the τ(s) used.
         Raises :class:`SelfPlayError` if the parameters moved since the batch was begun.
         """
         if batch.version != self.networks.version():
@@ -328,7 +347,14 @@ class SelfPlayDataset(IterableDataset):
                                 f"completed at {self.networks.version()}")
         logp, v_theta = log_p_theta.detach().cpu(), v_theta.detach().cpu()
         idx = list(range(batch.size))[games]
-        mask, tau = batch.mask[games], batch.tau[games]
+        mask = batch.mask[games]
+        if batch.tau is not None:
+            tau = batch.tau[games]
+        elif wdl_theta is None:
+            raise SelfPlayError("temperature_wdl_source='online' needs the online WDL at s: "
+                                "pass wdl_theta to complete()")
+        else:
+            tau = wdl_entropy(wdl_theta.detach().cpu())                                   # (b,) Eq. 5 on p_θ
         log_mu = tempered_log_probs(logp, mask, tau)                                      # (b, P)
         action = torch.multinomial(log_mu.exp(), 1, generator=self.gen).squeeze(1)        # (b,)
         rho = importance_weight(logp.gather(1, action[:, None]).squeeze(1),
@@ -350,7 +376,7 @@ class SelfPlayDataset(IterableDataset):
         capped = [r for r in live if ply_cap_reached(self.boards[idx[r]], self.cfg.max_plies)]
         for r in [r for r in range(len(idx)) if results[r] != RESULT_NONE] + capped:
             self._finish(idx[r], results[r].item() if results[r] != RESULT_NONE else None)
-        return Completion(action, rho, advantage, target, results != RESULT_NONE)
+        return Completion(action, rho, advantage, target, results != RESULT_NONE, tau)
 
     def _finish(self, i: int, result: int | None) -> None:
         """Record a finished game and restart its slot (restart policy of the config)."""

@@ -62,7 +62,7 @@ from pdx_lightning.safeio import FileLimitError, load_torch_bounded
 
 __all__ = ["AtomicCheckpointIO", "BundledOverwriteError", "CheckpointLimitError", "CheckpointLoadError",
            "CheckpointWriteError",
-           "LogContinuity", "NothingToValidateError", "PDXLightningCLI", "check_export_target",
+           "LogContinuity", "ManualClippingError", "NothingToValidateError", "PDXLightningCLI", "check_export_target",
            "read_checkpoint", "resolve_last"]
 
 # Settings of a validation run, not of training: never taken from a checkpoint's hyperparameters
@@ -72,6 +72,10 @@ RUN_ONLY_HPARAMS = ("val_suite", "val_mates", "val_sample")
 
 class NothingToValidateError(UserError, ValueError):
     """``pdx validate`` without anything to score."""
+
+
+class ManualClippingError(UserError, ValueError):
+    """``--trainer.gradient_clip_val`` on a module that optimizes manually (Lightning cannot clip there)."""
 
 
 class BundledOverwriteError(UserError, ValueError):
@@ -492,6 +496,17 @@ class PDXLightningCLI(LightningCLI):
                 check_export_target(export, bool(hp.get("overwrite_bundled", False)))
                 preflight.check_file(export, what="export file (--model.export)")
 
+    def _check_clipping(self) -> None:
+        """Lightning refuses ``gradient_clip_val`` under manual optimization with a traceback that does
+        not say what to use instead; say it in one line (a module clipping itself names its option)."""
+        clip = self.trainer.gradient_clip_val
+        if clip and not self.model.automatic_optimization:
+            hp = getattr(self.model, "hparams", {})
+            own = (f"; clip with --model.grad_clip_norm {clip} instead"
+                   if hasattr(hp, "get") and "grad_clip_norm" in hp else "")
+            raise ManualClippingError(f"--trainer.gradient_clip_val {clip}: Lightning cannot clip gradients of "
+                                      f"{type(self.model).__name__}, which optimizes manually{own}")
+
     def _check_something_to_validate(self) -> None:
         """A model whose own validation data is empty (``pdx validate`` without a suite) is a user
         mistake: say so instead of Lightning's "Total length of `list` across ranks is zero"."""
@@ -507,6 +522,7 @@ class PDXLightningCLI(LightningCLI):
                 "data/tactics.csv and/or --model.val_mates+=data/mates_in_1.csv")
 
     def before_fit(self) -> None:
+        self._check_clipping()
         self._prepare("fit")
 
     def before_validate(self) -> None:

@@ -11,7 +11,7 @@ from pdx_lightning.rl.objectives import (
     DRAW, EXPLORATION_TERMS, LOSS, RESULT_NONE, TAU_MIN, WIN, ObjectiveInputError,
     UnknownExplorationTerm, entropy, exploration_term, flip_wdl, forward_kl, importance_weight,
     masked_log_softmax, pdx_loss, pdx_loss_from_log_probs, ppo_clipped_surrogate, reverse_kl, score,
-    td_advantage, tempered_log_probs, value_loss, value_target, wdl_entropy)
+    td_advantage, tempered_log_probs, value_anchor, value_loss, value_target, wdl_entropy)
 
 INF, LN2, LN3 = math.inf, math.log(2), math.log(3)
 F64 = torch.float64
@@ -254,6 +254,59 @@ def test_value_loss_matches_loop():
     assert value_loss(z, tgt, rho).item() == pytest.approx((rho * ce).mean().item())
 
 
+# ---- the base-WDL value anchor (reference implementation; not in Eq. 7) -------------------------
+def test_value_anchor_hand():
+    # p_θ uniform (zero logits), p_base = (½, ¼, ¼):
+    # forward KL(p_base‖p_θ) = ½ln(½/⅓) + 2·¼ln(¼/⅓) = ½ln1.5 + ½ln0.75 = 0.0588915
+    # reverse KL(p_θ‖p_base) = ⅓[ln(⅓/½) + 2ln(⅓/¼)] = ⅓[ln(2/3) + 2ln(4/3)] = 0.0566330
+    base = T(0.5, 0.25, 0.25, 1 / 3, 1 / 3, 1 / 3).view(2, 3)  # second row: p_base = p_θ, KL = 0
+    fwd = value_anchor(torch.zeros(2, 3, dtype=F64), base)
+    rev = value_anchor(torch.zeros(2, 3, dtype=F64), base, reverse=True)
+    assert fwd.tolist() == pytest.approx([0.5 * math.log(1.5) + 0.5 * math.log(0.75), 0.0], abs=1e-12)
+    assert rev.tolist() == pytest.approx([(math.log(2 / 3) + 2 * math.log(4 / 3)) / 3, 0.0], abs=1e-12)
+    assert fwd[0].item() == pytest.approx(0.0588915, abs=1e-7) and rev[0].item() == pytest.approx(0.0566330, abs=1e-7)
+    # a base outcome of probability 0 contributes 0 forward (0·log 0), no NaN
+    assert value_anchor(torch.zeros(1, 3), torch.tensor([[0.5, 0.5, 0.0]])).item() == pytest.approx(math.log(1.5))
+
+
+def test_value_anchor_matches_loop_and_its_gradient_reaches_only_the_online_head():
+    g = torch.Generator().manual_seed(12)
+    z, zb = torch.randn(2, 30, 3, generator=g, dtype=F64)
+    p_base = zb.softmax(-1).requires_grad_()  # as if carrying grad: must be treated as a constant
+    logits = z.clone().requires_grad_()
+    for reverse in (False, True):
+        out = value_anchor(logits, p_base, reverse=reverse)
+        ref = []
+        for zr, br in zip(z.tolist(), p_base.tolist()):  # one state at a time, python floats
+            lp = ref_log_softmax(zr, [1] * 3)
+            p = [math.exp(v) for v in lp]
+            ref.append(sum(pi * (lpi - math.log(bi)) for pi, lpi, bi in zip(p, lp, br)) if reverse
+                       else sum(bi * (math.log(bi) - lpi) for bi, lpi in zip(br, lp)))
+        assert_close(out, torch.tensor(ref, dtype=F64))
+    value_anchor(logits, p_base).sum().backward()
+    assert p_base.grad is None and torch.isfinite(logits.grad).all() and logits.grad.abs().sum() > 0
+    # d/dz KL(p_base‖softmax z) = softmax z − p_base
+    assert_close(logits.grad, z.softmax(-1) - p_base.detach())
+
+
+def test_pdx_loss_adds_the_anchor_weighted_by_c_v_times_w_in_the_arms_direction():
+    args = _loss_inputs(13)
+    g = torch.Generator().manual_seed(13)
+    p_base = torch.randn(5, 3, generator=g, dtype=F64).softmax(-1)
+    wdl = args[1]
+    for kind in EXPLORATION_TERMS:
+        off = pdx_loss(*args, kind=kind, beta=0.3, c_v=0.7)
+        on = pdx_loss(*args, kind=kind, beta=0.3, c_v=0.7, wdl_base=p_base, value_anchor_weight=0.1)
+        anchor = value_anchor(wdl, p_base, reverse=kind == "reverse_kl").mean()
+        assert off.anchor.item() == 0 and on.anchor.item() == pytest.approx(anchor.item()) and anchor > 0
+        assert on.total.item() == pytest.approx(off.total.item() + 0.7 * 0.1 * anchor.item())
+        assert on[1:4] == off[1:4]  # Eq. 7's terms unchanged
+    with pytest.raises(ValueError, match="needs wdl_base"):
+        pdx_loss(*args, beta=0.3, c_v=0.7, value_anchor_weight=0.1)
+    with pytest.raises(ValueError, match=r"value_anchor .* >= 0, got -0.1"):
+        pdx_loss(*args, beta=0.3, c_v=0.7, wdl_base=p_base, value_anchor_weight=-0.1)
+
+
 # ---- the total loss -------------------------------------------------------------------------
 def _loss_inputs(seed):
     logits, mask, action, g = _batch(seed)
@@ -271,7 +324,7 @@ def test_pdx_loss_hand():
     out = pdx_loss(zeros, zeros.clone(), torch.ones(1, 3, dtype=torch.bool),
                    torch.tensor([2]), T(0.5), T(0.2), T(1, 0, 0)[None], T(0.5, 0.5, 0).log()[None],
                    kind="forward_kl", beta=0.1, c_v=2.0)
-    expect = (0.1 * LN3 + 0.1 * math.log(1.5) + LN3, 0.1 * LN3, math.log(1.5), 0.5 * LN3)
+    expect = (0.1 * LN3 + 0.1 * math.log(1.5) + LN3, 0.1 * LN3, math.log(1.5), 0.5 * LN3, 0.0)  # no anchor
     assert [x.item() for x in out] == pytest.approx(expect, rel=1e-6)
 
 
@@ -301,7 +354,7 @@ def test_pdx_loss_matches_loop(kind):
                "reverse_kl": ref_kl(lp_, lb, legal), "forward_kl": ref_kl(lb, lp_, legal)}[kind] / 5
         lv = ref_log_softmax(wdl[i].tolist(), [1] * 3)
         val -= rho[i].item() * sum(t * l for t, l in zip(tgt[i].tolist(), lv)) / 5
-    assert [x.item() for x in out] == pytest.approx([pol + 0.3 * ex + 0.7 * val, pol, ex, val])
+    assert [x.item() for x in out] == pytest.approx([pol + 0.3 * ex + 0.7 * val, pol, ex, val, 0.0])
 
 
 @pytest.mark.parametrize("kind", EXPLORATION_TERMS)
