@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pdx_lightning.experiments.report import figures
+from pdx_lightning.experiments.report import figures, real, seeds
 from pdx_lightning.experiments.report.recovery import recovery
 from pdx_lightning.experiments.report.runs import NM, Runs, load_runs
 from pdx_lightning.experiments.report.tables import (table1, table3, table4, table5, table6, table_arena,
@@ -18,8 +18,10 @@ def render(runs: Runs, out: Path) -> str:
     done = sum(c["status"] == "done" for c in runs.sweep["cells"])
     suites = {k: f"{s['n']} puzzles" for k, s in (runs.base or {}).get("suites", {}).items()}
     md = [f"# pdx report: {runs.root}", "",
-          f"Base `{cfg['base']}`; every cell {cfg['steps']} steps × {cfg['games']} games, seed {cfg['seed']} "
-          f"(matched compute); terms {cfg['terms']}, temperatures {cfg['temperatures']}, "
+          f"Base `{cfg['base']}`; every cell {cfg['steps']} steps × {cfg['games']} games, "
+          + (f"seed {cfg['seed']} " if len(cfg.get("seeds") or [cfg["seed"]]) < 2
+             else f"seeds {cfg['seeds']} (β* on seed {cfg['seed']}) ")
+          + f"(matched compute); terms {cfg['terms']}, temperatures {cfg['temperatures']}, "
           f"β grid {cfg['betas']}; {done}/{len(runs.sweep['cells'])} cells finished. Suites: "
           + (", ".join(f"{k} {v}" for k, v in suites.items()) or NM)
           + ". All numbers are read from the JSON files in the runs directory; *not measured* marks inputs "
@@ -28,8 +30,9 @@ def render(runs: Runs, out: Path) -> str:
     md += ["## Table 1: accuracy and searchless strength at β*", "", table1(runs), "",
            "Elo: argmax round robin (`arena.json`), base anchored at 0, ± half the 95% interval; "
            "W–D–L and LOS: direct record against the base."
-           + ("" if runs.files["arena"] else f" Elo, W–D–L, LOS: *{NM}* (no arena.json)."),
-           "", "## Arena: every player", "", table_arena(runs), "",
+           + ("" if runs.files["arena"] else f" Elo, W–D–L, LOS: *{NM}* (no arena.json)."), ""]
+    md += real.sections(runs, out)  # only when the real Lichess suites were scored
+    md += ["## Arena: every player", "", table_arena(runs), "",
            "Every player of the argmax arena (every cell when the sweep's `arena.models` is `all`, the "
            "control, the anchors of `arena.anchors`); Elo on the ladder, base at 0; W–D–L, score and LOS "
            "from its games against the base.", "", "## Table 3: mate-in-N accuracy (%)", "", table3(runs), "",
@@ -38,8 +41,9 @@ def render(runs: Runs, out: Path) -> str:
            "Per model and suite, on the same puzzles as the base: the geometric-mean p* ratio to the base "
            "(exp of the mean per-puzzle log ratio) with its 95% interval (Figure 1's points, with intervals), "
            "then the argmax puzzles the model solves and the base does not (+) and the reverse (−), with "
-           "the exact McNemar p of that difference.", "",
-           "## Table 5: sampled play and policy diagnostics", "", table5(runs), "",
+           "the exact McNemar p of that difference.", ""]
+    md += seeds.sections(runs)  # only when an arm has cells of several seeds
+    md += ["## Table 5: sampled play and policy diagnostics", "", table5(runs), "",
            "Elo: sampled round robin (`arena_sampled.json`); H, KLs, cov: `diagnostics.json`.", "",
            "## Table 6: β selection on the selection suite", "", table6(runs), ""]
     if runs.files["humans"]:  # only when measured: reports made before this stage existed stay as they were

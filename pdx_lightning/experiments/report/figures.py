@@ -57,7 +57,7 @@ def figure1(runs: Runs, out: Path) -> str | None:
 def figure5(runs: Runs, out: Path) -> tuple[str | None, str]:
     """Accuracy vs β per arm, one panel per temperature, 95% Wilson bands; dashed: base and β = 0."""
     suite = "tactics" if suite_summary(runs.base, "tactics") else "selection"
-    cells = [c for c in runs.sweep["cells"] if c["kind"] == "rl" and c["name"] in runs.evals]
+    cells = [c for c in runs.beta_cells() if c["name"] in runs.evals]
     temps = [t for t in TEMPERATURES if any(c["temperature"] == t for c in cells)]
     if not cells or not temps or not suite_summary(runs.base, suite):
         return None, suite

@@ -54,6 +54,12 @@ class Runs:
     results: dict[str, dict] = field(default_factory=dict)
     files: dict[str, dict | None] = field(default_factory=dict)
 
+    def beta_cells(self) -> list[dict]:
+        """The RL cells of the seed that picks β* (sweep config ``seed``): the grid of Table 6 and Figure 5.
+        Without ``seeds`` that is every RL cell; the other seeds' replicates are the across-seed tables'."""
+        seed = self.sweep["config"].get("seed", 0)
+        return [c for c in self.sweep["cells"] if c["kind"] == "rl" and c.get("seed", seed) == seed]
+
     def rows(self, control: bool = True) -> list[Row]:
         """Table 1's rows: the base, each (term, temperature) at its β*, the control."""
         cells = {c["name"]: c for c in self.sweep["cells"]}

@@ -144,7 +144,7 @@ def table5(runs: Runs) -> str:
 
 def table6(runs: Runs) -> str:
     """Coefficient selection on the selection suite (Wilson ± half-widths); bold = β* of the row."""
-    cells = [c for c in runs.sweep["cells"] if c["kind"] == "rl"]
+    cells = runs.beta_cells()  # the β-selecting seed's (other seeds: the across-seed tables)
     betas = sorted({c["beta"] for c in cells if c["term"] != UNREGULARIZED})
     sel = {(s["term"], s["temperature"]): s["cell"] for s in runs.sweep["selected"]}
     rows = []

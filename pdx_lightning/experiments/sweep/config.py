@@ -22,7 +22,10 @@ from pdx_lightning.experiments.arms import REGULARIZED, TEMPERATURES, TERMS, UNR
 
 PAPER_BETAS = (1e-4, 1e-3, 1e-2, 1e-1, 1.0)
 ANALYSES = ("coverage", "diagnostics", "recovery")
-SUITES = ("selection", "tactics", "hard", "mates")
+SUITES = ("selection", "tactics", "hard", "mates", "real", "real_hard")
+# roles that only add scores (real Lichess puzzles): outside the lock (lock.py), so a sweep whose cells exist
+# may gain them
+SCORE_ONLY_SUITES = ("real", "real_hard")
 
 Term = Literal[TERMS]                # type: ignore[valid-type]  (the arms' names, one source)
 Temperature = Literal[TEMPERATURES]  # type: ignore[valid-type]
@@ -43,6 +46,8 @@ class EvalConfig:
     tactics: SuiteSpec | None = None   # Table 1 Acc., Table 4, Figure 5
     hard: SuiteSpec | None = None      # Table 1 Acc_>=2400
     mates: SuiteSpec | None = None     # Tables 3-4, Figure 1 (depth = solver moves)
+    real: SuiteSpec | None = None      # Table 1 on real Lichess puzzles: all, by rating bin (Figure 6 right)
+    real_hard: SuiteSpec | None = None  # the same, high-rated only (e.g. rating_min: 2000): the hard column
     micro_batch: int = 512
     device: str = "auto"               # torch device of the evaluation (auto: cuda if available)
 

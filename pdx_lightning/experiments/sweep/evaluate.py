@@ -5,7 +5,7 @@ batched); the base is scored once per sweep invocation and written to ``base/eva
 schema ``pdx_cell_eval/1``::
 
     {"schema": "pdx_cell_eval/1", "model": name, "weights": "ema", "multi_solution": rule,
-     "suites": {"selection"|"tactics"|"hard"|"mates": {
+     "suites": {"selection"|"tactics"|"hard"|"mates"|"real"|"real_hard": {
          "spec": {path, sample, seed, rating_min, rating_max, themes}, "files": [...], "n": N,
          "ids": [...], "rating": [...], "difficulty": [...], "depth": [...],
          "summary": puzzles.summarize(...),  # acc, acc_ci, p_star_geo, p_star_arith, nll, by_bin, by_depth
