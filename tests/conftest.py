@@ -1,4 +1,7 @@
 """Shared fixtures. Stockfish is a required test dependency (CI installs the Debian package)."""
+import os
+import resource
+
 import pytest
 
 from pdx_lightning.engines.stockfish import find_stockfish
@@ -39,3 +42,34 @@ def restore_environment():
     for k in set(os.environ) - set(saved):
         del os.environ[k]
     os.environ.update(saved)
+
+
+# ---- keeping the default run fast (`pytest`; `pytest -m slow` runs the rest) ---------------------------
+# Every test's CPU time (this process plus the subprocesses it waited for: pdx CLIs, Stockfish, DDP ranks)
+# is summed; a default-run test above the budget is listed at the end, so a new expensive test is marked
+# slow (or shrunk) instead of quietly lengthening everybody's run. CPU, not wall time: a loaded machine
+# stretches wall time, not CPU time.
+SLOW_TEST_CPU_S = float(os.environ.get("PDX_SLOW_TEST_CPU_S", "10"))
+_cpu_by_test: dict[str, float] = {}
+
+
+def _cpu_seconds() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    start = _cpu_seconds()
+    yield
+    if item.get_closest_marker("slow") is None:
+        _cpu_by_test[item.nodeid] = _cpu_seconds() - start
+
+
+def pytest_terminal_summary(terminalreporter):
+    over = sorted(((s, n) for n, s in _cpu_by_test.items() if s > SLOW_TEST_CPU_S), reverse=True)
+    if over:
+        terminalreporter.section(f"default-run tests over {SLOW_TEST_CPU_S:g} s of CPU: mark them "
+                                 f"@pytest.mark.slow or shrink them ($PDX_SLOW_TEST_CPU_S)")
+        for s, n in over:
+            terminalreporter.write_line(f"{s:6.1f} s  {n}")

@@ -37,12 +37,14 @@ def test_arena_odd_games_is_one_line(tmp_path):
     _one_line(_pdx(*ARENA, "--games", "3", cwd=tmp_path), "arena", "even", "3")
 
 
+@pytest.mark.slow   # two more pdx processes (~5 s of CPU each, mostly imports); the other arena cases stay fast
 def test_arena_missing_or_bad_pgn_book_is_one_line(tmp_path):
     _one_line(_pdx(*ARENA, "--openings", "a.pgn", cwd=tmp_path), "arena", "a.pgn", "not found")
     (tmp_path / "bad.pgn").write_text('[Event "x"]\n\n1. e4 e5 2. Ke3 Ke6 3. Qh5 Kd9 *\n')
     _one_line(_pdx(*ARENA, "--openings", "bad.pgn", cwd=tmp_path), "arena", "bad.pgn")
 
 
+@pytest.mark.slow   # the arena's one-line error path is the odd-games case's in the default run
 def test_arena_bad_sprt_is_one_line(tmp_path):
     _one_line(_pdx(*ARENA, "--sprt", "10,0", cwd=tmp_path), "arena", "--sprt", "elo1 > elo0")
 

@@ -94,8 +94,7 @@ def test_a_classical_value_network_is_refused_by_name_before_training_state_is_b
 
 # ---------------------------------------------------------------- conf/maia.yaml end to end
 
-@pytest.mark.slow
-@needs_maia
+@needs_maia   # four 3-step fits of the 64x6 Maia, ~3 s of CPU: the default run's fit of the classic family
 def test_maia_config_fits_resumes_exactly_and_logs_like_a_chessformer_run(tmp_path, monkeypatch):
     full, cut, chessformer = tmp_path / "full", tmp_path / "cut", tmp_path / "chessformer"
     for d in (full, cut, chessformer):

@@ -292,7 +292,7 @@ def test_a_ddp_run_killed_mid_training_resumes_each_ranks_games_and_ends_as_the_
 
 # ---------------------------------------------------------------- one device: the same summary and logs
 
-@pytest.mark.slow
+# in-process and 2 steps (~1 s of CPU): in the default run, unlike the DDP subprocess runs around it
 def test_one_device_fit_prints_the_same_summary_and_logs_one_version(tmp_path, monkeypatch, capsys):
     """The README's single-device line (in-process, the same entry), with ``--trainer.precision bf16-mixed``
     on CPU: the closing summary's lines and the log layout are the DDP run's; the Trainer ran bf16-mixed

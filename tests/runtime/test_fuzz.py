@@ -6,9 +6,10 @@ asserts: no crash (only the parser's named error escapes), no hang (a per-input 
 raises :class:`Hang`, which no ``except Exception`` can swallow), and that what is
 accepted is sound (legal moves, valid boards, finite weights).
 
-Each test runs a few seconds by default (2,000 inputs for the cheap parsers, fewer where an input
-means building a network); ``PDX_FUZZ_SCALE`` multiplies every count for a soak, e.g.
-``PDX_FUZZ_SCALE=10 pytest tests/test_fuzz.py``.
+Each body is two tests: ``test_fuzz_<reader>`` in the default run with a fifth of the inputs (a
+second or two) and ``test_fuzz_<reader>_full`` (marked slow, ``pytest -m slow``) with the full count
+(2,000 inputs for the cheap parsers, fewer where an input means building a network). ``PDX_FUZZ_SCALE``
+multiplies every count for a soak, e.g. ``PDX_FUZZ_SCALE=10 pytest -m slow tests/runtime/test_fuzz.py``.
 """
 from __future__ import annotations
 
@@ -40,7 +41,10 @@ torch.set_num_threads(1)
 SCALE = float(os.environ.get("PDX_FUZZ_SCALE", "1"))
 
 
-def examples(n: int) -> int:
+QUICK = 0.2  # the default run's share of each count: the same readers fuzzed, in a fifth of the time
+
+
+def examples(n: float) -> int:
     return max(10, int(n * SCALE))
 
 
@@ -48,6 +52,14 @@ FUZZ = settings(max_examples=examples(2000), deadline=None, derandomize=False,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                        HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much])
 HANG_SECONDS = 20.0  # per input; generous for a loaded CI machine, finite for a real hang
+
+
+def fuzz_tests(n: int, body, *strategies):
+    """``body`` under ``@given(*strategies)`` twice: the default run's test with ``QUICK * n`` inputs and
+    the slow run's with ``n`` (two wrappers of one body, so both check exactly the same properties)."""
+    quick = settings(FUZZ, max_examples=examples(QUICK * n))(given(*strategies)(body))
+    full = settings(FUZZ, max_examples=examples(n))(given(*strategies)(body))
+    return quick, pytest.mark.slow(full)
 
 
 class Hang(BaseException):
@@ -217,9 +229,7 @@ def puzzle_files(draw) -> tuple[bytes, str]:
     return data, ".csv"
 
 
-@settings(FUZZ, max_examples=examples(1000))
-@given(puzzle_files(), st.booleans())
-def test_fuzz_puzzle_csv_loader(file, skip_bad):
+def _fuzz_puzzle_csv_loader(file, skip_bad):
     data, suffix = file
     path = _write(data, suffix)
     try:
@@ -239,6 +249,10 @@ def test_fuzz_puzzle_csv_loader(file, skip_bad):
                 assert m in p.accepted[k // 2] and all(b.is_legal(a) for a in p.accepted[k // 2])
             b.push(m)
     assert suite.n_bad == 0 or skip_bad
+
+
+test_fuzz_puzzle_csv_loader, test_fuzz_puzzle_csv_loader_full = fuzz_tests(
+    1000, _fuzz_puzzle_csv_loader, puzzle_files(), st.booleans())
 
 
 # ---------------------------------------------------------------- opening readers (selfplay + arena)
@@ -277,9 +291,7 @@ def opening_files(draw) -> bytes:
     return _finalize("\n".join(lines) + ("\n" if draw(st.booleans()) else ""), draw)
 
 
-@settings(FUZZ, max_examples=examples(1000))
-@given(opening_files())
-def test_fuzz_opening_readers(data):
+def _fuzz_opening_readers(data):
     path = _write(data, ".epd")
     try:
         with time_limit():
@@ -302,6 +314,10 @@ def test_fuzz_opening_readers(data):
                 assert str(path) in str(e)
     finally:
         path.unlink()
+
+
+test_fuzz_opening_readers, test_fuzz_opening_readers_full = fuzz_tests(
+    1000, _fuzz_opening_readers, opening_files())
 
 
 # ---------------------------------------------------------------- Lc0 .pb.gz reader
@@ -341,20 +357,24 @@ def _check_loads_or_named(data: bytes, suffix: str = ".pb.gz") -> None:
         path.unlink()
 
 
-@FUZZ
-@given(st.one_of(st.binary(max_size=600), st.binary(max_size=600).map(gzip.compress)))
-def test_fuzz_lc0_reader_garbage(data):
+def _fuzz_lc0_reader_garbage(data):
     _check_loads_or_named(data)
 
 
-@settings(FUZZ, max_examples=examples(300))
-@given(st.randoms(use_true_random=False), st.integers(1, 6), st.booleans())
-def test_fuzz_lc0_reader_byte_mutations(lc0_bytes, rng, n_ops, inside_gzip):
+test_fuzz_lc0_reader_garbage, test_fuzz_lc0_reader_garbage_full = fuzz_tests(
+    2000, _fuzz_lc0_reader_garbage, st.one_of(st.binary(max_size=600), st.binary(max_size=600).map(gzip.compress)))
+
+
+def _fuzz_lc0_reader_byte_mutations(lc0_bytes, rng, n_ops, inside_gzip):
     if inside_gzip:
         data = gzip.compress(_mutate(gzip.decompress(lc0_bytes), rng, n_ops))
     else:
         data = _mutate(lc0_bytes, rng, n_ops)
     _check_loads_or_named(data)
+
+
+test_fuzz_lc0_reader_byte_mutations, test_fuzz_lc0_reader_byte_mutations_full = fuzz_tests(
+    300, _fuzz_lc0_reader_byte_mutations, st.randoms(use_true_random=False), st.integers(1, 6), st.booleans())
 
 
 def _layers(msg, prefix=""):
@@ -372,9 +392,7 @@ def _layers(msg, prefix=""):
     return out
 
 
-@settings(FUZZ, max_examples=examples(300))
-@given(st.randoms(use_true_random=False), st.integers(1, 4))
-def test_fuzz_lc0_reader_structure_mutations(lc0_bytes, rng, n_ops):
+def _fuzz_lc0_reader_structure_mutations(lc0_bytes, rng, n_ops):
     """Schema-aware mutations: dropped fields and layers, wrong enums, sizes, encodings, ranges."""
     from pdx_lightning.nets.lc0 import schema as P
 
@@ -414,6 +432,10 @@ def test_fuzz_lc0_reader_structure_mutations(lc0_bytes, rng, n_ops):
         else:
             net.magic = rng.choice([0, 0x1C0, 12345])
     _check_loads_or_named(gzip.compress(net.SerializeToString()))
+
+
+test_fuzz_lc0_reader_structure_mutations, test_fuzz_lc0_reader_structure_mutations_full = fuzz_tests(
+    300, _fuzz_lc0_reader_structure_mutations, st.randoms(use_true_random=False), st.integers(1, 4))
 
 
 # ---------------------------------------------------------------- UCI command loop
@@ -489,9 +511,7 @@ def uci_commands(draw) -> str:
 UCI_REPLIES = ("id ", "option ", "uciok", "readyok", "info ", "bestmove ")
 
 
-@settings(FUZZ, max_examples=examples(500))
-@given(st.lists(uci_commands(), min_size=1, max_size=8))
-def test_fuzz_uci_command_loop(uci_model, commands):
+def _fuzz_uci_command_loop(uci_model, commands):
     out = io.StringIO()
     engine = _engine(uci_model, out)
     try:
@@ -513,9 +533,11 @@ def test_fuzz_uci_command_loop(uci_model, commands):
         torch.set_num_threads(1)
 
 
-@settings(FUZZ, max_examples=examples(300))
-@given(st.lists(st.one_of(uci_commands(), JUNK_TEXT), max_size=10), st.booleans())
-def test_fuzz_uci_stdin_loop_terminates(uci_model, lines, with_quit):
+test_fuzz_uci_command_loop, test_fuzz_uci_command_loop_full = fuzz_tests(
+    500, _fuzz_uci_command_loop, st.lists(uci_commands(), min_size=1, max_size=8))
+
+
+def _fuzz_uci_stdin_loop_terminates(uci_model, lines, with_quit):
     """The whole loop (``pdx uci``'s ``run``): returns 0 at ``quit`` or end of input, whatever came before."""
     import argparse
 
@@ -534,6 +556,10 @@ def test_fuzz_uci_stdin_loop_terminates(uci_model, lines, with_quit):
         uci.UciEngine._load = orig
         torch.set_num_threads(1)
     assert all(r.startswith(UCI_REPLIES) for r in out.getvalue().splitlines())
+
+
+test_fuzz_uci_stdin_loop_terminates, test_fuzz_uci_stdin_loop_terminates_full = fuzz_tests(
+    300, _fuzz_uci_stdin_loop_terminates, st.lists(st.one_of(uci_commands(), JUNK_TEXT), max_size=10), st.booleans())
 
 
 def test_uci_process_survives_bytes_that_are_not_utf8():
