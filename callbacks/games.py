@@ -20,6 +20,7 @@ from pathlib import Path
 import chess
 import chess.pgn
 import lightning as L
+from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 
 from pdx_lightning.callbacks.media import MediaLog
 from pdx_lightning.chess.rules import game_end
@@ -70,6 +71,13 @@ class SelfPlayGames(L.Callback):
         if self._on_game_end not in listeners:
             listeners.append(self._on_game_end)
         self._cfg = getattr(dataset, "cfg", None)
+        ckpt = trainer.checkpoint_callback
+        if trainer.logger is not None and not isinstance(trainer.logger, (TensorBoardLogger, CSVLogger)) \
+                and ckpt is not None \
+                and getattr(ckpt, "dirpath", None) and Path(ckpt.dirpath).name == "checkpoints":
+            # MLflow, W&B: trainer.log_dir is their save_dir (the store's root); the run's own directory is where
+            # Lightning put its checkpoints (<save_dir>/<experiment>/<run>/checkpoints)
+            log_dir = str(Path(ckpt.dirpath).parent)
         base = (Path(self.directory) if self.directory
                 else Path(log_dir or trainer.default_root_dir) / "selfplay")
         self.path = base / f"games_rank{trainer.global_rank}.pgn"

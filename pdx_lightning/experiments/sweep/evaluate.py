@@ -129,7 +129,10 @@ def final_train_metrics(cell_dir: Path) -> dict[str, float]:
 
 
 def log_hparams(cell_dir: Path, hparams: dict, metrics: dict[str, float], step: int) -> None:
-    """Write the cell's hparams (TensorBoard HParams plugin) with its final metrics into its own run."""
+    """Write the cell's hparams (TensorBoard HParams plugin) with its final metrics into its own run
+    (``tb/version_0``; nothing when the cell logged to another tracker: ``result.json`` has them)."""
+    if not (cell_dir / "tb").is_dir():
+        return
     from torch.utils.tensorboard import SummaryWriter  # noqa: PLC0415
     from torch.utils.tensorboard.summary import hparams as hp_summary  # noqa: PLC0415
 
