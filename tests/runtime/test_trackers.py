@@ -93,3 +93,38 @@ def test_sweep_tracker_flags_replace_tensorboard_keep_the_csv_record_and_name_th
         (True, ["--trainer.logger+=WandbLogger", "--trainer.logger.name", "mine"])       # its own name wins
     assert tracker_args(["--trainer.logger", "false"], "c") == (True, [])              # CSV record only
     assert tracker_args(["--trainer.logger+=CSVLogger"], "c") == (False, ["--trainer.logger+=CSVLogger"])
+
+
+def test_sweep_with_mlflow_keeps_its_record_and_names_each_cells_run(tmp_path, monkeypatch):
+    """One cell of ``pdx sweep ... --trainer.logger MLFlowLogger``, its fit run in-process (as in
+    tests/experiments/test_sweep.py): result.json has the final training scalars (read from the CSV
+    record), no TensorBoard run is made, and the MLflow run carries the cell's name."""
+    pytest.importorskip("mlflow", reason="mlflow-skinny (the test extras) is not installed")
+    import yaml
+    from mlflow.tracking import MlflowClient
+
+    from pdx_lightning.experiments.sweep import command, train
+
+    fix = ROOT / "tests" / "fixtures"
+    sample, mates = str(fix / "lichess_sample.csv"), str(fix / "generated_altmoves.csv")
+    cfg = {"out": str(tmp_path / "out"), "base": "random:tiny", "steps": 2, "games": 4, "checkpoint_every": 1,
+           "terms": ["none"], "temperatures": ["adaptive"], "betas": [0.01], "model": {"warmup_steps": 1},
+           "selfplay": {"opening_max_moves": 2, "max_plies": 20, "micro_batch": 4},
+           "trainer": {"accelerator": "cpu", "devices": 1, "enable_model_summary": False},
+           "eval": {"selection": sample, "tactics": sample, "mates": {"path": mates}}}
+    path = tmp_path / "sweep.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    monkeypatch.setattr(train, "launch", lambda cmd, log: cli.main(cmd[cmd.index("fit"):]))
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    uri = f"file:{tmp_path / 'mlruns'}"
+    args = cli.build_parser().parse_args(["sweep", "--config", str(path), "--no-stages", "--trainer.logger",
+                                          "MLFlowLogger", "--trainer.logger.tracking_uri", uri])
+    assert command.run(args) == 0
+    cell = tmp_path / "out" / "cells" / "none-adaptive"
+    result = yaml.safe_load((cell / "result.json").read_text())
+    assert "final/loss/total" in result["metrics"]
+    assert not (cell / "tb").exists() and (cell / "csv" / "version_0" / "metrics.csv").is_file()
+    client = MlflowClient(tracking_uri=uri)
+    (run,) = client.search_runs([client.get_experiment_by_name("lightning_logs").experiment_id])
+    assert run.info.run_name == "none-adaptive"
+    assert len(client.get_metric_history(run.info.run_id, "loss/total")) == 2
