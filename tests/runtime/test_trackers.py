@@ -123,6 +123,13 @@ def test_sweep_with_mlflow_keeps_its_record_and_names_each_cells_run(tmp_path, m
     cell = tmp_path / "out" / "cells" / "none-adaptive"
     result = yaml.safe_load((cell / "result.json").read_text())
     assert "final/loss/total" in result["metrics"]
+    import lightning
+    import platform
+
+    for doc in (result, yaml.safe_load((tmp_path / "out" / "sweep.json").read_text())):  # the versions
+        env = doc["environment"]
+        assert (env["torch"], env["lightning"], env["python"]) == (torch.__version__, lightning.__version__,
+                                                                    platform.python_version())
     assert not (cell / "tb").exists() and (cell / "csv" / "version_0" / "metrics.csv").is_file()
     client = MlflowClient(tracking_uri=uri)
     (run,) = client.search_runs([client.get_experiment_by_name("lightning_logs").experiment_id])
