@@ -75,8 +75,8 @@ class SelfPlayGames(L.Callback):
         if trainer.logger is not None and not isinstance(trainer.logger, (TensorBoardLogger, CSVLogger)) \
                 and ckpt is not None \
                 and getattr(ckpt, "dirpath", None) and Path(ckpt.dirpath).name == "checkpoints":
-            # MLflow, W&B: trainer.log_dir is their save_dir (the store's root); the run's own directory is where
-            # Lightning put its checkpoints (<save_dir>/<experiment>/<run>/checkpoints)
+            # MLflow, W&B: trainer.log_dir is their save_dir (the store's root); the run's own
+            # directory is where Lightning put its checkpoints (<save_dir>/<experiment>/<run>/checkpoints)
             log_dir = str(Path(ckpt.dirpath).parent)
         base = (Path(self.directory) if self.directory
                 else Path(log_dir or trainer.default_root_dir) / "selfplay")

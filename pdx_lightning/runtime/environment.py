@@ -35,7 +35,8 @@ def _commit(repo: Path) -> str | None:
 
 
 def environment() -> dict[str, str | None]:
-    """``{"python", "pdx_lightning", "pdx_commit", "torch", "lightning", "numpy", "chess", ..., "platform"}``."""
+    """``{"python", "pdx_lightning", "pdx_commit", "torch", "lightning", "numpy", "chess", ...,
+    "platform"}`` of this process (a package that is not installed: None)."""
     from pdx_lightning._version import __version__  # noqa: PLC0415
 
     return {"python": platform.python_version(), "pdx_lightning": __version__,

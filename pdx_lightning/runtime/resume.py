@@ -425,7 +425,8 @@ class PDXLightningCLI(LightningCLI):
         if self._logs_off():
             self.save_config_callback = None  # it would write config.yaml into the cwd (no log dir)
         callbacks = trainer_cfg.get("callbacks")
-        callbacks = list(callbacks) if isinstance(callbacks, (list, tuple)) else ([callbacks] if callbacks else [])
+        callbacks = (list(callbacks) if isinstance(callbacks, (list, tuple))
+                     else [callbacks] if callbacks else [])
         if trainer_cfg.get("enable_progress_bar", True) is not False and \
                 not any(isinstance(cb, ProgressBar) for cb in callbacks):
             # steps out of max_steps, ETA, transitions/s (Lightning's default counts an epoch's batches)

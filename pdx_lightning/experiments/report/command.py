@@ -65,7 +65,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="directory for report.md and the PNG figures")
     parser.add_argument("--archive", metavar="FILE.tar.xz",
                         help="also pack every JSON file of --runs (not checkpoints or logs) into this archive, "
-                             "from which `pdx report` rebuilds the same report (`tar xJf FILE -C DIR`)")
+                             "from which `pdx report` rebuilds the same report (`tar xJf FILE -C DIR`), with "
+                             "archive_environment.json: the versions it was made with (python, torch, lightning, "
+                             "numpy, chess, pdx_lightning)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -101,7 +103,8 @@ def write_archive(root: Path, path: Path) -> int:
 
     blob = (dumps({"schema": "pdx_environment/1", **environment()}, indent=1) + "\n").encode()
     members = sorted([(f"./{f.relative_to(root).as_posix()}", f) for f in files
-                      if f.relative_to(root).as_posix() != ENVIRONMENT_FILE] + [(f"./{ENVIRONMENT_FILE}", blob)])
+                      if f.relative_to(root).as_posix() != ENVIRONMENT_FILE]
+                     + [(f"./{ENVIRONMENT_FILE}", blob)])  # this archive's, over one packed from runs/
     path.parent.mkdir(parents=True, exist_ok=True)
     with tarfile.open(path, "w:xz") as tar:
         for name, source in members:
