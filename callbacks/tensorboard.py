@@ -10,8 +10,10 @@
   (``policy/snapshot``), with each position's KL(π_base‖π_θ) (the forward KL of Eq. 7) and both
   entropies, every ``every_n_steps`` optimizer steps, at the start and at the end.
 
-Both write on global rank 0 only, to every :class:`~lightning.pytorch.loggers.TensorBoardLogger` of
-the trainer; without one they do nothing.
+Both write on global rank 0 only. The HParams session is TensorBoard's own (every other logger
+records the hyperparameters its way: MLflow params, ``hparams.yaml`` of ``CSVLogger``); the snapshot
+goes to every logger that shows images (TensorBoard, MLflow, W&B: :mod:`pdx_lightning.callbacks.media`)
+and is not drawn at all when none does (``CSVLogger`` alone: one info line).
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ import numpy as np
 import torch
 from lightning.pytorch.loggers import TensorBoardLogger
 
+from pdx_lightning.callbacks.media import MediaLog
 from pdx_lightning.chess.moves import index_to_move
 from pdx_lightning.chess.openings import parse_line
 from pdx_lightning.nets.inference import evaluate_boards
@@ -109,7 +112,7 @@ class HParamsSummary(L.Callback):
 
 
 class PolicySnapshot(L.Callback):
-    """Move probabilities of two networks of the module on fixed positions, as a TensorBoard image.
+    """Move probabilities of two networks of the module on fixed positions, as an image (``policy/snapshot``).
 
     Args:
         every_n_steps: drawing period in optimizer steps (also at the start and at the end).
@@ -130,6 +133,7 @@ class PolicySnapshot(L.Callback):
         self.positions = {name: parse_line(text, where=f"PolicySnapshot position {name!r}").board
                           if text.strip() else chess.Board() for name, text in chosen.items()}
         self.drawn: list[int] = []
+        self.media = MediaLog("PolicySnapshot")
 
     # ---- data -------------------------------------------------------------------------------
     def probabilities(self, pl_module: L.LightningModule) -> list[dict]:
@@ -190,13 +194,13 @@ class PolicySnapshot(L.Callback):
 
     # ---- hooks ------------------------------------------------------------------------------
     def _draw(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
-        writers = tensorboard_writers(trainer)
-        if not writers or not all(hasattr(pl_module, a) for a in (self.reference, self.network)):
+        if not trainer.is_global_zero or not all(hasattr(pl_module, a) for a in (self.reference, self.network)):
+            return
+        if not self.media.targets(trainer, "images"):  # CSV only: no drawing (~1 s) for nobody
             return
         step = trainer.global_step
         img = self.image(self.probabilities(pl_module), step)
-        for writer in writers:
-            writer.add_image("policy/snapshot", img, step, dataformats="HWC")
+        self.media.image(trainer, "policy/snapshot", img, step)
         self.drawn.append(step)
 
     def on_train_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:

@@ -61,3 +61,4 @@ def progress(total: int | float | None = None, desc: str = "", unit: str = "it",
     disable = bool(kwargs.pop("disable", False)) or not enabled()
     return tqdm(total=total, desc=desc, unit=unit, leave=leave, file=stream, delay=DELAY, disable=disable,
                 **kwargs)
+

@@ -51,12 +51,13 @@ from typing import Any
 import lightning as L
 import torch
 from lightning.fabric.utilities.cloud_io import get_filesystem
-from lightning.pytorch.callbacks import ModelCheckpoint
+from lightning.pytorch.callbacks import ModelCheckpoint, ProgressBar
 from lightning.pytorch.cli import LightningCLI
 from lightning.pytorch.plugins.io import CheckpointIO, TorchCheckpointIO
 
 from pdx_lightning.errors import UserError
 from pdx_lightning.runtime import preflight
+from pdx_lightning.runtime.fit_progress import FitProgressBar
 from pdx_lightning.nets import DATA_DIR, ModelLoadError
 from pdx_lightning.safeio import FileLimitError, load_torch_bounded
 
@@ -427,6 +428,13 @@ class PDXLightningCLI(LightningCLI):
             kwargs["plugins"] = [*items, AtomicCheckpointIO()]
         if self._logs_off():
             self.save_config_callback = None  # it would write config.yaml into the cwd (no log dir)
+        callbacks = trainer_cfg.get("callbacks")
+        callbacks = (list(callbacks) if isinstance(callbacks, (list, tuple))
+                     else [callbacks] if callbacks else [])
+        if trainer_cfg.get("enable_progress_bar", True) is not False and \
+                not any(isinstance(cb, ProgressBar) for cb in callbacks):
+            # steps out of max_steps, ETA, transitions/s (Lightning's default counts an epoch's batches)
+            kwargs["callbacks"] = [*callbacks, FitProgressBar()]
         trainer = super().instantiate_trainer(**kwargs)
         if not any(isinstance(cb, LogContinuity) for cb in trainer.callbacks):
             trainer.callbacks.append(LogContinuity())

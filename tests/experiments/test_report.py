@@ -214,7 +214,20 @@ def test_archive_holds_the_json_the_report_rebuilds_from(tmp_path):
         assert all(m.mtime == 0 and m.uid == 0 for m in tar.getmembers())
         tar.extractall(tmp_path / "unpacked", filter="data")
     assert "./sweep.json" in names and not any("checkpoints" in n for n in names)
-    assert names == sorted(names) and len(names) == len(list(RUNS.rglob("*.json")))
+    assert names == sorted(names) and len(names) == len(list(RUNS.rglob("*.json"))) + 1
+    import platform
+
+    import chess
+    import lightning
+    import numpy as np
+    import torch
+
+    import pdx_lightning
+
+    env = json.loads((tmp_path / "unpacked" / "archive_environment.json").read_text())  # the versions
+    assert env["torch"] == torch.__version__ and env["lightning"] == lightning.__version__
+    assert env["python"] == platform.python_version() and env["numpy"] == np.__version__
+    assert env["chess"] == chess.__version__ and env["pdx_lightning"] == pdx_lightning.__version__
     rebuilt = render(tmp_path / "unpacked", tmp_path / "two")
     assert rebuilt.splitlines()[1:] == (tmp_path / "one" / "report.md").read_text().splitlines()[1:]
 

@@ -7,6 +7,8 @@ from pathlib import Path
 from pdx_lightning.experiments.report import figures, real, seeds
 from pdx_lightning.experiments.report.recovery import recovery
 from pdx_lightning.experiments.report.runs import NM, Runs, load_runs
+from pdx_lightning.runtime.environment import environment
+from pdx_lightning.runtime.jsonio import dumps
 from pdx_lightning.experiments.report.tables import (table1, table3, table4, table5, table6, table_arena,
                                                      table_cells, table_coverage, table_humans,
                                                      table_paired, table_recovery)
@@ -72,7 +74,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="directory for report.md and the PNG figures")
     parser.add_argument("--archive", metavar="FILE.tar.xz",
                         help="also pack every JSON file of --runs (not checkpoints or logs) into this archive, "
-                             "from which `pdx report` rebuilds the same report (`tar xJf FILE -C DIR`)")
+                             "from which `pdx report` rebuilds the same report (`tar xJf FILE -C DIR`), with "
+                             "archive_environment.json: the versions it was made with (python, torch, lightning, "
+                             "numpy, chess, pdx_lightning)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -87,9 +91,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+ENVIRONMENT_FILE = "archive_environment.json"  # in every archive: the versions it was made with
+
+
 def write_archive(root: Path, path: Path) -> int:
     """Every ``*.json`` under ``root`` outside ``checkpoints/`` and logger directories, as a reproducible
-    ``.tar.xz`` (sorted names, no owners or times), paths relative to ``root``."""
+    ``.tar.xz`` (sorted names, no owners or times), paths relative to ``root``; plus
+    ``archive_environment.json``, the versions the archive was made with (python, torch, lightning,
+    numpy, chess, pdx_lightning and its commit: ``runtime.environment``). Returns the JSON files packed."""
+    import io  # noqa: PLC0415
     import tarfile  # noqa: PLC0415
 
     skip = {"checkpoints", "tb", "csv", "lightning_logs"}
@@ -100,8 +110,17 @@ def write_archive(root: Path, path: Path) -> int:
         info.uname = info.gname = ""
         return info
 
+    blob = (dumps({"schema": "pdx_environment/1", **environment()}, indent=1) + "\n").encode()
+    members = sorted([(f"./{f.relative_to(root).as_posix()}", f) for f in files
+                      if f.relative_to(root).as_posix() != ENVIRONMENT_FILE]
+                     + [(f"./{ENVIRONMENT_FILE}", blob)])  # this archive's, over one packed from runs/
     path.parent.mkdir(parents=True, exist_ok=True)
     with tarfile.open(path, "w:xz") as tar:
-        for f in files:
-            tar.add(f, arcname=f"./{f.relative_to(root).as_posix()}", filter=clean)
-    return len(files)
+        for name, source in members:
+            if isinstance(source, bytes):
+                info = clean(tarfile.TarInfo(name))
+                info.size = len(source)
+                tar.addfile(info, io.BytesIO(source))
+            else:
+                tar.add(source, arcname=name, filter=clean)
+    return len(members)

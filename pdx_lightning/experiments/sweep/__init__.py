@@ -23,7 +23,8 @@ Layout of ``<out>`` (what :mod:`pdx_lightning.experiments.report` reads)::
     base/eval.json              the frozen base on every suite (schema ``pdx_cell_eval/1``)
     cells/<cell>/fit.yaml       the cell's full config; fit.log its output
     cells/<cell>/tb/version_0   its TensorBoard run: training scalars + hparams with final metrics
-    cells/<cell>/csv/…          the same scalars as CSV (final training metrics are read here)
+                                (absent when `--trainer.logger` chose another tracker: train.tracker_args)
+    cells/<cell>/csv/…          the same scalars as CSV (final training metrics are read here, always)
     cells/<cell>/checkpoints/   last.ckpt (periodic, resume) and final.ckpt (end of training)
     cells/<cell>/eval.json      its EMA on every suite, paired with the base
     cells/<cell>/result.json    the cell is finished: a rerun skips it

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from pdx_lightning.experiments.sweep.config import Cell, SweepConfig
 from pdx_lightning.experiments.sweep.train import train_cell, train_seconds
+from pdx_lightning.runtime.environment import environment
 from pdx_lightning.runtime.jsonio import json_safe
 
 
@@ -129,7 +130,10 @@ def final_train_metrics(cell_dir: Path) -> dict[str, float]:
 
 
 def log_hparams(cell_dir: Path, hparams: dict, metrics: dict[str, float], step: int) -> None:
-    """Write the cell's hparams (TensorBoard HParams plugin) with its final metrics into its own run."""
+    """Write the cell's hparams (TensorBoard HParams plugin) with its final metrics into its own run
+    (``tb/version_0``; nothing when the cell logged to another tracker: ``result.json`` has them)."""
+    if not (cell_dir / "tb").is_dir():
+        return
     from torch.utils.tensorboard import SummaryWriter  # noqa: PLC0415
     from torch.utils.tensorboard.summary import hparams as hp_summary  # noqa: PLC0415
 
@@ -166,7 +170,8 @@ def run_cell(cfg: SweepConfig, cell: Cell, out: Path, fit_args: list[str], ev: E
     result = {"schema": "pdx_cell_result/1", "cell": asdict(cell), "dir": str(cell_dir),
               "checkpoint": str(final), "hparams": hparams, "train": train, "metrics": metrics,
               "eval": "eval.json",
-              "seconds": {"train": train_s, "eval": time.perf_counter() - t0}}
+              "seconds": {"train": train_s, "eval": time.perf_counter() - t0},
+              "environment": environment()}  # the versions it was scored with (python, torch, lightning, ...)
     (cell_dir / "result.json").write_text(json.dumps(result, indent=1))
     acc = metrics.get("final/selection/acc", float("nan"))
     print(f"[sweep] {cell.name}: selection acc {acc:.4f}", flush=True)

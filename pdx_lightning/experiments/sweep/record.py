@@ -20,6 +20,7 @@ from pdx_lightning.experiments.report.tables import table6
 from pdx_lightning.experiments.sweep.config import Cell, SweepConfig
 from pdx_lightning.experiments.sweep.evaluate import cell_selection
 from pdx_lightning.experiments.sweep.stages import STAGE_FILES, run_stages
+from pdx_lightning.runtime.environment import environment
 from pdx_lightning.runtime.jsonio import write_json
 
 
@@ -51,7 +52,8 @@ def finish(cfg: SweepConfig, out: Path, cells: list[Cell], stages: bool = True) 
     doc = {"schema": "pdx_sweep/1", "config": asdict(cfg),
            "base": {"name": cfg.base, "eval": "base/eval.json"},
            "cells": rows, "selected": select(rows, cfg.seed),
-           "control": "control" if any(c.kind == "control" for c in cells) else None, "files": {}}
+           "control": "control" if any(c.kind == "control" for c in cells) else None, "files": {},
+           "environment": environment()}  # the versions this record was written with (each cell's: result.json)
     write_json(out / "sweep.json", doc, indent=1, quiet=True)
     if stages and all(r["status"] == "done" for r in rows):
         run_stages(cfg, out, doc)

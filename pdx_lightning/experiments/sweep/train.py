@@ -1,7 +1,13 @@
 """Training one sweep cell: its complete LightningCLI config, its command, its (resumed) launches.
 
 A cell is a ``pdx fit`` subprocess (the control: ``python -m pdx_lightning.supervised.control fit``)
-on ``<out>/cells/<cell>/fit.yaml``; extra command-line flags are passed to every fit. A cell with
+on ``<out>/cells/<cell>/fit.yaml``; extra command-line flags are passed to every fit.
+
+Loggers: every cell logs to ``csv/version_0`` (a ``CSVLogger``: the sweep reads the cell's last training
+scalars from it for ``result.json``, whatever else it logs to) and, by default, to TensorBoard
+(``tb/version_0``, where the cell's HParams row with its final metrics is written after scoring).
+``--trainer.logger CLASS [--trainer.logger.ARG V ...]`` on ``pdx sweep`` replaces the TensorBoard
+logger only (:func:`tracker_args`); MLflow and W&B runs are named after the cell. A cell with
 ``checkpoints/last.ckpt`` resumes from it (``--ckpt_path``: the same games and optimizer).
 :func:`launch` is the one place a subprocess of the sweep starts (tests replace it).
 """
@@ -28,8 +34,45 @@ def launch(cmd: list[str], log_path: Path) -> int:
         return subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode
 
 
-def fit_config(cfg: SweepConfig, cell: Cell, cell_dir: Path) -> dict:
-    """The cell's complete LightningCLI config (the fit_config file, then the sweep's settings on top)."""
+NO_LOGGER = ("false", "none", "null")
+# logger class (last part of its name) -> its run-name argument: a sweep names each cell's run after it
+RUN_NAME_ARG = {"MLFlowLogger": "run_name", "WandbLogger": "name"}
+
+
+def tracker_args(fit_args: list[str], cell_name: str) -> tuple[bool, list[str]]:
+    """``(replaced, args)``: whether the flags choose the cells' tracker (``--trainer.logger CLASS`` or
+    ``--trainer.logger=CLASS``; ``false`` for none), and the flags as each cell's fit gets them.
+
+    The choice replaces the TensorBoard logger, not the sweep's CSV record: it becomes
+    ``--trainer.logger+=CLASS`` (appended to the config's list; the ``--trainer.logger.ARG`` flags that
+    follow set that appended logger), and an MLflow or W&B run is named after the cell unless the
+    flags name it. ``--trainer.logger+=CLASS`` itself adds a tracker and keeps TensorBoard."""
+    out, replaced, chosen, i = [], False, None, 0
+    while i < len(fit_args):
+        a = fit_args[i]
+        value = None
+        if a == "--trainer.logger" and i + 1 < len(fit_args):
+            value, i = fit_args[i + 1], i + 2
+        elif a.startswith("--trainer.logger="):
+            value, i = a.split("=", 1)[1], i + 1
+        else:
+            out.append(a)
+            i += 1
+            continue
+        replaced = True
+        if value.strip().lower() not in NO_LOGGER:
+            out.append(f"--trainer.logger+={value}")
+            chosen = value.rsplit(".", 1)[-1]
+    arg = RUN_NAME_ARG.get(chosen or "")
+    if arg and not any(a.startswith((f"--trainer.logger.{arg}", f"--trainer.logger.init_args.{arg}"))
+                       for a in out):
+        out += [f"--trainer.logger.{arg}", cell_name]
+    return replaced, out
+
+
+def fit_config(cfg: SweepConfig, cell: Cell, cell_dir: Path, fit_args: list[str] = ()) -> dict:
+    """The cell's complete LightningCLI config (the fit_config file, then the sweep's settings on top);
+    without TensorBoard when ``fit_args`` choose the tracker (:func:`tracker_args`)."""
     import yaml  # noqa: PLC0415
 
     doc: dict = {}
@@ -42,10 +85,11 @@ def fit_config(cfg: SweepConfig, cell: Cell, cell_dir: Path) -> dict:
             if not str(c.get("class_path", "")).endswith("ModelCheckpoint")]
     trainer.update({
         "max_steps": cfg.steps, "enable_progress_bar": False,
-        "logger": [{"class_path": "lightning.pytorch.loggers.TensorBoardLogger",
-                    "init_args": {"save_dir": str(cell_dir), "name": "tb", "version": 0,
-                                  "default_hp_metric": False}},
-                   {"class_path": "lightning.pytorch.loggers.CSVLogger",
+        "logger": [*([] if tracker_args(list(fit_args), cell.name)[0] else
+                     [{"class_path": "lightning.pytorch.loggers.TensorBoardLogger",
+                       "init_args": {"save_dir": str(cell_dir), "name": "tb", "version": 0,
+                                     "default_hp_metric": False}}]),
+                   {"class_path": "lightning.pytorch.loggers.CSVLogger",  # the sweep's record: result.json
                     "init_args": {"save_dir": str(cell_dir), "name": "csv", "version": 0}}],
         # final.ckpt at step max_steps exactly, then last.ckpt every checkpoint_every steps (to resume
         # from). In this order, so a cell killed between the two saves never has last.ckpt at max_steps
@@ -72,7 +116,8 @@ def fit_config(cfg: SweepConfig, cell: Cell, cell_dir: Path) -> dict:
 def fit_command(cell: Cell, cell_dir: Path, fit_args: list[str]) -> list[str]:
     """The cell's training command line (with ``--ckpt_path`` when it has a checkpoint to resume from)."""
     entry = ["pdx_lightning.supervised.control" if cell.kind == "control" else "pdx_lightning.cli", "fit"]
-    cmd = [sys.executable, "-m", *entry, "--config", str(cell_dir / "fit.yaml"), *fit_args]
+    cmd = [sys.executable, "-m", *entry, "--config", str(cell_dir / "fit.yaml"),
+           *tracker_args(list(fit_args), cell.name)[1]]
     last = cell_dir / "checkpoints" / "last.ckpt"
     return cmd + (["--ckpt_path", str(last)] if last.is_file() else [])
 
@@ -83,7 +128,8 @@ def train_cell(cfg: SweepConfig, cell: Cell, cell_dir: Path, fit_args: list[str]
 
     t0 = time.perf_counter()
     cell_dir.mkdir(parents=True, exist_ok=True)
-    (cell_dir / "fit.yaml").write_text(yaml.safe_dump(fit_config(cfg, cell, cell_dir), sort_keys=False))
+    (cell_dir / "fit.yaml").write_text(yaml.safe_dump(fit_config(cfg, cell, cell_dir, fit_args),
+                                                        sort_keys=False))
     cmd = fit_command(cell, cell_dir, fit_args)
     what = "resume" if "--ckpt_path" in cmd else "train"
     print(f"[sweep] {cell.name}: {what} ({cfg.steps} steps)", flush=True)
