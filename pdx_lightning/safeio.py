@@ -349,6 +349,30 @@ class BoundedLines:
         return line
 
 
+
+class PgnGameLines(BoundedLines):
+    """PGN lines with the per-game length bound (``PGN_GAME_BYTES``) on top of the line bound: call
+    ``start()`` before each game; ``game_line`` is the line where the game's first non-blank line was
+    read (what error messages name). Both PGN readers (openings, human games) read through it."""
+
+    def __init__(self, stream, path: str | os.PathLike, *, error: type[FileLimitError] = FileLimitError) -> None:
+        super().__init__(stream, path, error=error)
+        self.max_game = PGN_GAME_BYTES.value()
+        self.game_chars = self.game_line = 0
+
+    def start(self) -> None:
+        self.game_chars = self.game_line = 0
+
+    def readline(self, size: int = -1) -> str:
+        line = super().readline(size)
+        self.game_chars += len(line)
+        if not self.game_line and line.strip():
+            self.game_line = self.line_no
+        if self.game_chars > self.max_game:
+            raise self.error(f"{self.path}:{self.game_line}", f"a PGN game longer than {self.max_game:,} "
+                             f"characters", PGN_GAME_BYTES.shown(self.max_game), PGN_GAME_BYTES.override())
+        return line
+
 ZSTD_INPUT = 512   # compressed bytes per zstd call: at most ~22 MB of output each (zstd expands <= ~43,000x)
 
 

@@ -42,7 +42,7 @@ import chess.pgn
 
 from pdx_lightning.chess.rules import game_end
 from pdx_lightning.errors import UserError
-from pdx_lightning.safeio import OPENING_PLIES, OPENINGS, PGN_GAME_BYTES, BoundedLines, FileLimitError
+from pdx_lightning.safeio import OPENING_PLIES, OPENINGS, BoundedLines, FileLimitError, PgnGameLines
 
 DEFAULT_SUITE = Path(__file__).resolve().parents[2] / "data" / "openings_uho.epd"
 
@@ -147,31 +147,7 @@ class _Budget:
                                     OPENING_PLIES.shown(self.limit), OPENING_PLIES.override())
 
 
-class _PgnLines(BoundedLines):
-    """PGN lines with the game-length bound: ``start()`` before each game; ``game_line`` is the
-    line where the game's first non-blank line was read."""
-
-    def __init__(self, stream, path: Path) -> None:
-        super().__init__(stream, path, error=OpeningLimitError)
-        self.max_game = PGN_GAME_BYTES.value()
-        self.game_chars, self.game_line = 0, 0
-
-    def start(self) -> None:
-        self.game_chars, self.game_line = 0, 0
-
-    def readline(self, size: int = -1) -> str:
-        line = super().readline(size)
-        self.game_chars += len(line)
-        if not self.game_line and line.strip():
-            self.game_line = self.line_no
-        if self.game_chars > self.max_game:
-            raise OpeningLimitError(f"{self.path}:{self.game_line}", f"a PGN game longer than "
-                                    f"{self.max_game:,} characters", PGN_GAME_BYTES.shown(self.max_game),
-                                    PGN_GAME_BYTES.override())
-        return line
-
-
-def _builder(budget: _Budget, lines: _PgnLines) -> type:
+def _builder(budget: _Budget, lines: PgnGameLines) -> type:
     class Builder(chess.pgn.GameBuilder):
         """GameBuilder spending the move budget as it reads (variations included), so a game of
         millions of moves stops at the budget instead of building them all."""
@@ -186,7 +162,7 @@ def _builder(budget: _Budget, lines: _PgnLines) -> type:
     return Builder
 
 
-def _read_pgn(path: Path, lines: _PgnLines, budget: _Budget) -> Iterator[tuple[Opening, str]]:
+def _read_pgn(path: Path, lines: PgnGameLines, budget: _Budget) -> Iterator[tuple[Opening, str]]:
     visitor = _builder(budget, lines)
     n = 0
     while True:
@@ -237,7 +213,7 @@ def _read(path: str | Path) -> list[tuple[Opening, str]]:
     try:
         with open(path, encoding="utf-8") as f:
             if path.suffix.lower() == ".pgn":
-                items = _read_pgn(path, _PgnLines(f, path), budget)
+                items = _read_pgn(path, PgnGameLines(f, path, error=OpeningLimitError), budget)
             else:
                 items = _read_text(path, BoundedLines(f, path, error=OpeningLimitError), budget)
             for item in items:

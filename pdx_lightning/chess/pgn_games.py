@@ -36,7 +36,7 @@ import chess
 import chess.pgn
 
 from pdx_lightning.errors import UserError
-from pdx_lightning.safeio import PGN_GAME_BYTES, BoundedLines, FileLimitError, open_zstd_bounded
+from pdx_lightning.safeio import FileLimitError, PgnGameLines, open_zstd_bounded
 
 # Lichess's speed categories by estimated duration base + 40 x increment (seconds): lila's
 # `Speed.scala` (UltraBullet < 30 s, Bullet < 180 s, Blitz < 480 s, Rapid < 1500 s, else Classical)
@@ -136,29 +136,6 @@ class ReadStats:
         return {"games": self.games, "empty": self.empty, "skipped_bad": dict(self.skipped), "bad": self.bad}
 
 
-class _GameLines(BoundedLines):
-    """PGN lines with the per-game length bound; ``game_line`` is where the game's first non-blank
-    line was read."""
-
-    def __init__(self, stream, path: Path) -> None:
-        super().__init__(stream, path, error=PgnLimitError)
-        self.max_game = PGN_GAME_BYTES.value()
-        self.game_chars = self.game_line = 0
-
-    def start(self) -> None:
-        self.game_chars = self.game_line = 0
-
-    def readline(self, size: int = -1) -> str:
-        line = super().readline(size)
-        self.game_chars += len(line)
-        if not self.game_line and line.strip():
-            self.game_line = self.line_no
-        if self.game_chars > self.max_game:
-            raise PgnLimitError(f"{self.path}:{self.game_line}", f"a PGN game longer than {self.max_game:,} "
-                                f"characters", PGN_GAME_BYTES.shown(self.max_game), PGN_GAME_BYTES.override())
-        return line
-
-
 class _Builder(chess.pgn.GameBuilder):
     def handle_error(self, error: Exception) -> None:
         self.game.errors.append(error)  # reported by read_games as one line; not logged as well
@@ -201,7 +178,7 @@ def read_games(path: str | os.PathLike, skip_bad: bool = False, stats: ReadStats
     path = Path(path)
     stats = stats if stats is not None else ReadStats()
     with open_pgn(path) as f:
-        lines = _GameLines(f, path)
+        lines = PgnGameLines(f, path, error=PgnLimitError)
         number = 0
         while max_games is None or number < max_games:
             lines.start()
@@ -240,6 +217,21 @@ def read_games(path: str | os.PathLike, skip_bad: bool = False, stats: ReadStats
 
 
 # ---------------------------------------------------------------- filters
+
+def add_filter_arguments(parser, *, skip_plies: int, min_clock: float, skip_why: str, clock_why: str) -> None:
+    """The move filters' flags (:class:`MoveFilter`), shared by ``pdx eval humans`` and ``pdx data pgn``,
+    with each command's defaults and the reason for them (``*_why``, shown in ``--help``)."""
+    parser.add_argument("--skip-plies", type=int, default=skip_plies,
+                        help=f"skip the first N plies of every game ({skip_why})")
+    parser.add_argument("--min-clock", type=float, default=min_clock,
+                        help=f"skip moves made with less than this many seconds on the mover's clock ({clock_why}); "
+                             f"games without clocks keep every move; 0 keeps all")
+    parser.add_argument("--rating-min", type=float, help="keep moves whose mover is rated >= this")
+    parser.add_argument("--rating-max", type=float, help="keep moves whose mover is rated <= this")
+    parser.add_argument("--time-control", nargs="+", choices=TIME_CONTROLS, metavar="SPEED",
+                        help="keep only games of these Lichess speed categories, from base + 40 x increment: "
+                             + ", ".join(TIME_CONTROLS))
+
 
 @dataclass(frozen=True)
 class MoveFilter:

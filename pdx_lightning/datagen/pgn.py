@@ -36,7 +36,7 @@ import chess.polyglot
 import numpy as np
 
 from pdx_lightning.chess.moves import move_to_index
-from pdx_lightning.chess.pgn_games import TIME_CONTROLS, HumanGame, MoveFilter, ReadStats, read_games
+from pdx_lightning.chess.pgn_games import HumanGame, MoveFilter, ReadStats, add_filter_arguments, read_games
 from pdx_lightning.errors import UserError
 from pdx_lightning.supervised.shards import CorruptShard, Shard, encode_move, load_shard, shard_path, write_shard
 
@@ -208,16 +208,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="PGN file of human games (.pgn or .pgn.zst); repeatable")
     parser.add_argument("--out", required=True,
                         help="output directory of shards (rerun the same command to resume or do nothing)")
-    parser.add_argument("--skip-plies", type=int, default=10,
-                        help="skip the first N plies of every game (as `pdx eval humans`)")
-    parser.add_argument("--min-clock", type=float, default=0.0,
-                        help="skip moves made with less than this many seconds on the mover's clock (0: keep "
-                             "all; games without clocks keep every move)")
-    parser.add_argument("--rating-min", type=float, help="keep moves whose mover is rated >= this")
-    parser.add_argument("--rating-max", type=float, help="keep moves whose mover is rated <= this")
-    parser.add_argument("--time-control", nargs="+", choices=TIME_CONTROLS, metavar="SPEED",
-                        help="keep only games of these Lichess speed categories, from base + 40 x increment: "
-                             + ", ".join(TIME_CONTROLS))
+    add_filter_arguments(parser, skip_plies=10, min_clock=0.0, skip_why="as `pdx eval humans`",
+                         clock_why="0: every move is a training example")
     parser.add_argument("--holdout-every", type=int, default=0, metavar="K",
                         help="hold out every K-th game of the file (games K, 2K, ...) into OUT/heldout.pgn "
                              "instead of the shards (0: none)")

@@ -55,7 +55,8 @@ import torch
 from pdx_lightning.chess.encoding import EncodedRow, encode_rows, row_from_board
 from pdx_lightning.chess.moves import indices_mask, legal_indices, move_to_index
 from pdx_lightning.errors import UserError
-from pdx_lightning.chess.pgn_games import TIME_CONTROLS, HumanGame, MoveFilter, ReadStats, read_games
+from pdx_lightning.chess.pgn_games import (TIME_CONTROLS, HumanGame, MoveFilter, ReadStats, add_filter_arguments,
+                                           read_games)
 from pdx_lightning.evaluation.puzzles import table
 from pdx_lightning.evaluation.stats import (bin_edges_labels, mcnemar_exact, mean_interval_moments,
                                             wilson_interval)
@@ -324,17 +325,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a name per --model for the tables and JSON, same order (default: the model string)")
     parser.add_argument("--pgn", action="append", required=True,
                         help="PGN file (.pgn or .pgn.zst, e.g. a Lichess monthly dump); repeatable")
-    parser.add_argument("--skip-plies", type=int, default=SKIP_PLIES,
-                        help="skip the first N plies of every game (10: the opening cut Maia's move-matching is "
-                             "commonly described with, McIlroy-Young et al. 2020; book moves say little)")
-    parser.add_argument("--min-clock", type=float, default=MIN_CLOCK,
-                        help="skip moves made with less than this many seconds on the mover's clock (30: Maia "
-                             "drops moves under 30 s); games without clocks keep every move; 0 keeps all")
-    parser.add_argument("--rating-min", type=float, help="keep moves whose mover is rated >= this")
-    parser.add_argument("--rating-max", type=float, help="keep moves whose mover is rated <= this")
-    parser.add_argument("--time-control", nargs="+", choices=TIME_CONTROLS, metavar="SPEED",
-                        help="keep only games of these Lichess speed categories, from base + 40 x increment: "
-                             + ", ".join(TIME_CONTROLS))
+    add_filter_arguments(parser, skip_plies=SKIP_PLIES, min_clock=MIN_CLOCK,
+                         skip_why="10: the opening cut Maia's move-matching is commonly described with, "
+                                  "McIlroy-Young et al. 2020; book moves say little",
+                         clock_why="30: Maia drops moves under 30 s")
     parser.add_argument("--max-games", type=int, help="read at most this many games of each file")
     parser.add_argument("--skip-bad", action="store_true",
                         help="skip and count malformed games, variants and SetUp/FEN games instead of failing")
