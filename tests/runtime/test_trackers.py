@@ -51,7 +51,7 @@ def test_csv_logged_fit_has_the_loss_columns_and_skips_image_and_text_once(tmp_p
     assert out.count("PolicySnapshot: CSVLogger cannot show images") == 1      # once, not per drawing
     assert out.count("SelfPlayGames: CSVLogger cannot show text") == 1
     assert "[Event \"pdx self-play\"]" in (run / "selfplay" / "games_rank0.pgn").read_text()
-    assert f"metrics:     runs/csv/version_0/metrics.csv" in out and "TensorBoard:" not in out
+    assert "metrics:     runs/csv/version_0/metrics.csv" in out and "TensorBoard:" not in out
 
 
 def test_mlflow_logged_fit_has_metrics_params_the_policy_image_and_the_games_text(tmp_path, monkeypatch,
