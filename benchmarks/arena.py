@@ -2,7 +2,7 @@
 
 Both sides play the same match: the same network on both sides (two copies,
 as two players), the same paired openings from the bundled suite, argmax
-moves, the same rules (``arena.game_outcome``, claimed draws, the ply cap).
+moves, the same rules (``arena_game.game_outcome``, claimed draws, the ply cap).
 The UCI path is what a GUI or cutechess-cli would do: python-chess's
 ``SimpleEngine`` sends ``position startpos moves …`` + ``go nodes 1`` per move
 to one engine process per colour, games one after another. Process start-up
@@ -32,7 +32,9 @@ import chess.engine
 import torch
 
 from pdx_lightning.datagen.openings import load_openings
-from pdx_lightning.evaluation.arena import NetPlayer, game_outcome, play_games, round_robin
+from pdx_lightning.evaluation.arena_game import game_outcome
+from pdx_lightning.evaluation.arena_loop import play_games, round_robin
+from pdx_lightning.evaluation.arena_players import NetPlayer
 from pdx_lightning.nets import load_model
 
 

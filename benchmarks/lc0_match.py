@@ -4,7 +4,7 @@
 
 Both sides play the same match — the same Maia file on both sides, the first ``--pairs`` openings of the
 bundled suite each played from both colours, the arena's rules (claimed draws, the 512-ply cap) — with
-``pdx_lightning.evaluation.arena.play_games``, the code ``pdx arena`` runs:
+``pdx_lightning.evaluation.arena_loop.play_games``, the code ``pdx arena`` runs:
 
 * **pdx**: two ``NetPlayer``s (the file loaded twice, as ``pdx arena --model F --model F`` does), all
   games in flight, one batched forward per player per ply, argmax;
@@ -44,7 +44,7 @@ TARGET = 3.0
 
 def play(players, openings, sched, concurrency: int, extra_pids: list[int]) -> tuple[float, float, list]:
     """``(wall seconds, CPU seconds, games)`` of one match."""
-    from pdx_lightning.evaluation.arena import play_games  # noqa: PLC0415
+    from pdx_lightning.evaluation.arena_loop import play_games  # noqa: PLC0415
 
     c0 = time.process_time() + sum(cpu_seconds(p) for p in extra_pids)
     t0 = time.perf_counter()
@@ -114,7 +114,8 @@ def main() -> int:
     torch.set_num_threads(1)
 
     from pdx_lightning.chess.openings import load_openings  # noqa: PLC0415
-    from pdx_lightning.evaluation.arena import NetPlayer, UciPlayer, round_robin  # noqa: PLC0415
+    from pdx_lightning.evaluation.arena_loop import round_robin  # noqa: PLC0415
+    from pdx_lightning.evaluation.arena_players import NetPlayer, UciPlayer  # noqa: PLC0415
     from pdx_lightning.nets import load_model  # noqa: PLC0415
 
     weights = maia(args.rating)

@@ -13,7 +13,6 @@ A self-play game is played by the online policy as it was at each ply (it change
 """
 from __future__ import annotations
 
-import datetime
 import os
 from pathlib import Path
 
@@ -23,6 +22,7 @@ import lightning as L
 from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 
 from pdx_lightning.callbacks.media import MediaLog
+from pdx_lightning.chess.pgn_record import game_pgn
 from pdx_lightning.chess.rules import game_end
 
 __all__ = ["SelfPlayGames"]
@@ -85,7 +85,6 @@ class SelfPlayGames(L.Callback):
     # ---- writing ----------------------------------------------------------------------------
     def to_pgn(self, board: chess.Board, result: str, step: int, rank: int) -> chess.pgn.Game:
         """One finished game as PGN, with the rule that ended it as the last move's comment."""
-        game = chess.pgn.Game.from_board(board)
         cfg = self._cfg
         claim = bool(getattr(cfg, "claim_draws", False))
         cap = getattr(cfg, "max_plies", None) if getattr(cfg, "cap_result", "draw") == "draw" else None
@@ -94,15 +93,10 @@ class SelfPlayGames(L.Callback):
             reason, termination = f"{cfg.max_plies}-ply cap", "adjudication"
         else:
             reason, termination = (end.text, end.termination) if end else ("", "normal")
-        game.headers.update({"Event": "pdx self-play", "Site": "pdx_lightning",
-                             "Date": datetime.date.today().strftime("%Y.%m.%d"), "Round": str(step),
-                             "White": "online", "Black": "online", "Result": result,
-                             "Termination": termination, "PlyCount": str(board.ply()),
-                             "Rank": str(rank)})
-        end_node = game.end()
-        if reason and end_node is not game:
-            end_node.comment = reason
-        return game
+        # self-play games start from the standard position (a game's first moves are its opening)
+        return game_pgn(board.root(), board.move_stack, event="pdx self-play", round=str(step), white="online",
+                        black="online", result=result, termination=termination, tags={"Rank": str(rank)},
+                        end_comment=reason)
 
     def flush(self, trainer: L.Trainer) -> list[chess.pgn.Game]:
         """Write the pending games (PGN file; the loggers' text on rank 0) and return them."""

@@ -159,7 +159,7 @@ def test_teacher_killed_mid_search_restarts_and_relabels(stockfish_path):
 
 @pytest.mark.stockfish
 def test_arena_stockfish_player_survives_a_killed_engine(stockfish_path):
-    from pdx_lightning.evaluation.arena import StockfishPlayer
+    from pdx_lightning.evaluation.arena_players import StockfishPlayer
 
     player = StockfishPlayer("sf", "sf:nodes=500", stockfish_path)
 

@@ -15,8 +15,9 @@ import torch
 from pdx_lightning.datagen.openings import (DEFAULT_SUITE, OpeningFormatError, generate_openings, load_openings,
                                             parse_opening, write_epd)
 from pdx_lightning.evaluation import arena
-from pdx_lightning.evaluation.arena import (ArenaError, NetPlayer, game_outcome, make_player, play_games,
-                                            round_robin, to_pgn)
+from pdx_lightning.evaluation.arena_game import ArenaError, game_outcome, to_pgn
+from pdx_lightning.evaluation.arena_loop import play_games, round_robin
+from pdx_lightning.evaluation.arena_players import NetPlayer, make_player
 from pdx_lightning.nets import NetOutput, load_model
 from pdx_lightning.engines.stockfish import StockfishSpecError, parse_stockfish_spec
 

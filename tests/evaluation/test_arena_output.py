@@ -13,7 +13,10 @@ import pytest
 import torch
 
 from pdx_lightning.evaluation import arena, match
-from pdx_lightning.evaluation.arena import ArenaError, Game, SprtMonitor, play_games
+from pdx_lightning.evaluation.arena_game import ArenaError, Game
+from pdx_lightning.evaluation.arena_loop import play_games, round_robin
+from pdx_lightning.evaluation.arena_players import make_player
+from pdx_lightning.evaluation.arena_report import SprtMonitor
 from pdx_lightning.chess.openings import load_openings
 from pdx_lightning.chess.rules import GameResult, Reason
 from pdx_lightning.evaluation.elo import pair_record
@@ -151,9 +154,9 @@ def test_sprt_monitor_counts_complete_pairs_and_decides_once():
 def test_stop_schedules_no_new_pair_but_finishes_started_ones(tmp_path):
     """``play_games(stop=...)``: once stop() is true no pair starts; a started pair's second game is
     played."""
-    players = [arena.make_player(f"random:tiny:{s}") for s in range(2)]
+    players = [make_player(f"random:tiny:{s}") for s in range(2)]
     openings = load_openings()[:20]
-    sched = arena.round_robin(2, len(openings), 40)
+    sched = round_robin(2, len(openings), 40)
     finished = []
     games = play_games(players, openings, sched, max_plies=30, concurrency=3, progress=False,
                        on_finish=finished.append, stop=lambda: len(finished) >= 4)

@@ -18,7 +18,8 @@ from pdx_lightning.evaluation import diagnostics as diag_cli
 from pdx_lightning.evaluation import mates as mates_cli
 from pdx_lightning.evaluation import puzzles as puzzles_cli
 from pdx_lightning.evaluation import recovery as recovery_cli
-from pdx_lightning.evaluation.arena import NetPlayer, play_games, round_robin
+from pdx_lightning.evaluation.arena_loop import play_games, round_robin
+from pdx_lightning.evaluation.arena_players import NetPlayer
 from pdx_lightning.evaluation.coverage import CoverageTree, FunctionPolicy, coverage
 from pdx_lightning.chess.openings import load_openings
 from pdx_lightning.nets import load_model

@@ -1,0 +1,124 @@
+"""The arena's players, behind one protocol: a network (argmax or sampled), Stockfish, any UCI engine.
+
+A network makes **one** batched forward pass over all games in which it is to move (history from
+``GameHistory`` ring buffers, planes by ``encode_rows``) and plays the argmax of its policy, or
+sampled, a draw from its play distribution μ ∝ π^{1/τ} (Eq. 6; τ ``"adaptive"`` for τ = H(own WDL),
+Eq. 5, the adaptive arms' behaviour policy; ``1`` for raw π). ``sf:...`` players are Stockfish
+anchors (``pdx_lightning.engines.stockfish``) and ``uci:...`` players any UCI engine
+(``pdx_lightning.engines.external``), one move at a time.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import chess
+import chess.engine
+import numpy as np
+import torch
+
+from pdx_lightning.chess.encoding import N_PLANES, encode_rows
+from pdx_lightning.chess.moves import index_to_move, legal_mask
+from pdx_lightning.chess.policy import tempered_log_probs, wdl_entropy
+from pdx_lightning.engines.external import is_uci_spec, parse_uci_spec
+from pdx_lightning.engines.stockfish import RestartingEngine, is_stockfish_spec, open_engine, parse_stockfish_spec
+from pdx_lightning.evaluation.arena_game import Game
+from pdx_lightning.nets.inference import evaluate
+
+
+class Player(Protocol):
+    """What the arena's game loop asks of a player."""
+
+    label: str
+    has_value_head: bool  # choose() gives the mover's WDL with each move: adjudication needs both players'
+
+    def choose(self, games: Sequence[Game]) -> list[tuple[chess.Move, np.ndarray | None]]:
+        """The move (and the mover's WDL, or None) in each of ``games``, where this player is to move."""
+        ...
+
+    def close(self) -> None:
+        """Release the player's engine process, if any."""
+        ...
+
+
+class NetPlayer:
+    """A network: one batched forward over all its games, argmax or sampled from μ."""
+
+    has_value_head = True
+
+    def __init__(self, label: str, model: torch.nn.Module, sample: bool = False,
+                 temperature: str | float = 1.0, seed: int = 0) -> None:
+        self.label, self.model, self.sample = label, model, sample
+        self.adaptive = temperature == "adaptive"
+        self.tau = None if self.adaptive else float(temperature)
+        self.gen = torch.Generator().manual_seed(seed)
+        self.forwards = 0
+        self._buf = np.empty((0, N_PLANES, 8, 8), dtype=np.float32)
+
+    def choose(self, games: Sequence[Game]) -> list[tuple[chess.Move, np.ndarray | None]]:
+        B = len(games)
+        if self._buf.shape[0] < B:
+            self._buf = np.empty((max(B, 2 * self._buf.shape[0]), N_PLANES, 8, 8), dtype=np.float32)
+        x = encode_rows([g.hist.row(g.board) for g in games], out=self._buf[:B])  # (B, 112, 8, 8)
+        mask = legal_mask([g.board for g in games], [g.legal for g in games])
+        logp, wdl = evaluate(self.model, torch.from_numpy(x), mask)  # (B, 4288), (B, 3)
+        self.forwards += 1
+        if self.sample:
+            tau = wdl_entropy(wdl) if self.adaptive else self.tau
+            probs = tempered_log_probs(logp, mask, tau).exp()
+            pick = torch.multinomial(probs, 1, generator=self.gen).squeeze(1)
+        else:
+            pick = logp.argmax(dim=1)
+        wdl = wdl.numpy()
+        return [(index_to_move(int(k), g.board), wdl[i]) for i, (k, g) in enumerate(zip(pick.tolist(), games))]
+
+    def close(self) -> None:
+        pass
+
+
+class EnginePlayer:
+    """A UCI engine at a fixed limit, one game at a time; ``game=`` clears its hash at every switch of
+    game (reproducible)."""
+
+    has_value_head = False
+
+    def __init__(self, label: str, engine: RestartingEngine, limit: chess.engine.Limit, version: str) -> None:
+        self.label, self.engine, self.limit, self.version = label, engine, limit, version
+
+    def choose(self, games: Sequence[Game]) -> list[tuple[chess.Move, None]]:
+        return [(self.engine.play(g.board, self.limit, game=g.id).move, None) for g in games]
+
+    def close(self) -> None:
+        self.engine.quit()
+
+
+class StockfishPlayer(EnginePlayer):
+    """Stockfish from an ``sf:`` spec (one thread, the spec's hash or 16 MB)."""
+
+    def __init__(self, label: str, spec: str, path: str | None = None) -> None:
+        limit, options = parse_stockfish_spec(spec)
+        engine = open_engine(path, threads=1, hash_mb=options.pop("Hash", 16), options=options)
+        super().__init__(label, engine, limit, engine.id.get("name", "Stockfish"))
+
+
+class UciPlayer(EnginePlayer):
+    """Any UCI engine (``uci:<command>``, :mod:`pdx_lightning.engines.external`), e.g. the real Lc0 at
+    ``go nodes 1``; it is sent each game's full move history (``position ... moves ...``)."""
+
+    def __init__(self, label: str, spec: str) -> None:
+        argv, limit, options = parse_uci_spec(spec)
+        engine = RestartingEngine(command=argv, threads=None, hash_mb=None, options=options)
+        super().__init__(label, engine, limit, engine.id.get("name", argv[0]))
+
+
+def make_player(spec: str, label: str | None = None, *, sample: bool = False, temperature: str | float = 1.0,
+                seed: int = 0, device: str = "cpu", stockfish: str | None = None) -> Player:
+    """A player from a model name (``pdx_lightning.nets.load_model``), an ``sf:`` spec or a ``uci:`` spec."""
+    label = label or spec
+    if is_stockfish_spec(spec):
+        return StockfishPlayer(label, spec, stockfish)
+    if is_uci_spec(spec):
+        return UciPlayer(label, spec)
+    from pdx_lightning.nets import load_model  # noqa: PLC0415
+
+    return NetPlayer(label, load_model(spec).to(device), sample, temperature, seed)
