@@ -128,6 +128,7 @@ def parse_sprt(text: str) -> match.SPRT:
 
 
 def run(args: argparse.Namespace) -> int:
+    """``pdx arena``: check the options, play the schedule, write and print the report."""
     specs = args.model
     if len(specs) < 2:
         raise ArenaError("an arena needs at least two --model players")
@@ -151,7 +152,8 @@ def run(args: argparse.Namespace) -> int:
     monitor = SprtMonitor(sprt) if sprt is not None else None
     games, players, seconds = _play(args, labels, temps, openings, sched, monitor)
     report = arena_report(ArenaRun(
-        games, labels, list(specs), base, anchor, seconds, len(sched), args.sample, args.openings,
+        games=games, labels=labels, specs=list(specs), base=base, anchor=anchor, seconds=seconds,
+        scheduled=len(sched), sampled=args.sample, openings=args.openings,
         config={k: v for k, v in vars(args).items() if not k.startswith("_")},
         elo_model=args.elo_model, anchor_elo=args.anchor_elo, prior_draws=args.prior_draws, sprt=monitor,
         stockfish={p.label: p.version for p in players if isinstance(p, StockfishPlayer)},
