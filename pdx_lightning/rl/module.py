@@ -39,11 +39,12 @@ from pdx_lightning.rl.objectives import EXPLORATION_TERMS, UnknownExplorationTer
 from pdx_lightning.rl.pdx_step import StepResult, pdx_step
 from pdx_lightning.rl.selfplay import SelfPlayConfig, SelfPlayDataset, SelfPlayNetworks
 from pdx_lightning.runtime.checkpoint_meta import check_base, write_network_meta
-from pdx_lightning.runtime.optim import check_ema_decay, layerwise_adamw
+from pdx_lightning.runtime.optim import check_ema_decay, document_optimizer_args, layerwise_adamw
 from pdx_lightning.runtime.ranks import rank_world
 
 
 class PDXModule(L.LightningModule):
+    @document_optimizer_args
     def __init__(
         self,
         base: str = "base:small",
@@ -75,13 +76,7 @@ class PDXModule(L.LightningModule):
             beta: β, the exploration term's weight in Eq. 7 (a BetaSchedule callback may change it).
             c_v: value-loss weight c_v of Eq. 7.
             ema_decay: α of the EMA target, θ̄ ← αθ̄ + (1−α)θ (Eq. 11).
-            lr_backbone: peak learning rate of the embedding and all but the last encoder block.
-            lr_final_block: peak learning rate of the last encoder block.
-            lr_policy_head: peak learning rate of the policy head.
-            lr_value_head: peak learning rate of the value head.
-            warmup_steps: linear warmup from 0 to the peak rates, then constant.
-            adam_betas: AdamW (β1, β2).
-            weight_decay: AdamW weight decay.
+            {optimizer_args}
             value_anchor: w of the base-WDL value anchor c_v·w·KL(p_base(s) ‖ p_θ(s)) added to the loss
                 (the paper's public code; not in Eq. 7, so 0 = off; that code uses 0.1, i.e. 0.02·KL
                 at c_v = 0.2, and the reverse KL with the reverse_kl arm). Logged as loss/anchor.

@@ -4,10 +4,13 @@
 at s (line 6), then :func:`collect` (lines 7–12: τ, μ, a, ρ, s', p̂, A, in the order of the
 algorithm; the dataset only plays the moves and evaluates the EMA at s'), then the loss of Eq. 7 and
 its backward; after the last micro-batch the optimizer step (line 14). The EMA update (line 15,
-Eq. 11) follows in the ``EMAUpdate`` callback's ``on_train_batch_end``: at that point Lightning's
-other per-step callbacks (periodic puzzle validation) see the EMA of the step before, as they always
-have, and the module's ``configure_callbacks`` keeps Lightning's checkpoint-callbacks-last ordering. :func:`collect` is its own function because the tests drive it with hand-made online
-outputs (a forced move, a uniform policy); the step calls it exactly once per micro-batch.
+Eq. 11, ``runtime.optim.ema_update``) runs in the ``EMAUpdate`` callback the module registers, as
+soon as this function returns: there it keeps its place among Lightning's per-step hooks (after the
+user's callbacks, before the step's checkpoint), and registering a callback keeps Lightning's
+checkpoint-callbacks-last ordering, which the CLI's log-continuity callback relies on.
+
+:func:`collect` is its own function because the tests drive it with hand-made online outputs (a
+forced move, a uniform policy); the step calls it exactly once per micro-batch.
 
 Random numbers: one ``torch.multinomial`` per micro-batch on the dataset's generator (Eq. 6), then
 whatever the restarts of finished games draw (``SelfPlayDataset.end_games``), in game order.

@@ -26,6 +26,30 @@ class LayerwiseHyperparameters(Protocol):
     warmup_steps: int
 
 
+# The help of the optimizer arguments, one text for every module that takes them (PDXModule,
+# PuzzleControl): LightningCLI reads each ``__init__``'s docstring for ``--model.<name>``'s help, so
+# the block is filled into those docstrings (:func:`document_optimizer_args`). The defaults stay in
+# each signature: they differ (the control's rates are tenfold).
+OPTIMIZER_ARGS_DOC = """\
+lr_backbone: peak learning rate of the embedding and all but the last encoder block.
+lr_final_block: peak learning rate of the last encoder block.
+lr_policy_head: peak learning rate of the policy head.
+lr_value_head: peak learning rate of the value head{value_head_note}.
+warmup_steps: linear warmup from 0 to the peak rates, then constant.
+adam_betas: AdamW (β1, β2).
+weight_decay: AdamW weight decay."""
+
+
+def document_optimizer_args(init, indent: int = 12, value_head_note: str = ""):
+    """``init`` with the ``{optimizer_args}`` line of its docstring replaced by :data:`OPTIMIZER_ARGS_DOC`
+    (indented by ``indent`` spaces; ``value_head_note`` is appended to the value head's line)."""
+    block = OPTIMIZER_ARGS_DOC.format(value_head_note=value_head_note).replace("\n", "\n" + " " * indent)
+    if "{optimizer_args}" not in (init.__doc__ or ""):
+        raise ValueError(f"{init.__qualname__}'s docstring has no {{optimizer_args}} line")
+    init.__doc__ = init.__doc__.replace("{optimizer_args}", block)
+    return init
+
+
 def layerwise_adamw(net: torch.nn.Module, hp: LayerwiseHyperparameters | Any) -> dict:
     """AdamW over the four layerwise-LR groups (Appendix G) with a linear warmup, then constant.
 
@@ -54,7 +78,7 @@ def check_ema_decay(decay: float) -> float:
 
 @torch.no_grad()
 def ema_update(ema: torch.nn.Module, online: torch.nn.Module, decay: float) -> None:
-    """θ̄ ← αθ̄ + (1−α)θ in place (Eq. 11), α = ``decay``: torch.optim.swa_utils' EMA math (a fused ``lerp``).
+    """θ̄ ← αθ̄ + (1−α)θ in place (Eq. 11), α = ``decay``: torch.optim.swa_utils' EMA math (fused ``lerp``).
 
     The EMA is a bootstrap target, not an evaluation-time swap, so it lives as its own network
     (Lightning's WeightAveraging, which swaps weights, does not fit). Every DDP rank applies the
