@@ -38,7 +38,7 @@ TARGET = 1.10
 
 
 class StepProbe:
-    """Wraps the module's step, its dataset's evaluations and completions; the reference after each step."""
+    """Wraps the module's step and its dataset's evaluations and batches; the reference after each step."""
 
     def __init__(self, m, warmup: int) -> None:
         from pdx_lightning.rl.objectives import masked_log_softmax, pdx_loss_from_log_probs  # noqa: PLC0415
@@ -52,17 +52,17 @@ class StepProbe:
         self.batch = None
         self.ref_online = self.ref_opt = None
         ds = m.dataset
-        real_eval, real_complete = ds._eval, ds.complete
+        real_eval, real_begin = ds._eval, ds._begin
 
         def counted_eval(name, x, mask):
             self.calls.append((name, x.shape[0]))
             return real_eval(name, x, mask)
 
-        def kept_complete(batch, *a, **k):
-            self.batch = batch
-            return real_complete(batch, *a, **k)
+        def kept_begin():
+            self.batch = real_begin()
+            return self.batch
 
-        ds._eval, ds.complete = counted_eval, kept_complete
+        ds._eval, ds._begin = counted_eval, kept_begin
 
     def step(self, real_step, dataloader_iter):
         """The module's step, timed, then its reference."""

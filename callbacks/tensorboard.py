@@ -29,6 +29,7 @@ from lightning.pytorch.loggers import TensorBoardLogger
 from pdx_lightning.callbacks.media import MediaLog
 from pdx_lightning.chess.moves import index_to_move
 from pdx_lightning.chess.openings import parse_line
+from pdx_lightning.chess.policy import entropy, forward_kl
 from pdx_lightning.nets.inference import evaluate_boards
 
 __all__ = ["DEFAULT_HPARAM_METRICS", "DEFAULT_POSITIONS", "HParamsSummary", "PolicySnapshot",
@@ -150,18 +151,17 @@ class PolicySnapshot(L.Callback):
             finally:
                 net.train(was)
         ref, cur = logps
+        legal = torch.isfinite(ref)  # (B, P): both networks' log-policies are −inf off the legal moves
+        kl, h_ref, h_cur = forward_kl(ref, cur, legal), entropy(ref, legal), entropy(cur, legal)  # (B,) each
         rows = []
         for i, (name, board) in enumerate(self.positions.items()):
             p, q = ref[i].exp(), cur[i].exp()
-            legal = torch.isfinite(ref[i])
-            k = min(self.top_k, int(legal.sum()))
+            k = min(self.top_k, int(legal[i].sum()))
             idx = sorted(set(p.topk(k).indices.tolist()) | set(q.topk(k).indices.tolist()),
                          key=lambda j: -float(p[j] + q[j]))
-            kl = float((p[legal] * (ref[i][legal] - cur[i][legal])).sum())
             rows.append({"name": name, "moves": [board.san(index_to_move(j, board)) for j in idx],
                          "reference": [float(p[j]) for j in idx], "network": [float(q[j]) for j in idx],
-                         "kl": kl, "h_reference": float(-(p[legal] * ref[i][legal]).sum()),
-                         "h_network": float(-(q[legal] * cur[i][legal]).sum())})
+                         "kl": float(kl[i]), "h_reference": float(h_ref[i]), "h_network": float(h_cur[i])})
         return rows
 
     def image(self, rows: list[dict], step: int) -> np.ndarray:

@@ -38,6 +38,7 @@ import chess  # noqa: E402
 import lightning as L  # noqa: E402
 import torch  # noqa: E402
 
+import pdx_lightning.rl.pdx_step as pdx_step_module  # noqa: E402
 from pdx_lightning.rl.module import PDXModule  # noqa: E402
 from pdx_lightning.rl.objectives import TAU_MIN  # noqa: E402
 from pdx_lightning.rl.selfplay import SelfPlayConfig  # noqa: E402
@@ -103,7 +104,7 @@ def run_arm(arm: str, steps: int, *, n_games: int = 8, seed: int = 0, lr: float 
               "tau_forced": 0, "terminal_one_hot_targets": 0}
     tau_min = [math.log(3)]
     gen = torch.Generator().manual_seed(seed)
-    begin, complete = m.dataset._begin, m.dataset.complete
+    begin, complete = m.dataset._begin, pdx_step_module.collect
 
     def begin_and_force():
         batch = begin()
@@ -120,12 +121,12 @@ def run_arm(arm: str, steps: int, *, n_games: int = 8, seed: int = 0, lr: float 
             counts["tau_forced"] += len(rows)
         return batch
 
-    def complete_and_count(batch, games, logp, v):
-        done = complete(batch, games, logp, v)
+    def complete_and_count(dataset, batch, games, logp, v, *wdl):
+        done = complete(dataset, batch, games, logp, v, *wdl)
         counts["terminal_one_hot_targets"] += int(done.terminal.sum())
         return done
 
-    m.dataset._begin, m.dataset.complete = begin_and_force, complete_and_count
+    m.dataset._begin, pdx_step_module.collect = begin_and_force, complete_and_count
     watch = Watch()
     trainer = L.Trainer(max_steps=steps, accelerator="cpu", logger=False, enable_checkpointing=False,
                         enable_progress_bar=False, enable_model_summary=False, callbacks=[watch],
@@ -135,6 +136,8 @@ def run_arm(arm: str, steps: int, *, n_games: int = 8, seed: int = 0, lr: float 
         trainer.fit(m)
     except FloatingPointError as e:  # the guard: named step and tensor
         error = str(e)
+    finally:
+        pdx_step_module.collect = complete  # the step's own again, for the next arm
     return {"arm": arm, "steps_requested": steps, "steps_done": trainer.global_step, "error": error,
             "seconds": round(time.perf_counter() - t0, 1), "games_finished": m.dataset.stats["games_finished"],
             "tau_min_natural": tau_min[0], "grad_norm_max": watch.grad_norm_max,

@@ -1,21 +1,22 @@
-"""On-policy self-play, one ply per step (paper Algorithm 1, Appendix D).
+"""On-policy self-play, one ply per step (paper Algorithm 1, Appendix D): the games, not the math.
 
-``SelfPlayDataset`` owns this rank's N / world_size games and reads the networks
-it is given (:class:`SelfPlayNetworks`: the EMA, the base and the trained
-parameters' version). Each item it yields is a :class:`PendingBatch`: the
-current positions s, their legal masks, π_base(·|s) and p_base(s), and τ(s) from the EMA
-value head (or, with ``temperature_wdl_source="online"``, τ(s) is left to ``complete``, which
-takes it from the online value head). The training step then runs the online network on s *with* gradient and
-hands the detached outputs back through :meth:`SelfPlayDataset.complete`, which
-samples a ~ μ ∝ π_θ^{1/τ}, plays it, evaluates the EMA at s' and returns
-(a, ρ, A, p̂). The parameters that sample a batch are therefore exactly the ones
-it updates (zero staleness), and the gradient-carrying online pass doubles as
-the sampling pass: four network passes per step (base(s), ema(s) unless τ comes from the online
-WDL, ema(s'), online(s) fwd+bwd). The online network itself never runs here.
+``SelfPlayDataset`` owns this rank's N / world_size games and reads the networks it is given
+(:class:`SelfPlayNetworks`: the EMA, the base and the trained parameters' version). Each item it
+yields is a :class:`PendingBatch`: the current positions s, their legal masks, π_base(·|s) and
+p_base(s), and τ(s) from the EMA value head (with ``temperature_wdl_source="online"`` τ(s) is left
+to the step, which takes it from the online value head).
 
-Completion works per micro-batch of games (``complete(batch, slice, ...)``), so
-the module can accumulate gradients over micro-batches without keeping every
-micro-batch's graph alive.
+The step (:mod:`pdx_lightning.rl.pdx_step`) runs the online network on s *with* gradient, samples
+a ~ μ, computes ρ, p̂ and A itself, and asks this dataset only to play: :meth:`SelfPlayDataset.play`
+(s' = T(s, a) and the result codes), :meth:`SelfPlayDataset.successor_wdl` (p_θ̄(s'), the EMA pass)
+and :meth:`SelfPlayDataset.end_games` (record finished games, restart their slots). The parameters
+that sample a batch are therefore exactly the ones it updates (zero staleness), and the
+gradient-carrying online pass doubles as the sampling pass: four network passes per step
+(base(s), ema(s) unless τ comes from the online WDL, ema(s'), online(s) fwd+bwd). The online
+network itself never runs here.
+
+The step works per micro-batch of games (``games`` lists), so the module can accumulate gradients
+over micro-batches without keeping every micro-batch's graph alive.
 """
 from __future__ import annotations
 
@@ -26,7 +27,6 @@ from typing import Callable, Iterator, Literal
 import chess
 import numpy as np
 import torch
-import torch.distributed as dist
 from torch.utils.data import IterableDataset
 
 from pdx_lightning.chess.encoding import GameHistory, encode_rows
@@ -34,9 +34,9 @@ from pdx_lightning.nets.inference import evaluate
 from pdx_lightning.chess.moves import index_to_move, legal_mask
 from pdx_lightning.chess.openings import read_opening_lines
 from pdx_lightning.chess.rules import game_end, ply_cap_reached
-from pdx_lightning.rl.objectives import (DRAW, LOSS, RESULT_NONE, WIN, importance_weight, score,
-                                      tempered_log_probs, value_target, wdl_entropy)
+from pdx_lightning.rl.objectives import DRAW, RESULT_NONE, WIN, tempered_log_probs, wdl_entropy
 from pdx_lightning.runtime.progress import progress
+from pdx_lightning.runtime.ranks import rank_world
 
 
 TemperatureMode = Literal["adaptive", "fixed"]
@@ -59,8 +59,8 @@ class SelfPlayNetworks:
         version: the online parameters' version (optimizer steps taken); a batch is stamped with it
             when begun and must be completed at the same version (zero staleness).
 
-    The online network π_θ is not here: the training step runs it (with gradient) and hands its
-    outputs to :meth:`SelfPlayDataset.complete`.
+    The online network π_θ is not here: the training step runs it (with gradient) and samples
+    from its outputs itself (``rl.pdx_step``).
     """
 
     ema: torch.nn.Module
@@ -132,25 +132,13 @@ class SelfPlayConfig:
 
 
 @dataclass
-class Completion:
-    """What :meth:`SelfPlayDataset.complete` returns for one micro-batch (all stop-gradient)."""
-
-    action: torch.Tensor      # (b,) int64 policy slot of a
-    rho: torch.Tensor         # (b,) ρ = min(1, π_θ(a|s)/μ(a|s))
-    advantage: torch.Tensor   # (b,) A = score(p̂) − v_θ(s) = (1 − v_ema(s')) − v_θ(s)
-    target: torch.Tensor      # (b, 3) p̂ = flip(p_ema(s')) or the true result
-    terminal: torch.Tensor    # (b,) bool, s' ended the game
-    tau: torch.Tensor         # (b,) τ(s) that tempered μ
-
-
-@dataclass
 class PendingBatch:
     """Positions s of this step, awaiting the online network's outputs."""
 
     x: torch.Tensor           # (n, 112, 8, 8)
     mask: torch.Tensor        # (n, 4288) bool
     log_p_base: torch.Tensor  # (n, 4288)
-    tau: torch.Tensor | None  # (n,); None: τ(s) comes from the online WDL in ``complete``
+    tau: torch.Tensor | None  # (n,); None: τ(s) comes from the online WDL, in the step
     version: int              # the parameter version that began the batch
     wdl_base: torch.Tensor    # (n, 3) p_base(s), for the base-WDL value anchor
 
@@ -172,6 +160,14 @@ class SelfPlayDataset(IterableDataset):
         self.boards: list[chess.Board] = []
         self.stats = {"games_finished": 0, "white_win": 0, "draw": 0, "black_win": 0, "length_sum": 0}
         self._pending_state: dict | None = None
+        # per-game caches beside ``boards``: the encoder's history ring buffer, the legal moves
+        self.hist: list[GameHistory] = []
+        self.legal: list[list[chess.Move]] = []
+        # this rank's generators, seeded when iteration starts (the rank is known only then)
+        self.gen = torch.Generator()
+        self.rng = random.Random()
+        # the EMA's WDL of each game's current position, made at s' of the last step (reuse_successor_eval)
+        self._ema_cache: torch.Tensor | None = None
         # read now: a bad openings file fails at construction, not at the first restart hours in
         self._openings = read_opening_lines(config.openings_file) if config.restart == "openings" else None
         # called as listener(board, PGN result) when a game ends, before its slot restarts (the board
@@ -179,13 +175,8 @@ class SelfPlayDataset(IterableDataset):
         self.finished_listeners: list[Callable[[chess.Board, str], None]] = []
 
     # ---- ranks ------------------------------------------------------------------------------
-    def _rank_world(self) -> tuple[int, int]:
-        if dist.is_available() and dist.is_initialized():
-            return dist.get_rank(), dist.get_world_size()
-        return 0, 1
-
     def local_games(self) -> int:
-        rank, world = self._rank_world()
+        rank, world = rank_world()
         n = self.cfg.n_games // world + (rank < self.cfg.n_games % world)
         if n < 1:
             raise SelfPlayError(f"n_games={self.cfg.n_games} leaves rank {rank} of {world} without games")
@@ -230,16 +221,17 @@ class SelfPlayDataset(IterableDataset):
 
     # ---- iteration --------------------------------------------------------------------------
     def __iter__(self) -> Iterator[PendingBatch]:
-        rank, _ = self._rank_world()
-        self.gen = torch.Generator().manual_seed(self.cfg.seed + 1000 * rank)
-        self.rng = random.Random(self.cfg.seed + 1000 * rank)
-        self._ema_cache: torch.Tensor | None = None
+        rank, _ = rank_world()
+        self.gen.manual_seed(self.cfg.seed + 1000 * rank)
+        self.rng.seed(self.cfg.seed + 1000 * rank)
+        self._ema_cache = None
         if self._pending_state is not None:
             self._restore(self._pending_state)
             self._pending_state = None
         else:
             n = self.local_games()
             self.boards = [chess.Board() for _ in range(n)]
+            self.hist, self.legal = [None] * n, [None] * n  # filled by _randomize, game by game
             starts = [self.rng.randint(0, self.cfg.opening_max_moves) for _ in range(n)]
             self._randomize(list(range(n)), starts, desc="self-play openings")
         while True:
@@ -265,12 +257,7 @@ class SelfPlayDataset(IterableDataset):
         before step 1 plays up to ``opening_max_moves`` full moves of every game); restarts pass none.
         """
         for i in games:
-            self.boards[i] = chess.Board()
-        self.hist = getattr(self, "hist", [None] * len(self.boards))
-        self.legal = getattr(self, "legal", [None] * len(self.boards))
-        for i in games:
-            self.hist[i] = GameHistory(self.boards[i])
-            self.legal[i] = list(self.boards[i].legal_moves)
+            self._reset(i)
         todo = {i: 2 * k for i, k in zip(games, full_moves)}
         with progress(total=max(todo.values(), default=0), desc=desc or "", unit="ply",
                       disable=desc is None) as bar:
@@ -331,52 +318,37 @@ class SelfPlayDataset(IterableDataset):
     def _tau_from_online(self) -> bool:
         return self.cfg.temperature == "adaptive" and self.cfg.temperature_wdl_source == "online"
 
-    def complete(self, batch: PendingBatch, games: slice, log_p_theta: torch.Tensor,
-                 v_theta: torch.Tensor, wdl_theta: torch.Tensor | None = None) -> Completion:
-        """Sample a ~ μ ∝ π_θ^{1/τ(s)} (Eq. 6) for ``games`` of ``batch``, play it, evaluate s'.
-
-        ``log_p_theta`` (b, P) and ``v_theta`` (b,) are the online network's masked log-policy and
-        score at s for those games (detached here); ``wdl_theta`` (b, 3) its WDL probabilities,
-        needed only when τ(s) = H(p_θ(s)) (``temperature_wdl_source="online"``). Returns a,
-        ρ = min(1, π_θ(a|s)/μ(a|s)) (Eq. 12), p̂ = flip(p_θ̄(s')) or the true result (App. E),
-        A = score(p̂) − v_θ(s) (Eq. 4) and the τ(s) used.
-        Raises :class:`SelfPlayError` if the parameters moved since the batch was begun.
-        """
-        if batch.version != self.networks.version():
-            raise SelfPlayError(f"stale batch: begun at parameter version {batch.version}, "
-                                f"completed at {self.networks.version()}")
-        logp, v_theta = log_p_theta.detach().cpu(), v_theta.detach().cpu()
-        idx = list(range(batch.size))[games]
-        mask = batch.mask[games]
-        if batch.tau is not None:
-            tau = batch.tau[games]
-        elif wdl_theta is None:
-            raise SelfPlayError("temperature_wdl_source='online' needs the online WDL at s: "
-                                "pass wdl_theta to complete()")
-        else:
-            tau = wdl_entropy(wdl_theta.detach().cpu())                                   # (b,) Eq. 5 on p_θ
-        log_mu = tempered_log_probs(logp, mask, tau)                                      # (b, P)
-        action = torch.multinomial(log_mu.exp(), 1, generator=self.gen).squeeze(1)        # (b,)
-        rho = importance_weight(logp.gather(1, action[:, None]).squeeze(1),
-                                log_mu.gather(1, action[:, None]).squeeze(1))
-        results = torch.full((len(idx),), RESULT_NONE, dtype=torch.long)
-        for r, i in enumerate(idx):
-            self._play(i, int(action[r]))
+    def play(self, games: list[int], actions: torch.Tensor) -> torch.Tensor:
+        """Play policy slot ``actions[r]`` in game ``games[r]`` (s' = T(s, a)); return the results (b,):
+        ``RESULT_NONE`` where the game goes on, else WIN/DRAW/LOSS from the view of the player who moved."""
+        results = torch.full((len(games),), RESULT_NONE, dtype=torch.long)
+        for r, i in enumerate(games):
+            self._play(i, int(actions[r]))
             res = self._result(i)
             if res is not None:
                 results[r] = res
-        live = [r for r in range(len(idx)) if results[r] == RESULT_NONE]
-        wdl_next = torch.full((len(idx), 3), 1.0 / 3)
+        return results
+
+    def successor_wdl(self, games: list[int], results: torch.Tensor) -> torch.Tensor:
+        """p_θ̄(s') (b, 3), the EMA's WDL at each game's new position, side to move at s'; rows of
+        games that ended (``results`` not ``RESULT_NONE``) are 1/3 and carry no information. Kept as
+        the EMA's view of s at the next step for ``reuse_successor_eval``."""
+        live = [r for r in range(len(games)) if results[r] == RESULT_NONE]
+        wdl_next = torch.full((len(games), 3), 1.0 / 3)
         if live:
-            live_games = [idx[r] for r in live]
+            live_games = [games[r] for r in live]
             wdl_next[live] = self._eval("ema", self._rows(live_games), self._mask(live_games))[1]
             self._ema_cache[live_games] = wdl_next[live]
-        target = value_target(wdl_next, results)                                          # (b, 3)
-        advantage = score(target) - v_theta
-        capped = [r for r in live if ply_cap_reached(self.boards[idx[r]], self.cfg.max_plies)]
-        for r in [r for r in range(len(idx)) if results[r] != RESULT_NONE] + capped:
-            self._finish(idx[r], results[r].item() if results[r] != RESULT_NONE else None)
-        return Completion(action, rho, advantage, target, results != RESULT_NONE, tau)
+        return wdl_next
+
+    def end_games(self, games: list[int], results: torch.Tensor) -> None:
+        """Record the games that ended at s' (``results``) or reached the ply cap, and restart their slots
+        (Algorithm 1 line 12; the restart policy of the config)."""
+        ended = [r for r in range(len(games)) if results[r] != RESULT_NONE]
+        capped = [r for r in range(len(games)) if results[r] == RESULT_NONE
+                  and ply_cap_reached(self.boards[games[r]], self.cfg.max_plies)]
+        for r in ended + capped:
+            self._finish(games[r], results[r].item() if results[r] != RESULT_NONE else None)
 
     def _finish(self, i: int, result: int | None) -> None:
         """Record a finished game and restart its slot (restart policy of the config)."""

@@ -2,13 +2,14 @@
 
 AdamW over the network's four layerwise learning-rate groups (paper Appendix G: backbone, final
 block, policy head, value head; ``nets.PARAM_GROUPS``, from the network's ``param_groups()``), with a
-linear warmup from 0 to the peak rates, then constant.
+linear warmup from 0 to the peak rates, then constant; and the EMA target's update (Eq. 11).
 """
 from __future__ import annotations
 
 from typing import Any, Protocol
 
 import torch
+from torch.optim.swa_utils import get_ema_multi_avg_fn
 
 from pdx_lightning.nets import PARAM_GROUPS
 
@@ -23,6 +24,30 @@ class LayerwiseHyperparameters(Protocol):
     adam_betas: tuple[float, float]
     weight_decay: float
     warmup_steps: int
+
+
+# The help of the optimizer arguments, one text for every module that takes them (PDXModule,
+# PuzzleControl): LightningCLI reads each ``__init__``'s docstring for ``--model.<name>``'s help, so
+# the block is filled into those docstrings (:func:`document_optimizer_args`). The defaults stay in
+# each signature: they differ (the control's rates are tenfold).
+OPTIMIZER_ARGS_DOC = """\
+lr_backbone: peak learning rate of the embedding and all but the last encoder block.
+lr_final_block: peak learning rate of the last encoder block.
+lr_policy_head: peak learning rate of the policy head.
+lr_value_head: peak learning rate of the value head{value_head_note}.
+warmup_steps: linear warmup from 0 to the peak rates, then constant.
+adam_betas: AdamW (β1, β2).
+weight_decay: AdamW weight decay."""
+
+
+def document_optimizer_args(init, indent: int = 12, value_head_note: str = ""):
+    """``init`` with the ``{optimizer_args}`` line of its docstring replaced by :data:`OPTIMIZER_ARGS_DOC`
+    (indented by ``indent`` spaces; ``value_head_note`` is appended to the value head's line)."""
+    block = OPTIMIZER_ARGS_DOC.format(value_head_note=value_head_note).replace("\n", "\n" + " " * indent)
+    if "{optimizer_args}" not in (init.__doc__ or ""):
+        raise ValueError(f"{init.__qualname__}'s docstring has no {{optimizer_args}} line")
+    init.__doc__ = init.__doc__.replace("{optimizer_args}", block)
+    return init
 
 
 def layerwise_adamw(net: torch.nn.Module, hp: LayerwiseHyperparameters | Any) -> dict:
@@ -42,3 +67,24 @@ def layerwise_adamw(net: torch.nn.Module, hp: LayerwiseHyperparameters | Any) ->
     warm = max(1, hp.warmup_steps)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: min(1.0, (step + 1) / warm))
     return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+
+
+def check_ema_decay(decay: float) -> float:
+    """``decay`` (α of Eq. 11) if it lies in [0, 1], else ValueError."""
+    if not 0.0 <= decay <= 1.0:
+        raise ValueError(f"ema_decay must lie in [0, 1] (α of the EMA, Eq. 11), got {decay}")
+    return decay
+
+
+@torch.no_grad()
+def ema_update(ema: torch.nn.Module, online: torch.nn.Module, decay: float) -> None:
+    """θ̄ ← αθ̄ + (1−α)θ in place (Eq. 11), α = ``decay``: torch.optim.swa_utils' EMA math (fused ``lerp``).
+
+    The EMA is a bootstrap target, not an evaluation-time swap, so it lives as its own network
+    (Lightning's WeightAveraging, which swaps weights, does not fit). Every DDP rank applies the
+    same update to identical online weights, so the EMA stays identical across ranks.
+    """
+    online_params = [p.detach() for p in online.parameters()]
+    # num_averaged > 0 so swa_utils applies the decay (at 0 it would copy)
+    get_ema_multi_avg_fn(decay)(list(ema.parameters()), online_params,
+                                torch.tensor(1, device=online_params[0].device))

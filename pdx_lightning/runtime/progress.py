@@ -16,26 +16,14 @@ from __future__ import annotations
 import os
 import sys
 
-import torch.distributed as dist
 from tqdm import tqdm
+
+from pdx_lightning.runtime.ranks import process_rank  # noqa: F401  (re-exported: tests, callers)
 
 DELAY = 2.0          # seconds before a bar first appears
 LOG_INTERVAL = 10.0  # seconds between refreshes when stderr is not a terminal
 ENV_SWITCH = "PDX_PROGRESS"
 _OFF = {"0", "false", "no", "off"}
-# the variables Lightning's rank_zero_only reads, in its order, for a process group not yet started
-_RANK_VARS = ("RANK", "LOCAL_RANK", "SLURM_PROCID", "JSM_NAMESPACE_RANK")
-
-
-def process_rank() -> int:
-    """This process's global rank: the process group's if it is up, else the launcher's environment, else 0."""
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_rank()
-    for name in _RANK_VARS:
-        value = os.environ.get(name, "").strip()
-        if value.isdigit():
-            return int(value)
-    return 0
 
 
 def enabled() -> bool:

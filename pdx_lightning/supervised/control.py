@@ -26,6 +26,7 @@ Standalone::
 """
 from __future__ import annotations
 
+import functools
 import sys
 from dataclasses import asdict, is_dataclass
 from typing import Sequence
@@ -41,7 +42,7 @@ from pdx_lightning.chess.policy import masked_log_softmax
 from pdx_lightning.evaluation.suite import Puzzle, SuiteSpec, load_suite
 from pdx_lightning.nets import load_model
 from pdx_lightning.runtime.checkpoint_meta import check_base, write_network_meta
-from pdx_lightning.runtime.optim import layerwise_adamw
+from pdx_lightning.runtime.optim import document_optimizer_args, layerwise_adamw
 
 
 class PoolOverlapError(ValueError):
@@ -99,6 +100,7 @@ def collate(items: list[tuple[chess.Board, chess.Move]]) -> tuple[torch.Tensor, 
 
 
 class PuzzleControl(L.LightningModule):
+    @functools.partial(document_optimizer_args, value_head_note=" (no loss reaches it: kept for symmetry)")
     def __init__(
         self,
         base: str = "base:small",
@@ -129,13 +131,7 @@ class PuzzleControl(L.LightningModule):
             batch_size: solver positions per optimizer step (the sweep sets the RL cells' game count).
             seed: pool sampling and shuffling seed.
             ema_decay: α of the EMA the control is evaluated with, as in the RL cells.
-            lr_backbone: peak learning rate of the embedding and all but the last encoder block.
-            lr_final_block: peak learning rate of the last encoder block.
-            lr_policy_head: peak learning rate of the policy head.
-            lr_value_head: peak learning rate of the value head (no loss reaches it: kept for symmetry).
-            warmup_steps: linear warmup from 0 to the peak rates, then constant.
-            adam_betas: AdamW (β1, β2).
-            weight_decay: AdamW weight decay.
+            {optimizer_args}
         """
         super().__init__()
         if not pool:

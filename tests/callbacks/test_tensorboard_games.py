@@ -53,6 +53,14 @@ def test_policy_snapshot_probabilities_kl_and_image():
     lp, lq = evaluate_boards(base, [board])[0][0], evaluate_boards(online, [board])[0][0]
     legal = torch.isfinite(lp)
     assert rows[0]["kl"] == pytest.approx(float((lp[legal].exp() * (lp[legal] - lq[legal])).sum()), rel=1e-5)
+    # and both entropies are −Σ π log π over the legal moves, on every position (the same batched
+    # evaluation as the snapshot's: a near-deterministic policy's entropy is small, so compare like with like)
+    boards = list(snap.positions.values())
+    for net, key in ((base, "h_reference"), (online, "h_network")):
+        logps = evaluate_boards(net, boards)[0]
+        for row, lp_i in zip(rows, logps):
+            ok = torch.isfinite(lp_i)
+            assert row[key] == pytest.approx(float(-(lp_i[ok].exp() * lp_i[ok]).sum()), rel=1e-5), (key, row["name"])
     assert 3 <= len(rows[0]["moves"]) <= 6 and rows[0]["kl"] > 1e-3
     img = snap.image(rows, step=7)
     assert img.dtype.name == "uint8" and img.ndim == 3 and img.shape[2] == 3 and img.std() > 0

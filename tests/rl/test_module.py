@@ -55,8 +55,8 @@ def test_self_play_reads_the_ema_and_the_base_and_the_parameter_version():
 
 def test_the_online_masked_log_softmax_is_computed_once_per_micro_batch(monkeypatch):
     """log π_θ(·|s) with gradient: one masked log-softmax per micro-batch, shared by sampling
-    (complete), the loss and the KL metrics (the EMA/base passes and μ run without gradient)."""
-    import pdx_lightning.rl.module as M
+    (collect), the loss and the KL metrics (the EMA/base passes and μ run without gradient)."""
+    import pdx_lightning.rl.pdx_step as M
     import pdx_lightning.rl.objectives as O
 
     calls = []

@@ -30,6 +30,7 @@ from pdx_lightning.nets import load_model
 from pdx_lightning.nets.inference import evaluate_boards
 from pdx_lightning.rl.module import PDXModule
 from pdx_lightning.rl.objectives import EXPLORATION_TERMS, masked_log_softmax, pdx_loss, wdl_entropy
+from pdx_lightning.rl.pdx_step import collect
 from pdx_lightning.rl.selfplay import SelfPlayConfig, SelfPlayDataset, SelfPlayError, SelfPlayNetworks
 
 torch.set_num_threads(1)
@@ -105,7 +106,7 @@ def test_temperature_wdl_source_online_takes_tau_from_the_online_wdl_and_skips_t
                              SelfPlayNetworks(ema=ema, base=base, version=lambda: 0))
         it = iter(ds)
         first = next(it)                                          # opening moves (base passes) done
-        ds.complete(first, slice(0, 6), *_outputs(online, [b.copy() for b in ds.boards]))
+        collect(ds, first, slice(0, 6), *_outputs(online, [b.copy() for b in ds.boards]))
         calls = []
         orig = ds._eval
         ds._eval = lambda name, x, mask: (calls.append(name), orig(name, x, mask))[1]
@@ -113,7 +114,7 @@ def test_temperature_wdl_source_online_takes_tau_from_the_online_wdl_and_skips_t
         boards = [b.copy() for b in ds.boards]
         logp, wdl = evaluate_boards(online, boards)
         assert_close(batch.wdl_base, evaluate_boards(base, boards)[1])   # p_base(s) rides along
-        done = ds.complete(batch, slice(0, 6), logp, wdl[:, 0] + wdl[:, 1] / 2, wdl)
+        done = collect(ds, batch, slice(0, 6), logp, wdl[:, 0] + wdl[:, 1] / 2, wdl)
         taus[source] = (batch.tau, done.tau, wdl_entropy(wdl), wdl_entropy(evaluate_boards(ema, boards)[1]))
         if source == "ema":
             assert calls == ["base", "ema", "ema"]                # base(s), ema(s), ema(s')
@@ -133,7 +134,7 @@ def test_temperature_wdl_source_needs_the_online_wdl_and_is_validated():
     batch = next(iter(ds))
     uniform = torch.log_softmax(torch.where(batch.mask, 0.0, float("-inf")), 1)
     with pytest.raises(SelfPlayError, match="needs the online WDL"):
-        ds.complete(batch, slice(0, 2), uniform, torch.zeros(2))
+        collect(ds, batch, slice(0, 2), uniform, torch.zeros(2))
     with pytest.raises(ValueError, match="temperature_wdl_source must be 'ema' or 'online'"):
         SelfPlayConfig(temperature_wdl_source="base")
     # the fixed arm ignores the source: τ ≡ 1 either way

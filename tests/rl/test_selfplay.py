@@ -1,6 +1,6 @@
 """Self-play (paper Algorithm 1, Appendix D) with three *distinct* networks, so every test below
 knows which network supplied τ(s), v(s'), p̂ and π_base: online (π_θ, its outputs handed to
-``complete``), EMA θ̄ and base π_base are random:tiny networks of different seeds whose value
+``collect``), EMA θ̄ and base π_base are random:tiny networks of different seeds whose value
 heads carry different hand-set output biases."""
 import math
 
@@ -14,6 +14,7 @@ from pdx_lightning.chess.moves import POLICY_SIZE, index_to_move, move_to_index
 from pdx_lightning.nets import load_model
 from pdx_lightning.nets.inference import evaluate_boards
 from pdx_lightning.rl.objectives import score, wdl_entropy
+from pdx_lightning.rl.pdx_step import collect
 from pdx_lightning.rl.selfplay import SelfPlayConfig, SelfPlayDataset, SelfPlayError, SelfPlayNetworks
 
 torch.set_num_threads(1)
@@ -64,7 +65,7 @@ def set_position(ds, g, board):
 
 
 def online_outputs(online, boards):
-    """What the training step hands to ``complete``: log π_θ(·|s) and v_θ(s) of the online network."""
+    """What the training step hands to ``collect``: log π_θ(·|s) and v_θ(s) of the online network."""
     logp, wdl = evaluate_boards(online, boards)
     return logp, score(wdl)
 
@@ -83,7 +84,7 @@ def test_a_batch_completed_after_the_parameters_moved_is_refused(nets):
     assert batch.version == 0
     version[0] = 1                                   # an optimizer step between begin and complete
     with pytest.raises(SelfPlayError, match="stale batch: begun at parameter version 0, completed at 1"):
-        ds.complete(batch, slice(0, 2), uniform(batch.mask), torch.zeros(2))
+        collect(ds, batch, slice(0, 2), uniform(batch.mask), torch.zeros(2))
     assert next(it).version == 1
 
 
@@ -114,7 +115,7 @@ def test_non_terminal_target_is_the_flipped_ema_wdl_at_the_successor_and_advanta
     batch = next(it)
     before = [b.copy() for b in ds.boards]
     logp, v_theta = online_outputs(nets["online"], before)
-    done = ds.complete(batch, slice(0, 6), logp, v_theta)
+    done = collect(ds, batch, slice(0, 6), logp, v_theta)
     assert not done.terminal.any()
     after = []
     for b, a in zip(before, done.action.tolist()):
@@ -148,7 +149,7 @@ def test_terminal_rows_take_the_true_result_from_the_movers_view_for_either_colo
     v_theta = torch.tensor([0.9, 0.2, 0.7, 0.4])
     successor = chess.Board(GOES_ON[0])
     successor.push_uci(GOES_ON[1])
-    done = ds.complete(batch, slice(0, 4), logp, v_theta)
+    done = collect(ds, batch, slice(0, 4), logp, v_theta)
     assert done.terminal.tolist() == [True, True, True, False]
     assert done.target[:3].tolist() == [[1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]  # mover's view
     p_next = evaluate_boards(nets["ema"], [successor])[1][0]
@@ -169,7 +170,7 @@ def test_game_reaching_the_ply_cap_is_a_draw_and_bootstrap_option_keeps_the_ema_
             b.push_uci(uci)
         set_position(ds, 0, b.copy())
         batch = next(it)
-        done = ds.complete(batch, slice(0, 1), forced(batch, ds, {0: "f3g1"}), torch.tensor([0.5]))
+        done = collect(ds, batch, slice(0, 1), forced(batch, ds, {0: "f3g1"}), torch.tensor([0.5]))
         assert done.terminal.item() is terminal
         if terminal:
             assert done.target[0].tolist() == [0.0, 1.0, 0.0]
@@ -188,7 +189,7 @@ def test_claimed_threefold_is_a_draw(nets):
         b.push_uci(uci)
     set_position(ds, 0, b)
     batch = next(it)
-    done = ds.complete(batch, slice(0, 1), forced(batch, ds, {0: "f6g8"}), torch.tensor([0.5]))
+    done = collect(ds, batch, slice(0, 1), forced(batch, ds, {0: "f6g8"}), torch.tensor([0.5]))
     assert done.terminal.item() and done.target[0].tolist() == [0.0, 1.0, 0.0]
 
 
@@ -196,7 +197,7 @@ def _play(it, ds, steps, n):
     out = []
     for _ in range(steps):
         b = next(it)
-        d = ds.complete(b, slice(0, n), uniform(b.mask), torch.zeros(n))
+        d = collect(ds, b, slice(0, n), uniform(b.mask), torch.zeros(n))
         out.append((b.tau.clone(), d.action.tolist()))
     return out
 
@@ -217,7 +218,7 @@ def test_fixed_temperature_gives_unit_tau_and_rho_one(nets):
     batch = next(it)
     assert torch.all(batch.tau == 1)
     logp = torch.log_softmax(torch.where(batch.mask, torch.randn(batch.mask.shape), float("-inf")), 1)
-    done = ds.complete(batch, slice(0, 4), logp, torch.zeros(4))
+    done = collect(ds, batch, slice(0, 4), logp, torch.zeros(4))
     assert torch.allclose(done.rho, torch.ones(4))
 
 
@@ -242,7 +243,7 @@ def test_adaptive_temperature_sharpens_and_rho_below_one_on_favoured_moves():
     mu = torch.softmax(logits / tau, 0)                    # Eq. 6 by hand
     h = lambda p: -(p[legal] * p[legal].log()).sum()       # noqa: E731
     assert h(mu) < h(pi) and mu.max() > pi.max()           # sharper
-    done = ds.complete(batch, slice(0, n), logp, torch.zeros(n))
+    done = collect(ds, batch, slice(0, n), logp, torch.zeros(n))
     a = done.action
     assert batch.mask[torch.arange(n), a].all()
     top = legal[-1]
@@ -264,7 +265,7 @@ def test_restart_policies(nets, tmp_path):
         next(it)
         set_position(ds, 0, chess.Board(WHITE_MATES[0]))
         batch = next(it)
-        ds.complete(batch, slice(0, 1), forced(batch, ds, {0: "a1a8"}), torch.zeros(1))
+        collect(ds, batch, slice(0, 1), forced(batch, ds, {0: "a1a8"}), torch.zeros(1))
         n = len(ds.boards[0].move_stack)
         if expect_len is not None:
             assert [m.uci() for m in ds.boards[0].move_stack] == ["e2e4", "e7e5", "g1f3"]

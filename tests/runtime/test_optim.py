@@ -71,3 +71,18 @@ def test_json_writer_turns_nan_and_inf_into_null_and_numpy_into_python(tmp_path,
     write_json(tmp_path / "x.json", doc)
     assert json.loads((tmp_path / "x.json").read_text()) == want
     assert "NaN" not in (tmp_path / "x.json").read_text() and "wrote" in capsys.readouterr().out
+
+
+def test_the_optimizer_arguments_have_one_help_text_in_both_modules():
+    from pdx_lightning.rl.module import PDXModule  # noqa: PLC0415
+    from pdx_lightning.runtime.optim import OPTIMIZER_ARGS_DOC  # noqa: PLC0415
+    from pdx_lightning.supervised.control import PuzzleControl  # noqa: PLC0415
+
+    rl_doc, control_doc = PDXModule.__init__.__doc__, PuzzleControl.__init__.__doc__
+    for doc in (rl_doc, control_doc):
+        assert "{optimizer_args}" not in doc
+    for line in OPTIMIZER_ARGS_DOC.format(value_head_note="").splitlines():
+        assert f"            {line}\n" in rl_doc, line
+    assert "            lr_value_head: peak learning rate of the value head (no loss reaches it: kept for " \
+           "symmetry).\n" in control_doc
+    assert "            adam_betas: AdamW (β1, β2).\n" in control_doc
