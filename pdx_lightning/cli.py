@@ -154,7 +154,7 @@ def _global_options(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
 def _user_error_types() -> tuple[type[BaseException], ...]:
     from pdx_lightning.errors import UserError  # noqa: PLC0415
     from pdx_lightning.runtime.preflight import PreflightError  # noqa: PLC0415
-    from pdx_lightning.runtime.resume import CheckpointLoadError  # noqa: PLC0415
+    from pdx_lightning.runtime.checkpoint_read import CheckpointLoadError  # noqa: PLC0415
 
     return UserError, PreflightError, CheckpointLoadError
 

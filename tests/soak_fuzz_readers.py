@@ -226,7 +226,7 @@ def _reader_call(reader: str):
         from pdx_lightning.nets import load_model
         return load_model
     if reader == "ckpt":
-        from pdx_lightning.runtime.resume import read_checkpoint
+        from pdx_lightning.runtime.checkpoint_read import read_checkpoint
         return read_checkpoint
     if reader.startswith("suite"):
         from pdx_lightning.evaluation.suite import load_suite
@@ -334,7 +334,7 @@ def bomb_table(d: Path) -> list[dict]:
                 "state_dict": {"w": torch.zeros(1).expand(50_000, 50_000)}}, d / "expanded.pt")
     measure(".pt network (10 GB expanded view, 1.6 KB file)", check, d / "expanded.pt", "load_model({p!r})",
             nets, "ModelLoadError")
-    ckpt = "from pdx_lightning.runtime.resume import read_checkpoint, CheckpointLoadError"
+    ckpt = "from pdx_lightning.runtime.checkpoint_read import read_checkpoint, CheckpointLoadError"
     measure(".ckpt checkpoint (zip bomb, 4 GiB member)", check, zip_bomb_member(d / "last.ckpt", name,
             4 * GiB - MiB, others=others), "read_checkpoint({p!r})", ckpt, "CheckpointLoadError")
     suites = "from pdx_lightning.evaluation.suite import load_suite, PuzzleFormatError"

@@ -43,6 +43,7 @@ from typing import Callable, Iterator
 import chess
 import chess.engine
 
+from pdx_lightning.atomicfile import atomic_write
 from pdx_lightning.engines.stockfish import open_engine
 
 FIELDS = ("PuzzleId", "FEN", "Moves", "Rating", "RatingDeviation", "Popularity", "NbPlays",
@@ -155,12 +156,10 @@ def rerate(engine: chess.engine.SimpleEngine, path: str | os.PathLike) -> int:
     for row in rows:
         alts = [g.split() for g in row["AltMoves"].split(ALT_SEP.strip())]
         row["Rating"] = difficulty(engine, row["FEN"], row["Moves"].split(), alts)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", newline="") as f:
+    with atomic_write(path, "w", newline="") as f:
         writer = csv.DictWriter(f, FIELDS, lineterminator="\n")
         writer.writeheader()
         writer.writerows(rows)
-    os.replace(tmp, path)
     return len(rows)
 
 
@@ -261,9 +260,8 @@ def frozen_candidates(args: argparse.Namespace, build: Callable[[], list[list[st
     """The candidate move lists of ``args.out``: read from ``<out>.candidates``, or ``build()`` and frozen."""
     path = candidates_file(args.out)
     if not path.is_file():
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text("".join(" ".join(c) + "\n" for c in build()))
-        tmp.replace(path)
+        with atomic_write(path, "w") as f:
+            f.write("".join(" ".join(c) + "\n" for c in build()))
     return [line.split() for line in path.read_text().splitlines()]
 
 

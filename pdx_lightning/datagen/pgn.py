@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +36,7 @@ import chess.pgn
 import chess.polyglot
 import numpy as np
 
+from pdx_lightning.atomicfile import atomic_write, remove_stale_temps
 from pdx_lightning.chess.moves import move_to_index
 from pdx_lightning.chess.pgn_games import HumanGame, MoveFilter, ReadStats, add_filter_arguments, read_games
 from pdx_lightning.errors import UserError
@@ -124,7 +126,8 @@ def _check_settings(out: Path, settings: dict) -> None:
             raise PgnDataError(f"{out} was made with other settings (key: (on disk, now)): {diff}; use a new --out "
                                f"directory")
     else:
-        path.write_text(json.dumps(settings, indent=1, sort_keys=True) + "\n")
+        with atomic_write(path, "w") as f:  # a kill while writing must not leave a torn settings file
+            f.write(json.dumps(settings, indent=1, sort_keys=True) + "\n")
 
 
 def _present(path: Path) -> bool:
@@ -143,13 +146,12 @@ def generate(out: str | os.PathLike, cfg: PgnDataConfig, skip_bad: bool = False)
     out.mkdir(parents=True, exist_ok=True)
     settings = cfg.to_json()
     _check_settings(out, settings)
-    for tmp in out.glob(".shard_*.npz.tmp-*"):
+    for tmp in out.glob(".shard_*.npz.tmp-*"):  # left by a killed run (atomic_write's temporary files)
         tmp.unlink()
+    remove_stale_temps(out / HELDOUT_FILE)
     read = ReadStats()
     counts = {"games_trained": 0, "games_heldout": 0, "games_no_result": 0, "games_other_time_control": 0,
               "games_no_move_kept": 0, "records": 0, "shards_made": 0, "shards_kept": 0}
-    held_tmp = out / f".{HELDOUT_FILE}.tmp-{os.getpid()}"
-    held = open(held_tmp, "w") if cfg.holdout_every else None
     pending: list = []
     n_pending = index = 0
 
@@ -163,7 +165,8 @@ def generate(out: str | os.PathLike, cfg: PgnDataConfig, skip_bad: bool = False)
             counts["shards_made"] += 1
         pending, n_pending, index = [], 0, index + 1
 
-    try:
+    with ExitStack() as stack:  # heldout.pgn appears whole once every game is read (atomic_write)
+        held = stack.enter_context(atomic_write(out / HELDOUT_FILE, "w")) if cfg.holdout_every else None
         for path in cfg.pgn:
             for game in read_games(path, skip_bad=skip_bad, stats=read, max_games=cfg.max_games):
                 if cfg.holdout_every and game.number % cfg.holdout_every == 0:
@@ -188,14 +191,6 @@ def generate(out: str | os.PathLike, cfg: PgnDataConfig, skip_bad: bool = False)
                     close_shard()
         if pending:
             close_shard()
-        if held is not None:
-            held.close()
-            os.replace(held_tmp, out / HELDOUT_FILE)
-    finally:
-        if held is not None and not held.closed:
-            held.close()
-        if held_tmp.exists():
-            held_tmp.unlink()
     return {"out": str(out), "shards": index, **counts, "games_read": read.games, "games_empty": read.empty,
             "games_skipped_bad": read.skipped, "heldout_pgn": str(out / HELDOUT_FILE) if cfg.holdout_every else None}
 

@@ -40,6 +40,7 @@ import chess.polyglot
 import numpy as np
 from tqdm import tqdm
 
+from pdx_lightning.atomicfile import atomic_write
 from pdx_lightning.supervised.shards import CorruptShard, Shard, encode_move, iter_shards, load_shard, shard_path, write_shard
 from pdx_lightning.supervised.teacher import CP_WEIGHT, Teacher, TeacherError
 
@@ -201,7 +202,8 @@ def _check_settings(out: Path, cfg: GenConfig) -> None:
             raise SettingsMismatch(f"{out} was generated with other settings (key: (on disk, now)): {diff}; "
                                    "use a new --out directory")
     else:
-        settings.write_text(json.dumps(want, indent=1, sort_keys=True) + "\n")
+        with atomic_write(settings, "w") as f:  # a kill while writing must not leave a torn settings file
+            f.write(json.dumps(want, indent=1, sort_keys=True) + "\n")
 
 
 def _scan(out: Path, n_shards: int) -> tuple[list[int], list[int], int]:

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import torch
 
+from pdx_lightning.atomicfile import atomic_write
 from pdx_lightning.nets import families  # noqa: F401  (registers every family)
 from pdx_lightning.nets import lc0
 from pdx_lightning.nets.bundled import DATA_DIR, WHEEL_NETWORKS, BundledNetworkError, resolve_bundled
@@ -114,13 +115,11 @@ def check_base_reference(ref: dict | None, name: str) -> None:
 
 def save_network(model: torch.nn.Module, path: str | os.PathLike, meta: dict | None = None) -> None:
     """Write ``model`` as a self-describing ``.pt`` (family + config + tensors + meta); atomic."""
-    path = Path(path)
-    tmp = path.with_suffix(path.suffix + ".tmp")
     record = network_record(model)
-    torch.save({"format": NETWORK_FORMAT, "family": record["family"], "config": record["config"],
-                "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
-                "meta": meta or {}}, tmp)
-    os.replace(tmp, path)
+    with atomic_write(path) as f:
+        torch.save({"format": NETWORK_FORMAT, "family": record["family"], "config": record["config"],
+                    "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+                    "meta": meta or {}}, f)
 
 
 # ---------------------------------------------------------------- loading

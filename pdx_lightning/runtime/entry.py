@@ -2,7 +2,7 @@
 
 ``pdx fit|validate`` (``PDXModule``), ``pdx pretrain`` (``DistillModule`` + ``ShardDataModule``) and the
 sweep's puzzle-tuned control (``python -m pdx_lightning.supervised.control fit``) all run through
-:func:`run_lightning`, so all get what :class:`~pdx_lightning.runtime.resume.PDXLightningCLI` adds:
+:func:`run_lightning`, so all get what :class:`~pdx_lightning.runtime.lightning_cli.PDXLightningCLI` adds:
 atomic checkpoint writes, ``weights_only`` checkpoint loading, logger-version continuity on resume,
 output preflight, and the same closing summary.
 
@@ -32,7 +32,7 @@ import lightning as L
 from lightning.pytorch.cli import LightningCLI
 from lightning.pytorch.utilities.warnings import PossibleUserWarning
 
-from pdx_lightning.runtime.resume import PDXLightningCLI
+from pdx_lightning.runtime.lightning_cli import PDXLightningCLI
 
 __all__ = ["KNOWN_MODULE_NOISE", "KNOWN_NOISE", "quiet_known_noise", "run_lightning", "run_summary",
            "tracker_line"]

@@ -7,10 +7,11 @@ from __future__ import annotations
 import json
 import math
 import os
-from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from pdx_lightning.atomicfile import atomic_write
 
 
 def json_safe(x: Any) -> Any:
@@ -38,6 +39,8 @@ def dumps(doc: Any, indent: int | None = None) -> str:
 
 def write_json(path: str | os.PathLike, doc: Any, indent: int | None = None, quiet: bool = False) -> None:
     """Write ``doc`` to ``path`` as strict JSON (:func:`dumps`); prints ``wrote PATH`` unless ``quiet``."""
-    Path(path).write_text(dumps(doc, indent))
+    text = dumps(doc, indent)  # before the file is touched: a document that fails leaves the old one
+    with atomic_write(path, "w") as f:
+        f.write(text)
     if not quiet:
         print(f"wrote {path}")

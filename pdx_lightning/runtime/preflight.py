@@ -10,7 +10,7 @@ The free-space floor defaults to ``DEFAULT_MIN_FREE`` (64 MiB), or ``$PDX_MIN_FR
 megabytes; ``pdx fit`` asks for room for two checkpoints (the atomic write keeps the
 previous one until the new one is complete). A check at the start cannot promise the
 disk stays free: a write that fails later still fails with the OS error, and checkpoint
-writes never leave a truncated file behind (:mod:`pdx_lightning.runtime.resume`).
+writes never leave a truncated file behind (:mod:`pdx_lightning.runtime.checkpoint_io`).
 """
 from __future__ import annotations
 

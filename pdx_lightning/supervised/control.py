@@ -209,7 +209,7 @@ def main(args: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     from pdx_lightning.runtime.preflight import PreflightError  # noqa: PLC0415
-    from pdx_lightning.runtime.resume import CheckpointLoadError  # noqa: PLC0415
+    from pdx_lightning.runtime.checkpoint_read import CheckpointLoadError  # noqa: PLC0415
 
     try:
         main()

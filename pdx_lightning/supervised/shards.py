@@ -43,6 +43,7 @@ from typing import Iterator, Sequence
 import chess
 import numpy as np
 
+from pdx_lightning.atomicfile import atomic_write
 from pdx_lightning.chess.moves import POLICY_SIZE
 from pdx_lightning.errors import UserError
 from pdx_lightning.safeio import GiB, env_limit, load_npz_bounded
@@ -187,22 +188,14 @@ def _validate(s: Shard) -> None:
 
 
 def write_shard(path: str | os.PathLike, shard: Shard) -> Path:
-    """Write ``shard`` atomically: a temp file in the same directory, fsync, rename."""
+    """Write ``shard`` atomically (:func:`~pdx_lightning.atomicfile.atomic_write`; its temporary file
+    ``.shard_N.npz.tmp-*`` is what the generators clear on a restart)."""
     path = Path(path)
     _validate(shard)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     arrays = {name: np.ascontiguousarray(getattr(shard, name), dtype=_DTYPES[name]) for name in _ARRAYS}
     arrays["meta"] = np.array(json.dumps({"format": FORMAT_VERSION, **shard.meta}, sort_keys=True))
-    try:
-        with open(tmp, "wb") as f:
-            np.savez_compressed(f, **arrays)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    with atomic_write(path) as f:
+        np.savez_compressed(f, **arrays)
     return path
 
 

@@ -13,7 +13,7 @@ import torch
 
 from pdx_lightning.nets import file_sha256, load_model, save_network
 from pdx_lightning.runtime.checkpoint_meta import BaseMismatchError
-from pdx_lightning.runtime.resume import CheckpointLoadError, read_checkpoint
+from pdx_lightning.runtime.checkpoint_read import CheckpointLoadError, read_checkpoint
 from pdx_lightning.supervised import control
 
 torch.set_num_threads(1)

@@ -8,9 +8,9 @@ import torch
 
 from hostile_files import MiB, baseline_peak_mb, refusal_peak_mb, zip_bomb_member
 from pdx_lightning.errors import UserError
-from pdx_lightning.runtime.resume import CheckpointLimitError, CheckpointLoadError, read_checkpoint
+from pdx_lightning.runtime.checkpoint_read import CheckpointLimitError, CheckpointLoadError, read_checkpoint
 
-IMPORTS = "from pdx_lightning.runtime.resume import read_checkpoint, CheckpointLoadError"
+IMPORTS = "from pdx_lightning.runtime.checkpoint_read import read_checkpoint, CheckpointLoadError"
 
 
 def _ckpt(path, **extra) -> None:

@@ -25,7 +25,8 @@ from pdx_lightning.runtime import preflight
 from pdx_lightning.rl.module import PDXModule, run_cli
 from pdx_lightning.nets import ModelLoadError, load_model, save_network
 from pdx_lightning.runtime.preflight import PreflightError
-from pdx_lightning.runtime.resume import AtomicCheckpointIO, CheckpointLoadError, CheckpointWriteError, read_checkpoint
+from pdx_lightning.runtime.checkpoint_io import AtomicCheckpointIO, CheckpointWriteError
+from pdx_lightning.runtime.checkpoint_read import CheckpointLoadError, read_checkpoint
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parents[2]
@@ -107,7 +108,7 @@ def test_a_failed_checkpoint_write_leaves_the_previous_file_and_no_partial(tmp_p
 
 KILL_MID_WRITE = textwrap.dedent('''
     import os, signal, sys, torch
-    from pdx_lightning.runtime.resume import AtomicCheckpointIO
+    from pdx_lightning.runtime.checkpoint_io import AtomicCheckpointIO
     path = sys.argv[1]
     io_ = AtomicCheckpointIO()
     io_.save_checkpoint({"w": torch.full((200_000,), 1.0)}, path)

@@ -20,8 +20,9 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import TensorBoardLogger
 
 from pdx_lightning import cli
-from pdx_lightning.runtime import resume
-from pdx_lightning.runtime.resume import MARKER, BundledOverwriteError, check_export_target
+from pdx_lightning.runtime import export_target, last_checkpoint
+from pdx_lightning.runtime.export_target import BundledOverwriteError, check_export_target
+from pdx_lightning.runtime.log_continuity import MARKER
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,22 +76,22 @@ def _touch(path: Path, stamp: float) -> None:
 def test_last_resolution_across_version_directories(tmp_path):
     t = time.time()
     trainer = _trainer(tmp_path)
-    assert resume._latest(trainer) == (None, [])                           # nothing yet: fresh
+    assert last_checkpoint.latest(trainer) == (None, [])                           # nothing yet: fresh
     _touch(tmp_path / "pdx" / "version_0" / "checkpoints" / "last.ckpt", t - 30)
     _touch(tmp_path / "pdx" / "version_1" / "checkpoints" / "last.ckpt", t - 20)
     _touch(tmp_path / "pdx" / "version_1" / "checkpoints" / "last-v1.ckpt", t - 10)
     latest = str(tmp_path / "pdx" / "version_1" / "checkpoints" / "last-v1.ckpt")
-    assert resume.resolve_last(trainer) == latest
+    assert last_checkpoint.resolve_last(trainer) == latest
     # a run killed before its first checkpoint (only its marker): the same command restarts it, fresh
     _touch(tmp_path / "pdx" / "version_2" / "checkpoints" / MARKER, t)
-    assert resume._latest(trainer) == (None, [7])
+    assert last_checkpoint.latest(trainer) == (None, [7])
     # a resumed run rewrites its marker at start: its checkpoint still wins within its directory
     _touch(tmp_path / "pdx" / "version_1" / "checkpoints" / MARKER, t + 10)
-    assert resume.resolve_last(trainer) == latest
+    assert last_checkpoint.resolve_last(trainer) == latest
     # an explicit dirpath is one shared directory, as before
     shared = tmp_path / "shared"
     _touch(shared / "last.ckpt", t)
-    assert resume.resolve_last(_trainer(tmp_path, str(shared))) == str(shared / "last.ckpt")
+    assert last_checkpoint.resolve_last(_trainer(tmp_path, str(shared))) == str(shared / "last.ckpt")
 
 
 # ---- item 1: validate ------------------------------------------------------------------------------
@@ -190,7 +191,7 @@ def test_default_fit_event_file_has_hparams_learning_rates_image_and_text_and_no
 def test_check_export_target_refuses_the_bundled_directory(tmp_path, monkeypatch):
     data = tmp_path / "data"
     data.mkdir()
-    monkeypatch.setattr(resume, "DATA_DIR", data)
+    monkeypatch.setattr(export_target, "DATA_DIR", data)
     for inside in (data / "base_small.pt", data / "sub" / "x.pt"):
         with pytest.raises(BundledOverwriteError, match="overwrite_bundled"):
             check_export_target(inside)
@@ -225,7 +226,7 @@ def test_pdx_pretrain_refuses_to_overwrite_a_bundled_network_before_training(tmp
     data.mkdir()
     bundled = data / "base_small.pt"
     bundled.write_bytes(b"the bundled base")
-    monkeypatch.setattr(resume, "DATA_DIR", data)
+    monkeypatch.setattr(export_target, "DATA_DIR", data)
     cfg = tmp_path / "pretrain.yaml"
     cfg.write_text(PRETRAIN_YAML.format(export=bundled, shards=ROOT / "tests" / "fixtures" / "shards_small"))
     monkeypatch.chdir(tmp_path)

@@ -30,7 +30,6 @@
 from __future__ import annotations
 
 import gzip
-import io
 import math
 import os
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ import numpy as np
 import torch
 from google.protobuf.message import DecodeError
 
+from pdx_lightning.atomicfile import atomic_write
 from pdx_lightning.nets.lc0 import schema as P
 from pdx_lightning.nets.lc0_policy import (ATTN_TO_1858, POLICY_1858, castling_to_ours, lc0_1858_moves,
                                            policy_from_1858, policy_to_1858)
@@ -119,14 +119,11 @@ def read_net(path: str | os.PathLike):
 
 
 def write_net(net, path: str | os.PathLike) -> Path:
-    """Write ``net`` gzipped to ``path`` atomically; the same net gives the same bytes (gzip mtime 0)."""
+    """Write ``net`` gzipped to ``path`` atomically; the same net gives the same bytes (gzip mtime 0, and
+    no file name in the gzip header: it would be the temporary file's)."""
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    buf = io.BytesIO()
-    with gzip.GzipFile(fileobj=buf, mode="wb", compresslevel=6, mtime=0) as gz:
+    with atomic_write(path) as f, gzip.GzipFile(filename="", fileobj=f, mode="wb", compresslevel=6, mtime=0) as gz:
         gz.write(net.SerializeToString())
-    tmp.write_bytes(buf.getvalue())
-    os.replace(tmp, path)
     return path
 
 

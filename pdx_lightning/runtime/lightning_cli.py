@@ -1,0 +1,273 @@
+"""The LightningCLI of ``pdx fit`` / ``validate`` / ``pretrain`` and the sweep's puzzle-tuned control (all
+built by :func:`pdx_lightning.runtime.entry.run_lightning`).
+
+:class:`PDXLightningCLI` is LightningCLI plus five guarantees, each in its own module:
+
+* **Atomic checkpoint files** (:mod:`~pdx_lightning.runtime.checkpoint_io`): a kill during a write
+  leaves the previous checkpoint whole.
+* **Safe loading** (:mod:`~pdx_lightning.runtime.checkpoint_read`): ``--ckpt_path`` is always loaded
+  with ``weights_only=True`` (``--weights_only false`` is refused); the checkpoint is opened
+  (memory-mapped) before the trainer starts, so a file with a pickled object, a truncated file or a
+  missing path fails at once with :class:`CheckpointLoadError` naming it.
+* **Continuous logs** (:mod:`~pdx_lightning.runtime.log_continuity`): resuming pins the loggers' versions.
+* **``--ckpt_path last`` across versioned runs** (:mod:`~pdx_lightning.runtime.last_checkpoint`).
+* **Preflight**: log, checkpoint and export locations are checked for writability and free space
+  before any work (:mod:`pdx_lightning.runtime.preflight`, :mod:`~pdx_lightning.runtime.export_target`).
+
+Command-line values win over a checkpoint's hyperparameters: LightningCLI lays the hyperparameters
+stored in ``--ckpt_path`` over the config (right for ``--config`` files: the checkpoint knows which
+base and term it was trained with), and pdx puts every ``--model.*`` flag of the command line back on
+top; validation settings (``val_*``, stored as None by older checkpoints) are never taken from a
+checkpoint. ``pdx validate`` writes no logs (no new TensorBoard version, no ``config.yaml``) unless
+``--trainer.logger`` is given on its command line.
+
+Lightning hooks used: the public ones (``parse_arguments``, ``after_instantiate_classes``,
+``instantiate_trainer``, ``before_<subcommand>``) and one private one, ``_parse_ckpt_path``; that and
+the private trainer state pdx reads are named and checked in :mod:`~pdx_lightning.runtime.lightning_internals`.
+"""
+from __future__ import annotations
+
+import re
+import sys
+import warnings
+from typing import Any
+
+import torch
+from lightning.pytorch.callbacks import ModelCheckpoint, ProgressBar
+from lightning.pytorch.cli import LightningCLI
+from lightning.pytorch.plugins.io import CheckpointIO
+
+from pdx_lightning.errors import UserError
+from pdx_lightning.runtime import lightning_internals as internals
+from pdx_lightning.runtime import preflight
+from pdx_lightning.runtime.checkpoint_io import AtomicCheckpointIO
+from pdx_lightning.runtime.checkpoint_read import CheckpointLoadError, read_checkpoint
+from pdx_lightning.runtime.export_target import check_export_target
+from pdx_lightning.runtime.fit_progress import FitProgressBar
+from pdx_lightning.runtime.last_checkpoint import latest
+from pdx_lightning.runtime.log_continuity import LogContinuity
+
+# Settings of a validation run, not of training: never taken from a checkpoint's hyperparameters
+# (checkpoints written before they left the hyperparameters store them as None).
+RUN_ONLY_HPARAMS = ("val_suite", "val_mates", "val_sample")
+
+
+class NothingToValidateError(UserError, ValueError):
+    """``pdx validate`` without anything to score."""
+
+
+class ManualClippingError(UserError, ValueError):
+    """``--trainer.gradient_clip_val`` on a module that optimizes manually (Lightning cannot clip there)."""
+
+
+def _has_checkpoint_io(plugins) -> bool:
+    items = plugins if isinstance(plugins, (list, tuple)) else [plugins]
+    return any(isinstance(p, CheckpointIO) for p in items if p is not None)
+
+
+def _checkpoint_bytes(model: torch.nn.Module) -> int:
+    """Rough size of one checkpoint: trainable weights x 4 (weights, EMA, two Adam moments) + buffers."""
+    n = sum(p.numel() * p.element_size() for p in model.parameters())
+    return 4 * n + sum(b.numel() * b.element_size() for b in model.buffers())
+
+
+class PDXLightningCLI(LightningCLI):
+    """LightningCLI with atomic checkpoints, safe and checked ``--ckpt_path``, pinned log versions,
+    versioned checkpoint directories, command-line values over checkpoint hyperparameters, log-free
+    ``validate`` and preflight."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        internals.check_lightning()  # before anything runs: the private pieces used below are all there
+        super().__init__(*args, **kwargs)
+
+    # ---- parsing ----------------------------------------------------------------------------
+    def parse_arguments(self, parser, args) -> None:
+        self._argv = [str(a) for a in (sys.argv[1:] if args is None else args)]
+        super().parse_arguments(parser, args)
+
+    def _flag_given(self, prefix: str) -> bool:
+        """Whether the command line itself (not a config file) sets ``prefix`` or a key below it."""
+        return any(a == prefix or a.startswith((prefix + ".", prefix + "=", prefix + "+"))
+                   for a in getattr(self, "_argv", ()))
+
+    def _model_flags(self) -> list[str]:
+        """Dotted ``--model.*`` keys given on the command line (``selfplay.temperature``, ...)."""
+        keys = []
+        for a in getattr(self, "_argv", ()):
+            if a.startswith("--model."):
+                key = re.split(r"[=+]", a[len("--model."):], maxsplit=1)[0]
+                if key and not key.endswith(".help"):
+                    keys.append(key)
+        return keys
+
+    def _parse_ckpt_path(self) -> None:  # private hook: lightning_internals.PRIVATE_USES
+        """Lay the checkpoint's hyperparameters over the config (as LightningCLI does), then the command
+        line's ``--model.*`` values over those; ``val_*`` never come from a checkpoint.
+
+        The file is opened with :func:`read_checkpoint` first: LightningCLI would surface a refused
+        payload as a raw UnpicklingError and skip a missing file silently."""
+        sub = self.config.get("subcommand")
+        ckpt = self.config[sub].get("ckpt_path") if sub else None
+        if not ckpt or ckpt in ("last", "best", "hpc"):
+            return
+        hparams = dict(read_checkpoint(ckpt).get("hyper_parameters") or {})
+        hparams.pop("_instantiator", None)
+        for key in RUN_ONLY_HPARAMS:
+            hparams.pop(key, None)
+        if not hparams:
+            return
+        if self._flag_given("--model") and not self._model_flags():  # a whole --model given: it wins
+            return
+        for key in self._model_flags():  # the command line's value, where the checkpoint has the key
+            parts, node = key.split("."), hparams
+            for depth, part in enumerate(parts):
+                if part not in node:
+                    break
+                # the flag's own key, or a non-dict value above it: take the command line's value there
+                if depth == len(parts) - 1 or not isinstance(node[part], dict):
+                    value = self.config[sub].get("model." + ".".join(parts[:depth + 1]))
+                    node[part] = value.as_dict() if hasattr(value, "as_dict") else value
+                    break
+                node = node[part]
+        if "_class_path" in hparams:
+            hparams = {"class_path": hparams.pop("_class_path"), "dict_kwargs": hparams}
+        try:
+            self.config = self.parser.parse_object({sub: {"model": hparams}}, self.config)
+        except SystemExit:
+            sys.stderr.write("Parsing of ckpt_path hyperparameters failed!\n")
+            raise
+
+    def after_instantiate_classes(self) -> None:
+        """Drop LightningCLI's internal ``_instantiator`` from the module's hyperparameters: it would be
+        logged (hparams.yaml) and saved like a setting; pdx's modules load from a checkpoint without it."""
+        internals.drop_hparam(self.model, "_instantiator")
+        super().after_instantiate_classes()
+
+    # ---- trainer ----------------------------------------------------------------------------
+    def _logs_off(self) -> bool:
+        """``validate`` writes no logs unless ``--trainer.logger`` is on its command line."""
+        return self.subcommand == "validate" and not self._flag_given("--trainer.logger")
+
+    def instantiate_trainer(self, **kwargs: Any):
+        config = self.config_init[self.subcommand] if self.subcommand else self.config_init
+        trainer_cfg = config.get("trainer") or {}
+        plugins = trainer_cfg.get("plugins")
+        if not _has_checkpoint_io(plugins):
+            items = list(plugins) if isinstance(plugins, (list, tuple)) else ([plugins] if plugins else [])
+            kwargs["plugins"] = [*items, AtomicCheckpointIO()]
+        if self._logs_off():
+            self.save_config_callback = None  # it would write config.yaml into the cwd (no log dir)
+        callbacks = trainer_cfg.get("callbacks")
+        callbacks = (list(callbacks) if isinstance(callbacks, (list, tuple))
+                     else [callbacks] if callbacks else [])
+        if trainer_cfg.get("enable_progress_bar", True) is not False and \
+                not any(isinstance(cb, ProgressBar) for cb in callbacks):
+            # steps out of max_steps, ETA, transitions/s (Lightning's default counts an epoch's batches)
+            kwargs["callbacks"] = [*callbacks, FitProgressBar()]
+        trainer = super().instantiate_trainer(**kwargs)
+        if not any(isinstance(cb, LogContinuity) for cb in trainer.callbacks):
+            trainer.callbacks.append(LogContinuity())
+        return trainer
+
+    def _load_safely(self, subcommand: str) -> None:
+        """``weights_only=True`` for the subcommand's checkpoint load; ``--weights_only false`` refused.
+
+        Set in ``config_init``, which LightningCLI turns into the subcommand's arguments after the
+        ``before_<subcommand>`` hook (the public route; no override of how it builds them)."""
+        args = self.config_init[subcommand]
+        if "weights_only" in args:
+            if args["weights_only"] is False:
+                raise CheckpointLoadError("pdx loads checkpoints with weights_only=True only; "
+                                          "--weights_only false would execute pickled code from the "
+                                          "checkpoint file")
+            args["weights_only"] = True
+
+    def _prepare(self, subcommand: str) -> None:
+        self._load_safely(subcommand)
+        trainer, model = self.trainer, self.model
+        ckpt = self.config_init[subcommand].get("ckpt_path")
+        if ckpt == "last":  # resolved here, across the runs' version directories (None: a fresh run)
+            path, versions = latest(trainer)
+            self.config_init[subcommand]["ckpt_path"] = path
+            if path is None and trainer.is_global_zero:
+                print("--ckpt_path last: no last checkpoint yet, starting a fresh run", flush=True)
+        else:
+            path, versions = (None if ckpt in (None, "best", "hpc") else ckpt), []
+        if path is not None:
+            blob = read_checkpoint(path)
+            states = blob.get("callbacks") or {}
+            versions = (states.get(LogContinuity.__qualname__) or {}).get("versions") or []
+            if subcommand == "validate" and self._logs_off():
+                # validate saves nothing: point dirpath-less ModelCheckpoints at the directory they had, so
+                # restoring their state neither warns "dirpath has changed" nor needs a log directory
+                for cb in trainer.checkpoint_callbacks:
+                    saved = states.get(getattr(cb, "state_key", None)) or {}
+                    if isinstance(cb, ModelCheckpoint) and cb.dirpath is None and saved.get("dirpath"):
+                        cb.dirpath = saved["dirpath"]
+            del blob, states
+        for lg, v in zip(trainer.loggers, versions):
+            internals.pin_logger_version(lg, v)  # same run directory: TensorBoard curves and checkpoints continue
+        if subcommand == "fit" and path is not None:  # resuming: its checkpoint dir has files
+            warnings.filterwarnings("ignore", message=r"Checkpoint directory .* exists and is not empty",
+                                    category=UserWarning)
+        if subcommand == "validate":
+            self._check_something_to_validate()
+            if self._logs_off():
+                trainer.logger = None
+        if not trainer.is_global_zero:
+            return
+        need = 2 * _checkpoint_bytes(model) + preflight.min_free_default()
+        for lg in trainer.loggers:
+            root = getattr(lg, "root_dir", None) or getattr(lg, "save_dir", None)
+            if root:
+                preflight.check_dir(root, what=f"log directory of {type(lg).__name__}",
+                                    min_free=need if subcommand == "fit" else None)
+        if subcommand == "fit":
+            for cb in trainer.checkpoint_callbacks:
+                if isinstance(cb, ModelCheckpoint) and cb.dirpath:
+                    preflight.check_dir(cb.dirpath, what="checkpoint directory", min_free=need)
+            if not trainer.loggers:
+                preflight.check_dir(trainer.default_root_dir, what="default_root_dir", min_free=need)
+            hp = getattr(model, "hparams", {})
+            export = hp.get("export") if hasattr(hp, "get") else None
+            if export:
+                check_export_target(export, bool(hp.get("overwrite_bundled", False)))
+                preflight.check_file(export, what="export file (--model.export)")
+
+    def _check_clipping(self) -> None:
+        """Lightning refuses ``gradient_clip_val`` under manual optimization with a traceback that does
+        not say what to use instead; say it in one line (a module clipping itself names its option)."""
+        clip = self.trainer.gradient_clip_val
+        if clip and not self.model.automatic_optimization:
+            hp = getattr(self.model, "hparams", {})
+            own = (f"; clip with --model.grad_clip_norm {clip} instead"
+                   if hasattr(hp, "get") and "grad_clip_norm" in hp else "")
+            raise ManualClippingError(f"--trainer.gradient_clip_val {clip}: Lightning cannot clip gradients of "
+                                      f"{type(self.model).__name__}, which optimizes manually{own}")
+
+    def _check_something_to_validate(self) -> None:
+        """A model whose own validation data is empty (``pdx validate`` without a suite) is a user
+        mistake: say so instead of Lightning's "Total length of `list` across ranks is zero"."""
+        if self.datamodule is not None or not hasattr(self.model, "val_dataloader"):
+            return
+        try:
+            loaders = self.model.val_dataloader()
+        except Exception:  # noqa: BLE001  (needs a trainer or data: Lightning will say what is wrong)
+            return
+        if isinstance(loaders, (list, tuple)) and not loaders:
+            raise NothingToValidateError(
+                "nothing to validate: give the puzzle suites to score, e.g. --model.val_suite "
+                "data/tactics.csv and/or --model.val_mates+=data/mates_in_1.csv")
+
+    def before_fit(self) -> None:
+        self._check_clipping()
+        self._prepare("fit")
+
+    def before_validate(self) -> None:
+        self._prepare("validate")
+
+    def before_test(self) -> None:
+        self._load_safely("test")
+
+    def before_predict(self) -> None:
+        self._load_safely("predict")
