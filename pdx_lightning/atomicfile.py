@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Iterator
 
-__all__ = ["atomic_write", "remove_stale_temps", "temp_prefix"]
+__all__ = ["atomic_write", "atomic_write_text", "remove_stale_temps", "temp_prefix"]
 
 
 def temp_prefix(path: str | os.PathLike, tag: str = "tmp") -> str:
@@ -106,3 +106,9 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb", *, tag: str = "tmp",
             pass
         raise
     fsync_dir(path.parent)
+
+
+def atomic_write_text(path: str | os.PathLike, text: str, *, encoding: str = "utf-8") -> None:
+    """``Path(path).write_text(text)`` through :func:`atomic_write` (records, reports, configs)."""
+    with atomic_write(path, "w", encoding=encoding) as f:
+        f.write(text)

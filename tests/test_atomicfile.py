@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from pdx_lightning.atomicfile import atomic_write, remove_stale_temps, temp_prefix
+from pdx_lightning.atomicfile import atomic_write, atomic_write_text, remove_stale_temps, temp_prefix
 
 
 def test_writes_the_new_content_and_leaves_only_the_target(tmp_path):
@@ -120,3 +120,30 @@ def test_kill_9_mid_write_keeps_the_old_file(tmp_path):
     assert len(left) == 1 and left[0].name.startswith(".a.bin.tmp-")
     assert remove_stale_temps(target) == left and sorted(os.listdir(tmp_path)) == ["a.bin"]
 
+
+
+def test_atomic_write_text_replaces_as_write_text_does(tmp_path):
+    target = tmp_path / "sub" / "report.md"
+    atomic_write_text(target, "ünïcode\n")
+    assert target.read_bytes() == "ünïcode\n".encode()
+    atomic_write_text(target, "second")
+    assert target.read_text() == "second"
+    assert sorted(p.name for p in target.parent.iterdir()) == ["report.md"]
+
+
+def test_every_replacing_writer_goes_through_atomic_write():
+    """No module replaces a file with ``Path.write_text``/``write_bytes`` or a hand-made temp + rename
+    (append-only streams, e.g. PGN and CSV logs, open files themselves and are not replacements)."""
+    import pathlib
+    import re
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    offenders = []
+    for path in [*(root / "pdx_lightning").rglob("*.py"), *(root / "callbacks").rglob("*.py")]:
+        if path.name == "atomicfile.py":
+            continue
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            code = line.split("#", 1)[0]
+            if re.search(r"\.write_text\(|\.write_bytes\(|os\.replace\(|os\.rename\(", code):
+                offenders.append(f"{path.relative_to(root)}:{n}: {line.strip()}")
+    assert offenders == []

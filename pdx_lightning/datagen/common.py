@@ -43,7 +43,7 @@ from typing import Callable, Iterator
 import chess
 import chess.engine
 
-from pdx_lightning.atomicfile import atomic_write
+from pdx_lightning.atomicfile import atomic_write, atomic_write_text
 from pdx_lightning.engines.stockfish import open_engine
 
 FIELDS = ("PuzzleId", "FEN", "Moves", "Rating", "RatingDeviation", "Popularity", "NbPlays",
@@ -206,8 +206,7 @@ class SuiteWriter:
         if self.path.exists() and self.path.stat().st_size > 0:
             self._load()
         else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.path.write_text(",".join(FIELDS) + "\n")
+            atomic_write_text(self.path, ",".join(FIELDS) + "\n")  # a crash leaves no header-less file
         self._file = open(self.path, "a", newline="")
 
     def _load(self) -> None:

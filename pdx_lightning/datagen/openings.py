@@ -39,6 +39,7 @@ import chess
 import chess.engine
 
 # the reader, re-exported for the tools and tests that import it from here
+from pdx_lightning.atomicfile import atomic_write_text
 from pdx_lightning.chess.openings import (DEFAULT_SUITE, Opening, OpeningFormatError,  # noqa: F401
                                           load_openings, parse_opening)  # noqa: F401
 from pdx_lightning.engines.stockfish import open_engine
@@ -58,7 +59,7 @@ def write_epd(openings: list[Opening], path: str | Path, nodes: int | None = Non
         if nodes:
             ops["acn"] = int(nodes)
         lines.append(o.board.epd(**ops))
-    Path(path).write_text("\n".join(lines) + "\n")
+    atomic_write_text(path, "\n".join(lines) + "\n")
 
 
 def _cp(info: dict) -> int:

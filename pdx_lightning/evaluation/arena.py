@@ -25,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from pdx_lightning.atomicfile import atomic_write_text
 from pdx_lightning.chess.openings import DEFAULT_SUITE, Opening, load_openings
 from pdx_lightning.evaluation import elo, match
 from pdx_lightning.evaluation.arena_game import MAX_PLIES, ArenaError, Game, to_pgn
@@ -162,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
         write_json(args.json, report, indent=1, quiet=True)
     md = report["markdown"]
     if args.md:
-        Path(args.md).write_text(md)
+        atomic_write_text(args.md, md)
     print(md)
     return 0
 

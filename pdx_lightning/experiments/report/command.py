@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from pdx_lightning.atomicfile import atomic_write, atomic_write_text
 from pdx_lightning.experiments.report import figures, real, seeds
 from pdx_lightning.experiments.report.recovery import recovery
 from pdx_lightning.experiments.report.runs import NM, Runs, load_runs
@@ -83,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     runs = load_runs(args.runs)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "report.md").write_text(render(runs, out))
+    atomic_write_text(out / "report.md", render(runs, out))
     print(f"wrote {out / 'report.md'}")
     if getattr(args, "archive", None):
         n = write_archive(Path(args.runs), Path(args.archive))
@@ -114,8 +115,7 @@ def write_archive(root: Path, path: Path) -> int:
     members = sorted([(f"./{f.relative_to(root).as_posix()}", f) for f in files
                       if f.relative_to(root).as_posix() != ENVIRONMENT_FILE]
                      + [(f"./{ENVIRONMENT_FILE}", blob)])  # this archive's, over one packed from runs/
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(path, "w:xz") as tar:
+    with atomic_write(path) as f, tarfile.open(fileobj=f, mode="w:xz") as tar:
         for name, source in members:
             if isinstance(source, bytes):
                 info = clean(tarfile.TarInfo(name))

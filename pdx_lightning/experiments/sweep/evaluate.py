@@ -23,6 +23,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+from pdx_lightning.atomicfile import atomic_write_text
 from pdx_lightning.experiments.sweep.config import Cell, SweepConfig
 from pdx_lightning.experiments.sweep.train import train_cell, train_seconds
 from pdx_lightning.runtime.environment import environment
@@ -68,7 +69,7 @@ class Evaluator:
             self._base = self._score(self.cfg.base)
             path = self.out / "base" / "eval.json"
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(self._doc(self.cfg.base, self._base, None)))
+            atomic_write_text(path, json.dumps(self._doc(self.cfg.base, self._base, None)))
         return self._base
 
     def evaluate(self, name: str) -> dict:
@@ -160,7 +161,7 @@ def run_cell(cfg: SweepConfig, cell: Cell, out: Path, fit_args: list[str], ev: E
     train_s = train_seconds(cell_dir)  # also when another process (--train-only) trained it
     t0 = time.perf_counter()
     doc = ev.evaluate(str(final))
-    (cell_dir / "eval.json").write_text(json.dumps(doc))
+    atomic_write_text(cell_dir / "eval.json", json.dumps(doc))
     train = final_train_metrics(cell_dir)
     hparams = {"kind": cell.kind, "term": cell.term or "control", "temperature": cell.temperature or "-",
                "beta": cell.beta, "steps": cfg.steps, "games": cfg.games, "seed": cell.seed, "base": cfg.base}
@@ -172,7 +173,7 @@ def run_cell(cfg: SweepConfig, cell: Cell, out: Path, fit_args: list[str], ev: E
               "eval": "eval.json",
               "seconds": {"train": train_s, "eval": time.perf_counter() - t0},
               "environment": environment()}  # the versions it was scored with (python, torch, lightning, ...)
-    (cell_dir / "result.json").write_text(json.dumps(result, indent=1))
+    atomic_write_text(cell_dir / "result.json", json.dumps(result, indent=1))
     acc = metrics.get("final/selection/acc", float("nan"))
     print(f"[sweep] {cell.name}: selection acc {acc:.4f}", flush=True)
     return result

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from pathlib import Path
 
+from pdx_lightning.atomicfile import atomic_write_text
 from pdx_lightning.experiments.report.runs import load_runs
 from pdx_lightning.experiments.report.tables import table6
 from pdx_lightning.experiments.sweep.config import Cell, SweepConfig
@@ -59,5 +60,5 @@ def finish(cfg: SweepConfig, out: Path, cells: list[Cell], stages: bool = True) 
         run_stages(cfg, out, doc)
     doc["files"] = {n: f"{n}.json" for n in STAGE_FILES if (out / f"{n}.json").is_file()}
     write_json(out / "sweep.json", doc, indent=1, quiet=True)
-    (out / "table6.md").write_text(table6(load_runs(out)) + "\n")
+    atomic_write_text(out / "table6.md", table6(load_runs(out)) + "\n")
     return doc

@@ -19,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+from pdx_lightning.atomicfile import atomic_write_text
 from pdx_lightning.experiments.sweep.config import Cell, SweepConfig, eval_suites
 
 
@@ -128,14 +129,14 @@ def train_cell(cfg: SweepConfig, cell: Cell, cell_dir: Path, fit_args: list[str]
 
     t0 = time.perf_counter()
     cell_dir.mkdir(parents=True, exist_ok=True)
-    (cell_dir / "fit.yaml").write_text(yaml.safe_dump(fit_config(cfg, cell, cell_dir, fit_args),
+    atomic_write_text(cell_dir / "fit.yaml", yaml.safe_dump(fit_config(cfg, cell, cell_dir, fit_args),
                                                         sort_keys=False))
     cmd = fit_command(cell, cell_dir, fit_args)
     what = "resume" if "--ckpt_path" in cmd else "train"
     print(f"[sweep] {cell.name}: {what} ({cfg.steps} steps)", flush=True)
     rc = launch(cmd, cell_dir / "fit.log")
     seconds = time.perf_counter() - t0 + train_seconds(cell_dir)  # summed over the cell's (resumed) launches
-    (cell_dir / "train.json").write_text(json.dumps({"seconds": seconds}))
+    atomic_write_text(cell_dir / "train.json", json.dumps({"seconds": seconds}))
     if rc != 0 or not (cell_dir / "checkpoints" / "final.ckpt").is_file():
         log = cell_dir / "fit.log"
         tail = "".join(log.read_text().splitlines(True)[-25:]) if log.is_file() else "(no log)\n"
