@@ -29,17 +29,17 @@ PDX = [sys.executable, "-m", "pdx_lightning.cli"]
 FIX_SHARDS = ROOT / "tests" / "fixtures" / "shards_small"
 DATA = ROOT / "data"
 
-FIT = ["fit", "--config", str(ROOT / "conf" / "small.yaml"), "--trainer.max_steps", "4",
+FIT = ["fit", "--config", str(ROOT / "conf" / "fit" / "small.yaml"), "--trainer.max_steps", "4",
        "--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false",
        "--model.selfplay.n_games", "64", "--model.selfplay.micro_batch", "64", "--model.warmup_steps", "1",
        "--model.selfplay.opening_max_moves", "4"]
 COMMANDS: dict[str, list[str]] = {
     "fit": FIT,
-    "pretrain": ["pretrain", "--config", str(ROOT / "conf" / "pretrain.yaml"), "--data.shards", str(FIX_SHARDS),
+    "pretrain": ["pretrain", "--config", str(ROOT / "conf" / "pretrain" / "small.yaml"), "--data.shards", str(FIX_SHARDS),
                  "--data.batch_size", "64", "--trainer.max_steps", "6", "--trainer.val_check_interval", "6",
                  "--model.warmup_steps", "1", "--trainer.enable_progress_bar", "false",
                  "--trainer.enable_model_summary", "false"],
-    "validate": ["validate", "--config", str(ROOT / "conf" / "small.yaml"), "--ckpt_path", "{ckpt}",
+    "validate": ["validate", "--config", str(ROOT / "conf" / "fit" / "small.yaml"), "--ckpt_path", "{ckpt}",
                  "--model.val_suite", str(DATA / "tactics.csv"), "--model.val_mates+=" + str(DATA / "mates_in_1.csv"),
                  "--trainer.enable_progress_bar", "false"],
     "eval puzzles": ["eval", "puzzles", "--model", "base:small", "--suite", str(DATA / "tactics.csv"),
@@ -63,7 +63,7 @@ def sweep_config(work: Path) -> Path:
 
     path = work / "sweep.yaml"
     path.write_text(yaml.safe_dump({
-        "out": str(work / "sweep_out"), "base": "base:small", "fit_config": str(ROOT / "conf" / "small.yaml"),
+        "out": str(work / "sweep_out"), "base": "base:small", "fit_config": str(ROOT / "conf" / "fit" / "small.yaml"),
         "steps": 3, "games": 32, "terms": ["forward_kl"], "temperatures": ["adaptive"], "betas": [0.01],
         "model": {"warmup_steps": 1}, "selfplay": {"micro_batch": 32, "opening_max_moves": 4},
         "eval": {"selection": str(DATA / "mates_in_1.csv")}}))

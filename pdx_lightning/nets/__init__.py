@@ -3,6 +3,7 @@
 * ``seam.py``: ``NetOutput``, the ``Network``/``NetConfig`` protocols, the family registry and
   ``build_network`` (a stored network, checked before anything is allocated);
 * ``families.py``: the registered families; ``chessformer.py``: the Chessformer and its presets;
+  ``resnet.py``: the classic family (Lc0's residual towers, SE included: Maia);
 * ``files.py``: model names (``base:``, ``random:``, ``.pt``, ``.ckpt``, ``.pb.gz``), ``load_model``,
   ``save_network`` and what checkpoints record (``network_record``, ``base_reference``);
 * ``bundled.py``: the ``base:<name>`` files; ``inference.py``: batched masked evaluation;

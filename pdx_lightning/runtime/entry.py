@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import warnings
 from typing import Any, Sequence
 
@@ -33,6 +34,7 @@ from lightning.pytorch.cli import LightningCLI
 from lightning.pytorch.utilities.warnings import PossibleUserWarning
 
 from pdx_lightning.runtime.lightning_cli import PDXLightningCLI
+from pdx_lightning.runtime.moved_configs import check_config_args
 
 __all__ = ["KNOWN_MODULE_NOISE", "KNOWN_NOISE", "quiet_known_noise", "run_lightning", "run_summary",
            "tracker_line"]
@@ -85,7 +87,9 @@ def run_lightning(model_class: type[L.LightningModule], args: Sequence[str] | No
     """Parse ``args`` (``[subcommand, --flags...]``; None: ``sys.argv``) with :class:`PDXLightningCLI`
     on ``model_class`` (and ``datamodule_class``), run the subcommand, print the closing summary.
 
-    ``trainer_defaults`` are the command's Trainer defaults (a config file or flag overrides them)."""
+    ``trainer_defaults`` are the command's Trainer defaults (a config file or flag overrides them).
+    A ``--config`` naming a moved shipped config fails first, with its new path (:mod:`.moved_configs`)."""
+    check_config_args(sys.argv[1:] if args is None else list(args))
     quiet_known_noise()
     cli = PDXLightningCLI(model_class, datamodule_class, args=None if args is None else list(args),
                           save_config_kwargs={"overwrite": True},

@@ -22,7 +22,7 @@ Standalone::
 
     python -m pdx_lightning.supervised.control fit --model.pool '[data/puzzle_pool.csv]' \\
         --model.exclude '[{path: [data/tactics.csv]}, {path: [data/mates_in_1.csv]}]' --trainer.max_steps 150
-    pdx sweep --config conf/sweep.yaml --control-only      # the sweep's control cell alone
+    pdx sweep --config conf/sweep/cpu.yaml --control-only  # the sweep's control cell alone
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Supervised search distillation of a base network from Stockfish-labelled shards.
 
-``pdx pretrain --config conf/pretrain.yaml`` = LightningCLI ``fit`` on
+``pdx pretrain --config conf/pretrain/small.yaml`` = LightningCLI ``fit`` on
 :class:`DistillModule` + :class:`ShardDataModule`. The policy head is fit by
 cross-entropy to the teacher's MultiPV target (softmax of expected scores at
 temperature T, :mod:`pdx_lightning.supervised.teacher`) over the legal moves — the

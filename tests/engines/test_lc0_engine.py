@@ -1,7 +1,7 @@
 """The real ``lc0`` engine plays pdx's Lc0 files as pdx plays them (issue 14, "Must show").
 
 A Maia-1900 written back by ``pdx export lc0`` and a Maia-1900 fine-tuned by ``pdx fit --config
-conf/maia.yaml`` (a few steps) then exported both load in the real Lc0 UCI engine
+conf/fit/maia.yaml`` (a few steps) then exported both load in the real Lc0 UCI engine
 (``lc0 --weights=F --backend=eigen --threads=1``) and, at ``go nodes 1`` (no search: the policy's
 argmax), play the same move as ``pdx uci --model F`` in every tested position: 60 positions from
 seeded random games (half of them starting from the opening suite's lines), sent with their whole
@@ -86,11 +86,11 @@ def _pdx_cmd(*args: str) -> list[str]:
 @pytest.fixture(scope="module")
 def files(tmp_path_factory) -> dict[str, Path]:
     """``maia``: Maia-1900 exported by pdx; ``tuned``: Maia-1900 after a 3-step ``pdx fit --config
-    conf/maia.yaml`` (rates raised so 3 steps move it), its online weights exported."""
+    conf/fit/maia.yaml`` (rates raised so 3 steps move it), its online weights exported."""
     work = tmp_path_factory.mktemp("lc0_files")
     maia, tuned = work / "maia-pdx.pb.gz", work / "maia-tuned.pb.gz"
     assert cli.main(["export", "lc0", "--model", "base:maia-1900", "--out", str(maia)]) == 0
-    fit = ["fit", "--config", str(ROOT / "conf" / "maia.yaml"), "--trainer.max_steps", "3",
+    fit = ["fit", "--config", str(ROOT / "conf" / "fit" / "maia.yaml"), "--trainer.max_steps", "3",
            "--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false",
            "--model.selfplay.n_games", "8", "--model.selfplay.micro_batch", "8",
            "--model.selfplay.opening_max_moves", "4", "--model.selfplay.max_plies", "40",

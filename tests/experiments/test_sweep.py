@@ -204,6 +204,24 @@ def test_the_lock_works_on_a_file_system_without_hard_links(tmp_path, monkeypatc
     assert [p.name for p in out.iterdir()] == ["config.lock.json"]
 
 
+def test_a_directory_locked_with_an_old_config_path_accepts_the_moved_config_and_nothing_else(tmp_path):
+    """conf/ grouped by kind (issue 27): runs/sweep_maia was locked with ``fit_config: conf/maia.yaml``; the
+    same sweep naming ``conf/fit/maia.yaml`` continues there, another fit config is still refused."""
+    from dataclasses import replace
+
+    maia = load_config(Path(__file__).parents[2] / "conf" / "sweep" / "maia.yaml")
+    assert maia.fit_config == "conf/fit/maia.yaml"
+    out = tmp_path / "out"
+    out.mkdir()
+    lock.check_lock(replace(maia, fit_config="conf/maia.yaml"), out)   # the lock as the flat conf/ wrote it
+    recorded = (out / lock.LOCK_FILE).read_text()
+    lock.check_lock(maia, out)
+    assert (out / lock.LOCK_FILE).read_text() == recorded and '"conf/maia.yaml"' in recorded
+    for other in ("conf/fit/pdx.yaml", "conf/pdx.yaml", "mine/maia.yaml"):
+        with pytest.raises(SweepConfigError, match=rf"fit_config: 'conf/maia.yaml' -> '{other}'"):
+            lock.check_lock(replace(maia, fit_config=other), out)
+
+
 @pytest.mark.parametrize("over, message", [
     ({"betas": [0.01], "bogus": 1, "bogus2": 2}, r"sweep.yaml: unknown key\(s\) \['bogus', 'bogus2'\]; valid keys: eval, "),
     ({"eval": {"selection": SAMPLE, "hrad": SAMPLE}}, r"eval: unknown key\(s\) \['hrad'\]; valid keys: selection"),
@@ -413,7 +431,7 @@ def test_only_selects_cells_by_name(tmp_path, capsys):
 
 
 def test_the_cells_key_picks_cells_of_the_grid_and_keeps_the_control(tmp_path, capsys):
-    """conf/sweep_maia.yaml's shape: a grid, then name globs choosing cells of it (plan order)."""
+    """conf/sweep/maia.yaml's shape: a grid, then name globs choosing cells of it (plan order)."""
     cfg = write_config(tmp_path, terms=["none", "entropy", "forward_kl"], temperatures=["adaptive", "fixed"],
                        betas=[1e-3, 1e-2], cells=["forward_kl-adaptive-*", "*-b0.01", "none-fixed"],
                        control={"enabled": True, "pool": [POOL]})
@@ -424,7 +442,7 @@ def test_the_cells_key_picks_cells_of_the_grid_and_keeps_the_control(tmp_path, c
 
 
 def test_the_shipped_maia_sweep_plans_the_issue_cells():
-    cfg = load_config(Path(__file__).parents[2] / "conf" / "sweep_maia.yaml")
+    cfg = load_config(Path(__file__).parents[2] / "conf" / "sweep" / "maia.yaml")
     assert [c.name for c in plan(cfg)] == [
         "none-adaptive", "entropy-adaptive-b0.01", "reverse_kl-adaptive-b0.01", "forward_kl-adaptive-b0.001",
         "forward_kl-adaptive-b0.01", "forward_kl-adaptive-b0.1", "forward_kl-fixed-b0.01", "control"]
@@ -432,15 +450,15 @@ def test_the_shipped_maia_sweep_plans_the_issue_cells():
 
 
 def test_the_distilled_maia_sweep_plans_the_four_arms_on_the_recipe_output():
-    """conf/sweep_maia_distilled.yaml fine-tunes what conf/pretrain_maia.yaml exports, with the Maia sweep's
+    """conf/sweep/maia_distilled.yaml fine-tunes what conf/pretrain/maia.yaml exports, with the Maia sweep's
     fit recipe, budget and suites (the two comparisons differ only in the base)."""
     import yaml
 
     conf = Path(__file__).parents[2] / "conf"
-    cfg, maia = load_config(conf / "sweep_maia_distilled.yaml"), load_config(conf / "sweep_maia.yaml")
+    cfg, maia = load_config(conf / "sweep" / "maia_distilled.yaml"), load_config(conf / "sweep" / "maia.yaml")
     assert [c.name for c in plan(cfg)] == [
         "none-adaptive", "entropy-adaptive-b0.01", "reverse_kl-adaptive-b0.01", "forward_kl-adaptive-b0.01"]
-    assert cfg.base == yaml.safe_load((conf / "pretrain_maia.yaml").read_text())["model"]["export"]
+    assert cfg.base == yaml.safe_load((conf / "pretrain" / "maia.yaml").read_text())["model"]["export"]
     assert (cfg.steps, cfg.games, cfg.fit_config, cfg.eval) == (maia.steps, maia.games, maia.fit_config, maia.eval)
 
 

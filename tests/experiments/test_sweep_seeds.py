@@ -1,4 +1,4 @@
-"""conf/sweep_maia_seeds.yaml (issue 31): three seeds of the four arms in sweep_maia's directory, the real
+"""conf/sweep/maia_seeds.yaml (issue 31): three seeds of the four arms in sweep_maia's directory, the real
 Lichess puzzles as score-only suites outside the lock, and an opening suite for 1,000 games per cell."""
 from dataclasses import replace
 from pathlib import Path
@@ -17,7 +17,7 @@ REAL = [str(ROOT / "data" / "lichess" / f) for f in ("puzzles_random_2k.csv", "p
 
 
 def test_the_seeds_sweep_plans_twelve_cells_with_the_maia_sweeps_locked_settings(tmp_path):
-    cfg, maia = load_config(CONF / "sweep_maia_seeds.yaml"), load_config(CONF / "sweep_maia.yaml")
+    cfg, maia = load_config(CONF / "sweep" / "maia_seeds.yaml"), load_config(CONF / "sweep" / "maia.yaml")
     arms = ["none-adaptive", "entropy-adaptive-b0.01", "reverse_kl-adaptive-b0.01", "forward_kl-adaptive-b0.01"]
     cells = plan(cfg)
     assert [(c.name, c.seed) for c in cells] == [
@@ -39,7 +39,7 @@ def test_the_seeds_sweep_plans_twelve_cells_with_the_maia_sweeps_locked_settings
 
 
 def test_the_real_roles_are_outside_the_lock_and_every_other_suite_change_is_refused(tmp_path):
-    maia = load_config(CONF / "sweep_maia.yaml")
+    maia = load_config(CONF / "sweep" / "maia.yaml")
     out = tmp_path / "runs"
     out.mkdir()
     lock.check_lock(maia, out)
@@ -67,7 +67,7 @@ def test_the_shipped_real_puzzles_load_whole_and_share_nothing_with_the_control_
     suites = [load_suite([p]) for p in REAL]
     assert [len(s) for s in suites] == [1986, 2970] and [s.n_bad for s in suites] == [0, 0]
     assert len(load_suite(REAL, rating_min=2000)) == 854
-    maia = load_config(CONF / "sweep_maia_seeds.yaml")
+    maia = load_config(CONF / "sweep" / "maia_seeds.yaml")
     pool = load_suite([str(ROOT / p) for p in maia.control.pool]).puzzles
     assert len(pool) == 900 and overlap(pool, [p for s in suites for p in s.puzzles]) == []
 

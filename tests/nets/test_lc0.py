@@ -352,7 +352,8 @@ def test_the_format_layer_detects_the_body_and_the_declared_formats(tmp_path):
 
 
 def test_a_mapping_for_another_body_plugs_into_load_lc0(tmp_path, monkeypatch):
-    """The residual-tower refusal goes through the dispatch point a second family plugs into."""
+    """Residual towers are read through the dispatch point another mapping plugs into (a file the classic
+    mapping cannot hold is refused there; a stand-in mapping for the body then reads it)."""
     donor = _random_lc0_net(seed=3)
     seen = []
 

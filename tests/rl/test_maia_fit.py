@@ -1,4 +1,4 @@
-"""``pdx fit --config conf/maia.yaml``: prior-directed fine-tuning of Maia-1900 (issue 14 item 4), at tiny
+"""``pdx fit --config conf/fit/maia.yaml``: prior-directed fine-tuning of Maia-1900 (issue 14 item 4), at tiny
 scale through the real ``pdx`` entry: it runs, its checkpoints record the classic family and the base by
 name + hash, ``--ckpt_path last`` resumes to exactly the uninterrupted run, and it logs to TensorBoard the
 same scalars a Chessformer run does. Also: a network without a WDL value head is refused by name before
@@ -25,12 +25,12 @@ from pdx_lightning.supervised.distill import DistillModule
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parents[2]
-CONFIG = ROOT / "conf" / "maia.yaml"
-RUN = Path("runs") / "maia"          # conf/maia.yaml's TensorBoard save_dir/name (relative to the cwd)
+CONFIG = ROOT / "conf" / "fit" / "maia.yaml"
+RUN = Path("runs") / "maia"          # conf/fit/maia.yaml's TensorBoard save_dir/name (relative to the cwd)
 TINY = ["--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false",
         "--model.selfplay.n_games", "8", "--model.selfplay.micro_batch", "8",
         "--model.selfplay.opening_max_moves", "2", "--model.selfplay.max_plies", "6"]
-# 3 steps, a checkpoint after every one (conf/maia.yaml writes every 50), so a crash can resume mid-run
+# 3 steps, a checkpoint after every one (conf/fit/maia.yaml writes every 50), so a crash can resume mid-run
 STEPS = ["--trainer.max_steps", "3", "--trainer.callbacks.every_n_train_steps", "1"]
 COMPARED = soak.COMPARED   # weights, EMA, AdamW, LR schedule, games and RNG states, version, step
 
@@ -92,7 +92,7 @@ def test_a_classical_value_network_is_refused_by_name_before_training_state_is_b
     assert PDXModule(base="random:classic-tiny").online.cfg.wdl_head
 
 
-# ---------------------------------------------------------------- conf/maia.yaml end to end
+# ---------------------------------------------------------------- conf/fit/maia.yaml end to end
 
 @needs_maia   # four 3-step fits of the 64x6 Maia, ~3 s of CPU: the default run's fit of the classic family
 def test_maia_config_fits_resumes_exactly_and_logs_like_a_chessformer_run(tmp_path, monkeypatch):

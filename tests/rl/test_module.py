@@ -299,7 +299,7 @@ def test_validate_scores_the_ema_on_the_validation_suite(tmp_path):
 
 
 def test_pdx_validate_cli_accepts_model_val_suite_and_scores_the_checkpoints_ema(tmp_path, monkeypatch):
-    """`pdx validate --config conf/pdx.yaml --ckpt_path CKPT --model.val_suite FILE` (as the README says)."""
+    """`pdx validate --config conf/fit/pdx.yaml --ckpt_path CKPT --model.val_suite FILE` (as the README says)."""
     from pdx_lightning.rl.module import run_cli
 
     root = Path(__file__).resolve().parents[2]
@@ -314,7 +314,7 @@ def test_pdx_validate_cli_accepts_model_val_suite_and_scores_the_checkpoints_ema
         results.append(validate(self, *a, **k))
         return results[-1]
     monkeypatch.setattr(L.Trainer, "validate", recording)
-    run_cli(["validate", "--config", str(root / "conf" / "pdx.yaml"), "--model.base", "random:tiny",
+    run_cli(["validate", "--config", str(root / "conf" / "fit" / "pdx.yaml"), "--model.base", "random:tiny",
              "--trainer.logger", "false", "--trainer.enable_progress_bar", "false",
              "--ckpt_path", str(tmp_path / "last.ckpt"), "--model.val_suite", str(root / SUITE),
              "--model.val_mates", f"[{root / MATES}]"])

@@ -37,22 +37,22 @@ KILL_AFTER = 2       # the killed run is SIGKILLed once this step's checkpoint e
 # The README's scale-out lines, verbatim (continuation lines joined). CPU lines run below; GPU/multi-node
 # lines are shape-tested.
 README_LINES = {
-    "single": "pdx fit --config conf/pdx.yaml",
-    "ddp_cpu": "pdx fit --config conf/pdx.yaml --trainer.strategy ddp --trainer.accelerator cpu "
+    "single": "pdx fit --config conf/fit/pdx.yaml",
+    "ddp_cpu": "pdx fit --config conf/fit/pdx.yaml --trainer.strategy ddp --trainer.accelerator cpu "
                "--trainer.devices 2",
-    "ddp_cpu_resume": "pdx fit --config conf/pdx.yaml --trainer.strategy ddp --trainer.accelerator cpu "
+    "ddp_cpu_resume": "pdx fit --config conf/fit/pdx.yaml --trainer.strategy ddp --trainer.accelerator cpu "
                       "--trainer.devices 2 --ckpt_path last",
-    "pretrain_ddp": "pdx pretrain --config conf/pretrain.yaml --trainer.strategy ddp "
+    "pretrain_ddp": "pdx pretrain --config conf/pretrain/small.yaml --trainer.strategy ddp "
                     "--trainer.accelerator cpu --trainer.devices 2",
-    "sweep_ddp": "pdx sweep --config conf/sweep.yaml --trainer.strategy ddp --trainer.accelerator cpu "
+    "sweep_ddp": "pdx sweep --config conf/sweep/cpu.yaml --trainer.strategy ddp --trainer.accelerator cpu "
                  "--trainer.devices 2",
-    "gpu_node": "pdx fit --config conf/paper.yaml --config conf/gpu_bf16.yaml --trainer.strategy ddp "
+    "gpu_node": "pdx fit --config conf/fit/paper.yaml --config conf/fit/gpu_bf16.yaml --trainer.strategy ddp "
                 "--trainer.devices 8",
     "torchrun": "torchrun --nnodes 4 --nproc-per-node 8 --rdzv-backend c10d --rdzv-endpoint $HEAD:29500 "
-                "-m pdx_lightning.cli fit --config conf/paper.yaml --config conf/gpu_bf16.yaml "
+                "-m pdx_lightning.cli fit --config conf/fit/paper.yaml --config conf/fit/gpu_bf16.yaml "
                 "--trainer.strategy ddp --trainer.devices 8 --trainer.num_nodes 4",
     "sbatch": "#SBATCH --nodes=4\n#SBATCH --ntasks-per-node=8\n#SBATCH --gpus-per-node=8",
-    "srun": "srun pdx fit --config conf/paper.yaml --config conf/gpu_bf16.yaml --trainer.strategy ddp "
+    "srun": "srun pdx fit --config conf/fit/paper.yaml --config conf/fit/gpu_bf16.yaml --trainer.strategy ddp "
             "--trainer.devices 8 --trainer.num_nodes 4",
 }
 
@@ -81,7 +81,7 @@ def _run(line: str, cwd: Path, *extra: str, timeout: float = 600) -> subprocess.
 
 
 def _tiny_fit(work: Path, probe: str, sleep: float = 0.0) -> Path:
-    """The tiny-size overlay of ``conf/pdx.yaml`` (appended as a second ``--config``); no launch settings.
+    """The tiny-size overlay of ``conf/fit/pdx.yaml`` (appended as a second ``--config``); no launch settings.
 
     Its callbacks replace the config's: a checkpoint every step (no ``dirpath``, as shipped: wherever the
     run puts them, ``--ckpt_path last`` must find them) and the probe."""
@@ -344,7 +344,7 @@ def test_pdx_pretrain_under_ddp_trains_on_both_ranks_and_exports_once(tmp_path):
 
 def _tiny_sweep(tmp_path: Path, **trainer) -> Path:
     cfg = {"out": str(tmp_path / "sweep"), "base": "random:tiny",
-           "fit_config": str(ROOT / "conf" / "pdx.yaml"),
+           "fit_config": str(ROOT / "conf" / "fit" / "pdx.yaml"),
            "steps": 2, "games": 4, "checkpoint_every": 1, "terms": ["none"], "temperatures": ["adaptive"],
            "model": {"warmup_steps": 1},
            "selfplay": {"micro_batch": 4, "opening_max_moves": 2, "max_plies": 20},
@@ -356,7 +356,7 @@ def _tiny_sweep(tmp_path: Path, **trainer) -> Path:
 
 
 def _sweep_line(config: Path) -> str:
-    return README_LINES["sweep_ddp"].replace("--config conf/sweep.yaml", f"--config {config}")
+    return README_LINES["sweep_ddp"].replace("--config conf/sweep/cpu.yaml", f"--config {config}")
 
 
 @pytest.mark.slow
@@ -424,7 +424,7 @@ def test_the_gpu_line_parses_to_ddp_on_8_gpus_with_bf16(capsys):
     cfg = _print_config(shlex.split(README_LINES["gpu_node"])[1:], capsys)["trainer"]
     assert (cfg["accelerator"], cfg["strategy"], int(cfg["devices"]), cfg["precision"]) == \
         ("gpu", "ddp", 8, "bf16-mixed")
-    assert cfg["max_steps"] == 2000                             # conf/paper.yaml underneath
+    assert cfg["max_steps"] == 2000                             # conf/fit/paper.yaml underneath
 
 
 def test_the_torchrun_line_parses_and_a_worker_sees_32_ranks_without_relaunching(capsys, monkeypatch):

@@ -27,7 +27,7 @@ def test_pdx_fit_under_ddp_on_two_cpu_processes_exits_cleanly_with_one_summary(t
     """The README's DDP line, tiny: both ranks finish, rank 0 prints the closing summary, exit 0, no traceback
     (the summary reads ``trainer.log_dir``, a broadcast under DDP: on rank 0 alone it outlived rank 1)."""
     cmd = [str(PDX) if PDX.exists() else sys.executable, *([] if PDX.exists() else ["-m", "pdx_lightning.cli"]),
-           "fit", "--config", str(ROOT / "conf" / "pdx.yaml"), "--trainer.strategy", "ddp",
+           "fit", "--config", str(ROOT / "conf" / "fit" / "pdx.yaml"), "--trainer.strategy", "ddp",
            "--trainer.accelerator", "cpu", "--trainer.devices", "2", "--trainer.max_steps", "2",
            "--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false",
            "--model.base", "random:tiny", "--model.warmup_steps", "1", "--model.selfplay.n_games", "8",

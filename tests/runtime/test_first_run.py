@@ -46,7 +46,7 @@ def test_transitions_per_step_is_games_times_world_size():
 
 @pytest.mark.slow
 def test_default_fit_prints_no_third_party_warning_and_a_step_bar(tmp_path):
-    doc = yaml.safe_load((ROOT / "conf" / "pdx.yaml").read_text())
+    doc = yaml.safe_load((ROOT / "conf" / "fit" / "pdx.yaml").read_text())
     for cb in doc["trainer"]["callbacks"]:
         if cb["class_path"].endswith("ModelCheckpoint"):
             cb["init_args"]["every_n_train_steps"] = 2  # save inside the run: where Lightning used to warn

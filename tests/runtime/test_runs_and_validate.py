@@ -27,7 +27,7 @@ from pdx_lightning.runtime.log_continuity import MARKER
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parents[2]
 PDX = ROOT / ".venv" / "bin" / "pdx"
-CONF = str(ROOT / "conf" / "pdx.yaml")
+CONF = str(ROOT / "conf" / "fit" / "pdx.yaml")
 SUITE = str(ROOT / "tests" / "fixtures" / "lichess_sample.csv")
 MATES = str(ROOT / "tests" / "fixtures" / "generated_altmoves.csv")
 # the default config at toy size (no callbacks or logger changed)
@@ -130,7 +130,7 @@ def test_validate_takes_the_command_line_over_an_old_checkpoint_and_writes_no_lo
     model, out, trainer = calls[0]
     assert {"puzzles/acc", "mates/acc_1"} <= set(out[0])                    # the suites were scored
     assert model.hparams.beta == 0.5 and model.hparams.selfplay["temperature"] == "fixed"  # command line wins
-    assert model.hparams.exploration == "entropy"        # over conf/pdx.yaml's forward_kl: the checkpoint's
+    assert model.hparams.exploration == "entropy"        # over conf/fit/pdx.yaml's forward_kl: the checkpoint's
     assert model.hparams.selfplay["seed"] == 5           # the checkpoint's, beside the flag's nested key
     assert trainer.logger is None
     stdout = capsys.readouterr().out
@@ -197,7 +197,7 @@ def test_check_export_target_refuses_the_bundled_directory(tmp_path, monkeypatch
             check_export_target(inside)
         assert check_export_target(inside, allow_bundled=True) == inside.resolve()
     assert check_export_target(tmp_path / "runs" / "base.pt") == (tmp_path / "runs" / "base.pt").resolve()
-    shipped = yaml.safe_load((ROOT / "conf" / "pretrain.yaml").read_text())["model"]["export"]
+    shipped = yaml.safe_load((ROOT / "conf" / "pretrain" / "small.yaml").read_text())["model"]["export"]
     assert not Path(shipped).parts[0] == "data"                             # the default writes elsewhere
 
 

@@ -17,7 +17,7 @@ from pdx_lightning.runtime.entry import tracker_line
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parents[2]
-CONF = str(ROOT / "conf" / "pdx.yaml")
+CONF = str(ROOT / "conf" / "fit" / "pdx.yaml")
 # the default config at toy size; 8 steps: games of 6 plies finish, so the games' text has something
 TINY = ["--model.base", "random:tiny", "--model.warmup_steps", "1", "--model.selfplay.n_games", "4",
         "--model.selfplay.micro_batch", "4", "--model.selfplay.opening_max_moves", "1",

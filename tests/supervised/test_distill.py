@@ -128,7 +128,7 @@ def test_opening_positions_are_oversampled_deterministically():
 
 
 def test_the_shipped_maia_distillation_recipe_runs_and_exports_under_runs(tmp_path, monkeypatch):
-    """conf/pretrain_maia.yaml as a user runs it (`pdx pretrain`), 2 steps on the shard fixture: it starts
+    """conf/pretrain/maia.yaml as a user runs it (`pdx pretrain`), 2 steps on the shard fixture: it starts
     from Maia-1900 (not a fresh network: the exported policy stays close to Maia's), keeps the classic
     family, and writes its export under runs/ (a GPL-derived network is never written into data/)."""
     from pathlib import Path
@@ -141,7 +141,7 @@ def test_the_shipped_maia_distillation_recipe_runs_and_exports_under_runs(tmp_pa
     except BundledNetworkError as e:
         pytest.skip(f"base:maia-1900 is not available ({e})")
     root = Path(__file__).parents[2]
-    conf = root / "conf" / "pretrain_maia.yaml"
+    conf = root / "conf" / "pretrain" / "maia.yaml"
     exclude = [root / p for p in yaml.safe_load(conf.read_text())["data"]["exclude"]]
     assert len(exclude) >= 8 and all(p.is_file() for p in exclude)   # every shipped eval suite is held out
     monkeypatch.chdir(tmp_path)
@@ -224,7 +224,7 @@ def test_pretrain_validate_scores_a_network_on_the_recipes_heldout_games(tmp_pat
 
     root = Path(__file__).parents[2]
     monkeypatch.chdir(tmp_path)
-    rc = cli.main(["pretrain", "validate", "--config", str(root / "conf" / "pretrain_small_v2.yaml"),
+    rc = cli.main(["pretrain", "validate", "--config", str(root / "conf" / "pretrain" / "small_v2.yaml"),
                    "--data.shards", str(root / SHARDS), "--data.val_fraction", "0.25",
                    "--data.batch_size", "16", "--model.init", "base:small",
                    "--trainer.enable_progress_bar", "false", "--trainer.logger",

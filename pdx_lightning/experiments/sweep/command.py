@@ -129,7 +129,8 @@ def run(args: argparse.Namespace) -> int:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.allow_abbrev = False  # so no passed-through fit flag is mistaken for one of ours
     parser.add_argument("--config", required=True,
-                        help="sweep YAML (schema: pdx_lightning.experiments.sweep.config.SweepConfig)")
+                        help="sweep YAML, e.g. conf/sweep/cpu.yaml "
+                             "(schema: pdx_lightning.experiments.sweep.config.SweepConfig)")
     # dest out_dir: `pdx`'s output preflight treats an `out` attribute as a file unless the tool is listed as
     # writing a directory; the sweep's --out is an existing directory whenever it resumes
     parser.add_argument("--out", dest="out_dir", help="output directory (default: the config's `out`)")

@@ -1,4 +1,4 @@
-"""The sweep YAML (``conf/sweep*.yaml``) as typed dataclasses, read with jsonargparse, and the cells it plans.
+"""The sweep YAML (``conf/sweep/*.yaml``) as typed dataclasses, read with jsonargparse, and the cells it plans.
 
 :func:`load_config` reads the file; jsonargparse checks every key and type against
 :class:`SweepConfig` (unknown keys are errors), the dataclasses' ``__post_init__`` check what types
@@ -17,8 +17,10 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from pdx_lightning.errors import UserError
 from pdx_lightning.evaluation.suite import SuiteSpec
 from pdx_lightning.experiments.arms import REGULARIZED, TEMPERATURES, TERMS, UNREGULARIZED
+from pdx_lightning.runtime.moved_configs import check_config_path
 
 PAPER_BETAS = (1e-4, 1e-3, 1e-2, 1e-1, 1.0)
 ANALYSES = ("coverage", "diagnostics", "recovery")
@@ -32,7 +34,7 @@ Temperature = Literal[TEMPERATURES]  # type: ignore[valid-type]
 Analysis = Literal[ANALYSES]         # type: ignore[valid-type]
 
 
-class SweepConfigError(ValueError):
+class SweepConfigError(UserError, ValueError):
     """A sweep YAML that does not fit :class:`SweepConfig` (says which key and why)."""
 
 
@@ -101,7 +103,7 @@ OWNED = {"model": ("base", "exploration", "beta", "selfplay"), "selfplay": ("n_g
 
 @dataclass
 class SweepConfig:
-    """``conf/sweep.yaml``. Unknown keys are errors."""
+    """A sweep YAML (``conf/sweep/*.yaml``). Unknown keys are errors."""
 
     eval: EvalConfig
     out: str = "runs/sweep"
@@ -156,6 +158,7 @@ def load_config(path: str | Path) -> SweepConfig:
     """Read and check a sweep YAML; errors name the file and the key."""
     import yaml  # noqa: PLC0415
 
+    check_config_path(path, "--config: ")
     try:
         with open(path) as f:
             data = yaml.safe_load(f)
@@ -180,11 +183,14 @@ def parse_config(data: Any, source: str = "sweep config") -> SweepConfig:
                 parsed[key] = dict(data[key])
         if isinstance(data.get("control"), dict) and isinstance(data["control"].get("model"), dict):
             parsed["control"].model = dict(data["control"]["model"])
-        return SweepConfig(**{f.name: parsed[f.name] for f in fields(SweepConfig)})
+        cfg = SweepConfig(**{f.name: parsed[f.name] for f in fields(SweepConfig)})
     except ArgumentError as e:
         raise SweepConfigError(f"{source}: {_explain(str(e), data)}") from None
     except ValueError as e:  # a __post_init__ check
         raise SweepConfigError(f"{source}: {e}") from None
+    if cfg.fit_config:  # read by every RL cell (train.fit_config): a moved shipped config fails now
+        check_config_path(cfg.fit_config, f"{source}: fit_config: ")
+    return cfg
 
 
 def _expand_shorthand(data: dict) -> dict:

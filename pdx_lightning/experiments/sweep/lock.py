@@ -20,6 +20,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from pdx_lightning.experiments.sweep.config import SCORE_ONLY_SUITES, SweepConfig, SweepConfigError
+from pdx_lightning.runtime.moved_configs import current_path
 
 LOCKED = ("base", "fit_config", "steps", "games", "seed", "model", "selfplay", "trainer", "eval", "control")
 LOCK_FILE = "config.lock.json"
@@ -30,6 +31,12 @@ def locked_settings(cfg: SweepConfig) -> dict:
     now = json.loads(json.dumps({k: asdict(cfg)[k] for k in LOCKED}))
     now["eval"] = {k: v for k, v in now["eval"].items() if k not in SCORE_ONLY_SUITES}
     return now
+
+
+def _comparable(key: str, value):
+    """A locked value as compared: ``fit_config`` with a moved shipped config's old path read as its new
+    one (a directory locked with ``conf/maia.yaml`` holds cells of ``conf/fit/maia.yaml``)."""
+    return current_path(value) if key == "fit_config" else value
 
 
 def check_lock(cfg: SweepConfig, out: Path) -> None:
@@ -55,7 +62,7 @@ def check_lock(cfg: SweepConfig, out: Path) -> None:
     finally:
         tmp.unlink()
     old = json.loads(path.read_text())
-    if changed := [k for k in LOCKED if old.get(k) != now[k]]:
+    if changed := [k for k in LOCKED if _comparable(k, old.get(k)) != _comparable(k, now[k])]:
         diff = "; ".join(f"{k}: {old.get(k)!r} -> {now[k]!r}" for k in changed)
         raise SweepConfigError(f"{out} holds cells made with other settings ({diff}); use another --out, "
                                f"or delete {path} knowingly")

@@ -14,7 +14,9 @@ Layout of this package:
   ``encode(model, encoding, moves_left, allow_castling_mismatch) -> schema.Net``.
 
 :func:`load_lc0` reads a file, detects its body kind and dispatches to that body's mapping;
-:func:`export_lc0` dispatches on ``model.cfg.family``. A file whose body no mapping reads is refused with ``Lc0FormatError`` saying what it is.
+:func:`export_lc0` dispatches on ``model.cfg.family``. Both bodies Lc0 ships are read (attention:
+BT4, T82; residual: the classic and SE towers, Maia); a file whose body no mapping reads, or that its
+mapping cannot hold, is refused with ``Lc0FormatError`` saying what it is.
 """
 from __future__ import annotations
 
