@@ -31,7 +31,7 @@ import chess
 import chess.engine
 import torch
 
-from pdx_lightning.datagen.openings import load_openings
+from pdx_lightning.datagen.opening_suite import load_openings
 from pdx_lightning.evaluation.arena_game import game_outcome
 from pdx_lightning.evaluation.arena_loop import play_games, round_robin
 from pdx_lightning.evaluation.arena_players import NetPlayer

@@ -113,7 +113,7 @@ def main() -> int:
     args = ap.parse_args()
     torch.set_num_threads(1)
 
-    from pdx_lightning.chess.openings import load_openings  # noqa: PLC0415
+    from pdx_lightning.chess.opening_files import load_openings  # noqa: PLC0415
     from pdx_lightning.evaluation.arena_loop import round_robin  # noqa: PLC0415
     from pdx_lightning.evaluation.arena_players import NetPlayer, UciPlayer  # noqa: PLC0415
     from pdx_lightning.nets import load_model  # noqa: PLC0415

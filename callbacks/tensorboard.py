@@ -28,7 +28,7 @@ from lightning.pytorch.loggers import TensorBoardLogger
 
 from pdx_lightning.callbacks.media import MediaLog
 from pdx_lightning.chess.moves import index_to_move
-from pdx_lightning.chess.openings import parse_line
+from pdx_lightning.chess.opening_files import parse_line
 from pdx_lightning.chess.policy import entropy, forward_kl
 from pdx_lightning.nets.inference import evaluate_boards
 

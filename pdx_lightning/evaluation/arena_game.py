@@ -20,7 +20,7 @@ import chess.pgn
 import numpy as np
 
 from pdx_lightning.chess.encoding import GameHistory
-from pdx_lightning.chess.openings import Opening
+from pdx_lightning.chess.opening_files import Opening
 from pdx_lightning.chess.pgn_record import game_pgn
 from pdx_lightning.chess.rules import GameResult, Reason, game_end
 from pdx_lightning.errors import UserError

@@ -57,7 +57,7 @@ from pdx_lightning.chess.moves import indices_mask, legal_indices, move_to_index
 from pdx_lightning.errors import UserError
 from pdx_lightning.chess.pgn_games import (TIME_CONTROLS, HumanGame, MoveFilter, ReadStats, add_filter_arguments,
                                            read_games)
-from pdx_lightning.evaluation.puzzles import table
+from pdx_lightning.evaluation.puzzle_scoring import table
 from pdx_lightning.evaluation.stats import (bin_edges_labels, mcnemar_exact, mean_interval_moments,
                                             wilson_interval)
 from pdx_lightning.nets.inference import evaluate

@@ -1,7 +1,7 @@
 """``pdx eval recovery``: which of the base's failures fine-tuning recovers (paper Section 3.5, Figure 8).
 
 The base and each fine-tuned model are scored on the same suite by
-:func:`pdx_lightning.evaluation.puzzles.score_suite` (argmax, multi-solution
+:func:`pdx_lightning.evaluation.puzzle_scoring.score_suite` (argmax, multi-solution
 credit, teacher-forced along the marked line). Two units are reported:
 
 * **puzzle** — the base's wrong puzzles, each binned by the base's solution
@@ -47,7 +47,7 @@ from typing import Sequence
 import numpy as np
 
 from pdx_lightning.evaluation.play import ModelCache, add_model_arguments, device_of, write_json
-from pdx_lightning.evaluation.puzzles import (MULTI_SOLUTION_RULE, SuiteResult, add_suite_filter_arguments,
+from pdx_lightning.evaluation.puzzle_scoring import (MULTI_SOLUTION_RULE, SuiteResult, add_suite_filter_arguments,
                                            load_from_args, score_suite, table)
 from pdx_lightning.evaluation.stats import assign_bins, bin_edges_labels, wilson_interval
 

@@ -32,7 +32,7 @@ import torch.distributed as dist
 from torch.utils.data import DataLoader
 
 from pdx_lightning.callbacks.ema import EMAUpdate
-from pdx_lightning.callbacks.puzzles import PuzzleValidation, SuiteBatch
+from pdx_lightning.callbacks.puzzle_validation import PuzzleValidation, SuiteBatch
 from pdx_lightning.nets import load_model
 from pdx_lightning.nets.resnet import require_wdl_head
 from pdx_lightning.rl.objectives import EXPLORATION_TERMS, UnknownExplorationTerm

@@ -32,7 +32,7 @@ from torch.utils.data import IterableDataset
 from pdx_lightning.chess.encoding import GameHistory, encode_rows
 from pdx_lightning.nets.inference import evaluate
 from pdx_lightning.chess.moves import index_to_move, legal_mask
-from pdx_lightning.chess.openings import read_opening_lines
+from pdx_lightning.chess.opening_files import read_opening_lines
 from pdx_lightning.chess.rules import game_end, ply_cap_reached
 from pdx_lightning.rl.objectives import DRAW, RESULT_NONE, WIN, tempered_log_probs, wdl_entropy
 from pdx_lightning.runtime.progress import progress

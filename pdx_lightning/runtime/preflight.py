@@ -111,8 +111,8 @@ FILE_OPTIONS = ("json", "pgn", "md", "png", "out")
 DIR_OPTIONS = {
     "pdx_lightning.datagen.positions": ("out",),
     "pdx_lightning.datagen.pgn": ("out",),
-    "pdx_lightning.experiments.report.command": ("out",),
-    "pdx_lightning.experiments.sweep.command": ("out_dir",),
+    "pdx_lightning.experiments.report.report_command": ("out",),
+    "pdx_lightning.experiments.sweep.sweep_command": ("out_dir",),
 }
 
 

@@ -58,7 +58,7 @@ def test_puzzle_validation_scores_the_ema_and_logs(tmp_path):
     cb = PuzzleValidation(suite=f"{FIXTURES}/lichess_sample.csv", mates=[f"{FIXTURES}/generated_altmoves.csv"],
                           every_n_steps=2, sample=None)
     calls = []
-    import pdx_lightning.evaluation.puzzles as P
+    import pdx_lightning.evaluation.puzzle_scoring as P
     orig = P.evaluate_for_validation
     P_eval = lambda model, *a, **k: (calls.append(model), orig(model, *a, **k))[1]  # noqa: E731
     P.evaluate_for_validation = P_eval
@@ -75,7 +75,7 @@ def test_puzzle_validation_scores_the_ema_and_logs(tmp_path):
 
 
 def test_puzzle_validation_of_files_reads_exactly_those_files_and_scores_a_model():
-    from pdx_lightning.evaluation.puzzles import evaluate_for_validation
+    from pdx_lightning.evaluation.puzzle_scoring import evaluate_for_validation
     from pdx_lightning.evaluation.suite import load_suite
 
     cb = PuzzleValidation.of_files(None, [f"{FIXTURES}/generated_altmoves.csv"], sample=None, micro_batch=8)
@@ -95,7 +95,7 @@ def test_puzzle_validation_of_files_reads_exactly_those_files_and_scores_a_model
 
 def test_the_modules_validation_loop_scores_the_ema_through_puzzle_validation(monkeypatch):
     """PDXModule's val_suite/val_mates reach the scorer only through PuzzleValidation."""
-    import pdx_lightning.evaluation.puzzles as P
+    import pdx_lightning.evaluation.puzzle_scoring as P
 
     m = module(val_suite=f"{FIXTURES}/lichess_sample.csv", val_mates=[f"{FIXTURES}/generated_altmoves.csv"])
     assert isinstance(m.puzzle_validation, PuzzleValidation)

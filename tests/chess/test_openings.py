@@ -4,8 +4,8 @@ from __future__ import annotations
 import chess
 import pytest
 
-from pdx_lightning.chess import openings
-from pdx_lightning.chess.openings import (DEFAULT_SUITE, OpeningFormatError, load_openings, parse_line,
+from pdx_lightning.chess import opening_files as openings
+from pdx_lightning.chess.opening_files import (DEFAULT_SUITE, OpeningFormatError, load_openings, parse_line,
                                           read_opening_lines)
 
 START_E4 = "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq -"
@@ -117,7 +117,7 @@ def test_bad_pgn_names_the_line_of_the_game(tmp_path):
 
 
 def test_one_reader_for_arena_datagen_and_self_play():
-    from pdx_lightning.datagen import openings as datagen_openings
+    from pdx_lightning.datagen import opening_suite as datagen_openings
     from pdx_lightning.rl import selfplay
 
     for name in ("DEFAULT_SUITE", "Opening", "OpeningFormatError", "load_openings", "parse_opening"):

@@ -33,7 +33,7 @@ import torch
 from pdx_lightning import cli
 from pdx_lightning.chess.encoding import encode_boards
 from pdx_lightning.chess.moves import legal_mask
-from pdx_lightning.chess.openings import load_openings
+from pdx_lightning.chess.opening_files import load_openings
 from pdx_lightning.nets import load_model
 from pdx_lightning.nets.bundled import BundledNetworkError, resolve_bundled
 

@@ -178,7 +178,7 @@ def test_arena_stockfish_player_survives_a_killed_engine(stockfish_path):
 def test_opening_generator_survives_a_killed_engine(stockfish_path):
     import random
 
-    from pdx_lightning.datagen.openings import random_line
+    from pdx_lightning.datagen.opening_suite import random_line
 
     eng = sf.open_engine(stockfish_path)
     os.kill(eng.transport.get_pid(), signal.SIGKILL)

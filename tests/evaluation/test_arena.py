@@ -12,7 +12,7 @@ import chess.pgn
 import pytest
 import torch
 
-from pdx_lightning.datagen.openings import (DEFAULT_SUITE, OpeningFormatError, generate_openings, load_openings,
+from pdx_lightning.datagen.opening_suite import (DEFAULT_SUITE, OpeningFormatError, generate_openings, load_openings,
                                             parse_opening, write_epd)
 from pdx_lightning.evaluation import arena
 from pdx_lightning.evaluation.arena_game import ArenaError, game_outcome, to_pgn

@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from pdx_lightning.chess.encoding import encode_boards
-from pdx_lightning.evaluation import mates as mates_cli
-from pdx_lightning.evaluation import puzzles as puzzles_cli
-from pdx_lightning.evaluation.puzzles import compare, evaluate_for_validation, score_suite, summarize
+from pdx_lightning.evaluation import mate_depths as mates_cli
+from pdx_lightning.evaluation import puzzle_scoring as puzzles_cli
+from pdx_lightning.evaluation.puzzle_scoring import compare, evaluate_for_validation, score_suite, summarize
 from pdx_lightning.evaluation.stats import mcnemar_exact, mean_interval, wilson_interval
 from pdx_lightning.evaluation.suite import PuzzleFormatError, immediate_mates, load_suite
 from pdx_lightning.chess.moves import POLICY_SIZE, move_to_index
@@ -331,8 +331,8 @@ def cli(module, argv, tmp_path):
 
 def test_cli_registry_names_these_modules():
     from pdx_lightning.cli import TOOLS
-    assert TOOLS["eval puzzles"][0] == "pdx_lightning.evaluation.puzzles"
-    assert TOOLS["eval mates"][0] == "pdx_lightning.evaluation.mates"
+    assert TOOLS["eval puzzles"][0] == "pdx_lightning.evaluation.puzzle_scoring"
+    assert TOOLS["eval mates"][0] == "pdx_lightning.evaluation.mate_depths"
 
 
 def test_eval_puzzles_json_and_table(tmp_path, capsys):

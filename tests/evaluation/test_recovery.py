@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from pdx_lightning.evaluation import recovery as recovery_cli
-from pdx_lightning.evaluation.puzzles import SuiteResult
+from pdx_lightning.evaluation.puzzle_scoring import SuiteResult
 from pdx_lightning.evaluation.recovery import rank_bins, recovery_analysis
 
 LICHESS = Path(__file__).parents[1] / "fixtures" / "lichess_sample.csv"

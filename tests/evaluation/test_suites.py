@@ -16,7 +16,7 @@ import chess
 import chess.engine
 import pytest
 
-from pdx_lightning.datagen import common, mates, puzzles
+from pdx_lightning.datagen import common, mate_suite as mates, puzzle_suite as puzzles
 from pdx_lightning.engines.stockfish import StockfishNotFound, find_stockfish, open_engine
 
 try:

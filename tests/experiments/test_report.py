@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from pdx_lightning.experiments.report import command as report
-from pdx_lightning.experiments.report.recovery import suite_result
+from pdx_lightning.experiments.report import report_command as report
+from pdx_lightning.experiments.report.recovery_tables import suite_result
 from pdx_lightning.experiments.report.runs import ReportError, load_runs
 
 RUNS = Path(__file__).parents[1] / "fixtures" / "report" / "runs"
@@ -111,7 +111,7 @@ def test_recovery_numbers_equal_the_recovery_module_on_the_same_arrays(full):
     assert cells[1:4] == [str(pos["base_wrong"]), str(pos["recovered"]), str(pos["given_back"])]
     assert cells[4:] == [f"{b['recovered']}/{b['n']}" for b in pos["by_prob"] + pos["by_rank"]]
     # the rebuilt SuiteResult reproduces the stored summary exactly
-    from pdx_lightning.evaluation.puzzles import summarize
+    from pdx_lightning.evaluation.puzzle_scoring import summarize
 
     assert summarize(base)["acc"] == runs.base["suites"]["tactics"]["summary"]["acc"]
 

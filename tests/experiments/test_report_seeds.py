@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from pdx_lightning.evaluation.match import pentanomial_elo
-from pdx_lightning.evaluation.puzzles import SuiteResult
-from pdx_lightning.experiments.report import command as report
+from pdx_lightning.evaluation.puzzle_scoring import SuiteResult
+from pdx_lightning.experiments.report import report_command as report
 from pdx_lightning.experiments.report.seeds import _elo_text
 from pdx_lightning.experiments.sweep.config import parse_config, plan
 from pdx_lightning.experiments.sweep.evaluate import eval_document

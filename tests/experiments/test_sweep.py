@@ -14,7 +14,7 @@ import yaml
 
 from pdx_lightning import cli
 from pdx_lightning.evaluation.suite import SuiteSpec, load_suite
-from pdx_lightning.experiments.sweep import command, lock, train
+from pdx_lightning.experiments.sweep import sweep_command as command, lock, train
 from pdx_lightning.experiments.sweep.config import SweepConfigError, load_config, plan
 from pdx_lightning.experiments.sweep.record import select
 from pdx_lightning.experiments.sweep.train import SweepError

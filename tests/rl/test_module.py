@@ -270,7 +270,7 @@ SUITE, MATES = "tests/fixtures/lichess_sample.csv", "tests/fixtures/generated_al
 
 
 def _ema_metrics(net, suite=SUITE, mates=(MATES,)):
-    from pdx_lightning.evaluation.puzzles import evaluate_for_validation
+    from pdx_lightning.evaluation.puzzle_scoring import evaluate_for_validation
     from pdx_lightning.evaluation.suite import load_suite
 
     puzzles = load_suite(suite).puzzles if suite else []

@@ -32,7 +32,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pdx_lightning.datagen.openings import OpeningFormatError, load_openings
+from pdx_lightning.datagen.opening_suite import OpeningFormatError, load_openings
 from pdx_lightning.evaluation.suite import PuzzleFormatError, load_suite
 from pdx_lightning.nets import ModelLoadError, load_model
 from pdx_lightning.rl.selfplay import read_opening_lines

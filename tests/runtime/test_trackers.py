@@ -103,7 +103,7 @@ def test_sweep_with_mlflow_keeps_its_record_and_names_each_cells_run(tmp_path, m
     import yaml
     from mlflow.tracking import MlflowClient
 
-    from pdx_lightning.experiments.sweep import command, train
+    from pdx_lightning.experiments.sweep import sweep_command as command, train
 
     fix = ROOT / "tests" / "fixtures"
     sample, mates = str(fix / "lichess_sample.csv"), str(fix / "generated_altmoves.csv")

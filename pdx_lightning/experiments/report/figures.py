@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from pdx_lightning.experiments.arms import (CONTROL, REGULARIZED, TEMP_LABEL, TEMPERATURES,  # noqa: E402
                                             TERM_LABEL, UNREGULARIZED)
-from pdx_lightning.experiments.report.recovery import recovery  # noqa: E402
+from pdx_lightning.experiments.report.recovery_tables import recovery  # noqa: E402
 from pdx_lightning.experiments.report.runs import Runs, by_depth, suite_summary  # noqa: E402
 
 COLORS = {"none": "tab:gray", "entropy": "tab:orange", "reverse_kl": "tab:blue", "forward_kl": "tab:green",

@@ -1,6 +1,6 @@
 """Scoring a sweep's cells: each cell's EMA on every suite of ``eval:``, paired with the frozen base.
 
-:class:`Evaluator` scores with :func:`pdx_lightning.evaluation.puzzles.score_suite` (in-process,
+:class:`Evaluator` scores with :func:`pdx_lightning.evaluation.puzzle_scoring.score_suite` (in-process,
 batched); the base is scored once per sweep invocation and written to ``base/eval.json``. Document
 schema ``pdx_cell_eval/1``::
 
@@ -47,7 +47,7 @@ class Evaluator:
     def _score(self, name: str) -> dict:
         import torch  # noqa: PLC0415
 
-        from pdx_lightning.evaluation.puzzles import score_suite  # noqa: PLC0415
+        from pdx_lightning.evaluation.puzzle_scoring import score_suite  # noqa: PLC0415
         from pdx_lightning.nets import load_model  # noqa: PLC0415
 
         dev = self.cfg.eval.device
@@ -86,7 +86,7 @@ def suite_meta(puzzles: list) -> dict:
 def eval_document(name: str, meta: dict[str, dict], results: dict, base: dict | None) -> dict:
     """The ``pdx_cell_eval/1`` document: per suite ``meta`` (spec, files, n, ids, rating, difficulty, depth)
     plus the summary, the pairing with the base's results and the per-position arrays of ``results``."""
-    from pdx_lightning.evaluation.puzzles import MULTI_SOLUTION_RULE, compare, per_puzzle, summarize  # noqa
+    from pdx_lightning.evaluation.puzzle_scoring import MULTI_SOLUTION_RULE, compare, per_puzzle, summarize  # noqa
 
     suites = {k: {**m, "summary": summarize(r) if (r := results.get(k)) else None,
                   "paired": compare(base[k], r) if r and base is not None and base.get(k) else None,

@@ -217,5 +217,5 @@ def run(args: argparse.Namespace) -> int:
     return common.generate(task, args, f"mate-in-{args.depth}", end=end)
 
 
-if __name__ == "__main__":  # `python -m pdx_lightning.datagen.mates` == `pdx data mates`
+if __name__ == "__main__":  # `python -m pdx_lightning.datagen.mate_suite` == `pdx data mates`
     raise SystemExit(common.main(add_arguments, run))

@@ -1,7 +1,7 @@
 """``pdx eval mates``: accuracy and solution probability by mate depth (Tables 3 and 4).
 
 Same flags, scoring and ``--json`` schema as ``pdx eval puzzles`` (see
-:mod:`pdx_lightning.evaluation.puzzles`); ``--suite`` may be given once per
+:mod:`pdx_lightning.evaluation.puzzle_scoring`); ``--suite`` may be given once per
 depth file. Depth N = the number of solver moves of the puzzle's line; a
 puzzle counts as solved only if the argmax at every solver position is
 accepted (the marked move, a suite ``AltMoves`` entry — generated suites
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import argparse
 
-from pdx_lightning.evaluation.puzzles import add_arguments as _add_arguments
-from pdx_lightning.evaluation.puzzles import fmt_acc, fmt_ratio, run_eval, table
+from pdx_lightning.evaluation.puzzle_scoring import add_arguments as _add_arguments
+from pdx_lightning.evaluation.puzzle_scoring import fmt_acc, fmt_ratio, run_eval, table
 
 __all__ = ["add_arguments", "run", "render_mates"]
 

@@ -270,5 +270,5 @@ def run(args: argparse.Namespace) -> int:
     return common.generate(task, args, "tactics")
 
 
-if __name__ == "__main__":  # `python -m pdx_lightning.datagen.puzzles` == `pdx data puzzles`
+if __name__ == "__main__":  # `python -m pdx_lightning.datagen.puzzle_suite` == `pdx data puzzles`
     raise SystemExit(common.main(add_arguments, run))

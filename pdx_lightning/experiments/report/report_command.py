@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pdx_lightning.atomicfile import atomic_write, atomic_write_text
 from pdx_lightning.experiments.report import figures, real, seeds
-from pdx_lightning.experiments.report.recovery import recovery
+from pdx_lightning.experiments.report.recovery_tables import recovery
 from pdx_lightning.experiments.report.runs import NM, Runs, load_runs
 from pdx_lightning.runtime.environment import environment
 from pdx_lightning.runtime.jsonio import dumps

@@ -31,7 +31,7 @@ class PuzzleValidation(L.Callback):
 
     Logs ``puzzles/acc``, ``puzzles/p_star_geo``, ``puzzles/p_star_arith``,
     ``puzzles/nll`` and ``mates/acc_N``, ``mates/p_star_geo_N`` per mate depth N
-    (scorer: ``pdx_lightning.evaluation.puzzles.evaluate_for_validation``).
+    (scorer: ``pdx_lightning.evaluation.puzzle_scoring.evaluate_for_validation``).
     The EMA is identical on every rank, so rank 0 scores and logs alone.
 
     It also serves Lightning's validation loop (``pdx validate``): ``PDXModule`` builds one with
@@ -86,7 +86,7 @@ class PuzzleValidation(L.Callback):
 
     def score(self, model: torch.nn.Module, suites: SuiteBatch | None = None) -> dict[str, float]:
         """The metrics of ``model`` on ``suites`` (default: this callback's, loaded once)."""
-        from pdx_lightning.evaluation.puzzles import evaluate_for_validation  # noqa: PLC0415
+        from pdx_lightning.evaluation.puzzle_scoring import evaluate_for_validation  # noqa: PLC0415
 
         suites = suites if suites is not None else self.load()
         with torch.inference_mode():

@@ -16,7 +16,7 @@ def suite_result(doc: dict):
     """Rebuild a ``SuiteResult`` from one suite of a ``pdx_cell_eval/1`` document (null log-prob = −inf)."""
     import numpy as np  # noqa: PLC0415
 
-    from pdx_lightning.evaluation.puzzles import SuiteResult  # noqa: PLC0415
+    from pdx_lightning.evaluation.puzzle_scoring import SuiteResult  # noqa: PLC0415
 
     pp = doc["per_puzzle"]
 
