@@ -73,3 +73,14 @@ def pytest_terminal_summary(terminalreporter):
                                  f"@pytest.mark.slow or shrink them ($PDX_SLOW_TEST_CPU_S)")
         for s, n in over:
             terminalreporter.write_line(f"{s:6.1f} s  {n}")
+
+
+@pytest.fixture
+def one_torch_thread():
+    """One torch intra-op thread for the test (threads stall badly on an oversubscribed CI box); restored after."""
+    import torch
+
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)

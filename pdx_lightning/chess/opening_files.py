@@ -40,6 +40,7 @@ from typing import Iterator
 import chess
 import chess.pgn
 
+from pdx_lightning.chess.pgn_games import read_pgn_game
 from pdx_lightning.chess.rules import game_end
 from pdx_lightning.errors import UserError
 from pdx_lightning.safeio import OPENING_PLIES, OPENINGS, BoundedLines, FileLimitError, PgnGameLines
@@ -166,14 +167,7 @@ def _read_pgn(path: Path, lines: PgnGameLines, budget: _Budget) -> Iterator[tupl
     visitor = _builder(budget, lines)
     n = 0
     while True:
-        lines.start()
-        try:
-            game = chess.pgn.read_game(lines, Visitor=visitor)
-        except (ValueError, RecursionError) as e:
-            if isinstance(e, FileLimitError):
-                raise
-            raise OpeningFormatError(f"{path}:{lines.game_line or lines.line_no}: unreadable PGN game "
-                                     f"({type(e).__name__}: {e})") from e
+        game = read_pgn_game(lines, visitor, OpeningFormatError, "unreadable PGN game")
         if game is None:
             return
         where = f"{path}:{lines.game_line}"

@@ -56,6 +56,19 @@ class PgnLimitError(FileLimitError, PgnGameError):
     """A PGN file refused by a reading bound (line or game length)."""
 
 
+
+def read_pgn_game(lines: PgnGameLines, visitor, error: type[Exception], what: str):
+    """The next game of ``lines`` built by ``visitor`` (None at the end); a game python-chess cannot
+    read raises ``error("PATH:LINE: <what> (<its error>)")``, a file bound (``FileLimitError``) passes.
+    The one reading step of both PGN readers (these human games, ``opening_files``' PGN books)."""
+    lines.start()
+    try:
+        return chess.pgn.read_game(lines, Visitor=visitor)
+    except (ValueError, RecursionError) as e:
+        if isinstance(e, FileLimitError):
+            raise
+        raise error(f"{lines.path}:{lines.game_line or lines.line_no}: {what} ({type(e).__name__}: {e})") from e
+
 @dataclass(frozen=True)
 class HumanGame:
     """One game's mainline as played from the standard start, with what the filters read."""
@@ -181,14 +194,7 @@ def read_games(path: str | os.PathLike, skip_bad: bool = False, stats: ReadStats
         lines = PgnGameLines(f, path, error=PgnLimitError)
         number = 0
         while max_games is None or number < max_games:
-            lines.start()
-            try:
-                game = chess.pgn.read_game(lines, Visitor=_Builder)
-            except (ValueError, RecursionError) as e:
-                if isinstance(e, FileLimitError):
-                    raise
-                raise PgnGameError(f"{path}:{lines.game_line or lines.line_no}: game {number + 1}: unreadable "
-                                   f"PGN ({type(e).__name__}: {e})") from e
+            game = read_pgn_game(lines, _Builder, PgnGameError, f"game {number + 1}: unreadable PGN")
             if game is None:
                 return
             number += 1

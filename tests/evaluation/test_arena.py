@@ -22,13 +22,7 @@ from pdx_lightning.nets import NetOutput, load_model
 from pdx_lightning.engines.stockfish import StockfishSpecError, parse_stockfish_spec
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    # intra-op threads stall badly on an oversubscribed CI box; restore afterwards
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

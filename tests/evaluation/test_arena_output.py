@@ -10,7 +10,6 @@ import re
 import chess
 import chess.pgn
 import pytest
-import torch
 
 from pdx_lightning.evaluation import arena, match
 from pdx_lightning.evaluation.arena_game import ArenaError, Game
@@ -22,12 +21,7 @@ from pdx_lightning.chess.rules import GameResult, Reason
 from pdx_lightning.evaluation.elo import pair_record
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _args(tmp_path, *models: str, **over) -> argparse.Namespace:
