@@ -36,13 +36,18 @@ def solved_by(cell) -> np.ndarray:
     return BASE & ~np.isin(np.arange(N), np.flatnonzero(BASE)[: cell.seed + 1])
 
 
-def result(ids, solved, rating) -> SuiteResult:
+def result(ids, solved, rating, depth=None) -> SuiteResult:
+    """One solver ply per mate depth (a mate-in-2 has two), every ply right iff the puzzle is solved."""
     n = len(ids)
+    depth = np.ones(n, np.int64) if depth is None else depth
     lp = np.log(np.where(solved, 0.6, 0.2))
-    return SuiteResult(ids=ids, rating=rating, difficulty=rating, depth=np.ones(n, np.int64), solved=solved,
-                       first_fail=np.where(solved, -1, 0), log_p_star=lp, offsets=np.arange(n + 1),
-                       ply_correct=solved, ply_mate=np.zeros(n, bool), ply_log_p=lp, ply_rank=np.where(solved, 1, 2),
-                       ply_top_log_p=np.log(np.full(n, 0.6)), ply_value=np.zeros(n), ply_move=["e2e4"] * n)
+    ply = lambda v: np.repeat(v, depth)  # noqa: E731
+    k = int(depth.sum())
+    return SuiteResult(ids=ids, rating=rating, difficulty=rating, depth=depth, solved=solved,
+                       first_fail=np.where(solved, -1, 0), log_p_star=lp,
+                       offsets=np.concatenate([[0], np.cumsum(depth)]), ply_correct=ply(solved),
+                       ply_mate=np.zeros(k, bool), ply_log_p=ply(lp / depth), ply_rank=ply(np.where(solved, 1, 2)),
+                       ply_top_log_p=np.log(np.full(k, 0.6)), ply_value=np.zeros(k), ply_move=["e2e4"] * k)
 
 
 @pytest.fixture(scope="module")
@@ -52,17 +57,20 @@ def seeded(tmp_path_factory):
     cfg = parse_config({"out": str(out), "base": "base:small", "steps": 10, "games": 4, "seeds": [0, 1, 2],
                         "terms": ["none", "forward_kl"], "temperatures": ["adaptive"], "betas": [0.01],
                         "eval": {"selection": "real.csv", "real": "real.csv",
-                                 "real_hard": {"path": "real.csv", "rating_min": 2000}}})
+                                 "real_hard": {"path": "real.csv", "rating_min": 2000}, "mates": "real.csv"}})
     hard = RATING >= 2000
-    masks = {"selection": np.ones(N, bool), "real": np.ones(N, bool), "real_hard": hard}
+    masks = {"selection": np.ones(N, bool), "real": np.ones(N, bool), "real_hard": hard, "mates": np.ones(N, bool)}
+    depths = {"mates": np.where(np.arange(N) < N // 2, 1, 2)}   # the mates suite: depth 1, then depth 2
     ids = [f"r{i:02d}" for i in range(N)]
 
     def suites(solved):
-        return {k: result([i for i, m in zip(ids, mk) if m], solved[mk], RATING[mk]) for k, mk in masks.items()}
+        return {k: result([i for i, m in zip(ids, mk) if m], solved[mk], RATING[mk],
+                          depths[k][mk] if k in depths else None) for k, mk in masks.items()}
 
     meta = {k: {"spec": getattr(cfg.eval, k).__dict__, "files": ["real.csv"], "n": int(mk.sum()),
                 "ids": [i for i, m in zip(ids, mk) if m], "rating": RATING[mk].tolist(),
-                "difficulty": RATING[mk].tolist(), "depth": [1] * int(mk.sum())} for k, mk in masks.items()}
+                "difficulty": RATING[mk].tolist(),
+                "depth": depths[k][mk].tolist() if k in depths else [1] * int(mk.sum())} for k, mk in masks.items()}
     base = suites(BASE)
     (out / "base").mkdir(parents=True)
     (out / "base" / "eval.json").write_text(json.dumps(eval_document(cfg.base, meta, base, None)))
@@ -162,3 +170,17 @@ def test_beta_selection_reads_the_first_seed_only(seeded):
     fwd = row(t6, "Forward-KL prior (ours)", "adaptive")
     assert fwd[2].startswith("**55.00 ± ") and fwd[2].endswith("**")    # seed 0's 22/40, not seed 2's 26/40
     assert t6.count("unregularized (adaptive)") == 1 and "unregularized (adaptive) 47.50 ± " in t6
+
+
+def test_mate_depth_table_splits_the_mates_suite_by_depth(seeded):
+    """Forward KL's gains (odd puzzles 1, 3, ..., 11) and none's losses (even 0, 2, 4) all lie at depth 1
+    (the first 20 puzzles): at depth 1 the base solves 10 of 20, forward KL 12 / 14 / 16 (Δ +20 points,
+    p* ratio 3^(4/20)), none 9 / 8 / 7 (Δ −10, ratio 3^(−2/20)); at depth 2 every model equals the base."""
+    md, *_ = seeded
+    depth = section(md, "Across seeds: accuracy and p* per arm").split("### Tables 3–4 across seeds: by mate depth")[1]
+    fwd = row(depth, "Forward-KL prior (ours)", "adaptive", "0.01")
+    assert fwd[3].startswith("+20.0 [") and fwd[3].split("; ")[1].startswith(f"{3 ** 0.2:.2f}× [")
+    assert fwd[4] == "+0.0 [+0.0, +0.0]; 1.00× [1.00, 1.00]"
+    none = row(depth, "No regularizer", "adaptive", "0")
+    assert none[3].startswith("-10.0 [") and none[3].split("; ")[1].startswith(f"{3 ** -0.1:.2f}× [")
+    assert none[4] == "+0.0 [+0.0, +0.0]; 1.00× [1.00, 1.00]"

@@ -55,15 +55,22 @@ def _units(doc: dict | None, suite: str, ids: list) -> tuple[np.ndarray, np.ndar
             np.asarray([-math.inf if v is None else v for v in pp["log_p_star"]], dtype=np.float64))
 
 
-def suite_aggregates(runs: Runs, suite: str) -> list[dict]:
-    """Per arm on ``suite``: its cells, the accuracy aggregate and the log-p* aggregate (None: p* not finite)."""
+def suite_aggregates(runs: Runs, suite: str, depth: int | None = None) -> list[dict]:
+    """Per arm on ``suite`` (only its mate-in-``depth`` puzzles when given): its cells, the accuracy
+    aggregate and the log-p* aggregate (None: p* not finite)."""
     b = (runs.base or {}).get("suites", {}).get(suite)
     base = _units(runs.base, suite, b["ids"]) if b else None
     if base is None:
         return []
+    keep = None if depth is None else np.asarray(b.get("depth") or [], dtype=object) == depth
+    if keep is not None:
+        if keep.shape != base[0].shape or not keep.any():
+            return []
+        base = (base[0][keep], base[1][keep])
     out = []
     for (term, temp, beta), cells in arms(runs):
-        units = [(c, u) for c in cells if (u := _units(runs.evals[c["name"]], suite, b["ids"]))]
+        units = [(c, u if keep is None else (u[0][keep], u[1][keep])) for c in cells
+                 if (u := _units(runs.evals[c["name"]], suite, b["ids"]))]
         if len(units) < 2:
             continue
         acc = seed_bootstrap([u[0] for _, u in units], base[0])
@@ -97,6 +104,27 @@ def table_seeds(runs: Runs, suite: str) -> str:
     return markdown_table(["Exploration term", "Self-play τ", "β", "Seeds", "Acc. per seed (%)",
                            "Mean acc. [95%]", "Δ vs base (points) [95%]", "P(acc. > base)",
                            "p* ratio to base [95%]", "P(p* > base)"], rows)
+
+
+def table_depths(runs: Runs, suite: str = "mates") -> str:
+    """Tables 3–4 across seeds: per arm and mate depth, Δ accuracy vs the base and the p* ratio [95%]."""
+    depths = sorted({d for d in ((runs.base or {}).get("suites", {}).get(suite) or {}).get("depth") or []
+                     if isinstance(d, int)})
+    per_depth = {d: {(a["term"], a["temperature"], a["beta"]): a for a in suite_aggregates(runs, suite, d)}
+                 for d in depths}
+    keys = [k for k, _ in arms(runs) if all(k in per_depth[d] for d in depths)]
+    if not depths or not keys:
+        return f"*{NM}*"
+    rows = []
+    for k in keys:
+        cells = []
+        for d in depths:
+            acc, lp = per_depth[d][k]["acc"], per_depth[d][k]["log_p"]
+            ratio = (f"{math.exp(lp.diff):.2f}× [{math.exp(lp.diff_ci[0]):.2f}, {math.exp(lp.diff_ci[1]):.2f}]"
+                     if lp else NM)
+            cells.append(f"{100 * acc.diff:+.1f} [{100 * acc.diff_ci[0]:+.1f}, {100 * acc.diff_ci[1]:+.1f}]; {ratio}")
+        rows.append([TERM_LABEL[k[0]], TEMP_LABEL[k[1]], _beta({"beta": k[2]}), *cells])
+    return markdown_table(["Exploration term", "Self-play τ", "β", *(f"mate-in-{d}" for d in depths)], rows)
 
 
 def _match(arena: dict, a: str, b: str) -> dict | None:
@@ -176,6 +204,11 @@ def sections(runs: Runs) -> list[str]:
     for s in suites:
         n = runs.base["suites"][s]["n"]
         md += [f"### {SUITE_TITLE.get(s, s)} ({n} puzzles)", "", table_seeds(runs, s), ""]
+    if "mates" in suites:
+        md += ["### Tables 3–4 across seeds: by mate depth", "", table_depths(runs), "",
+               "Per arm and mate depth (the mates suite's puzzles of that depth only): the mean accuracy "
+               "difference from the base in points [95%], then the geometric-mean p* ratio to the base [95%], "
+               "both from the same two-level bootstrap.", ""]
     md += ["## Across seeds: strength against the base", "", table_arena_seeds(runs), "",
            "Argmax games against the base on paired openings (`arena.json`'s match block): per seed the Elo "
            "from that cell's pentanomial record (opening pairs, ± 95%); pooled: the seeds' records summed; "
