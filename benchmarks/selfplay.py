@@ -14,6 +14,16 @@ does beyond that is chess (move generation, pushing moves, encoding, game ends),
 
     ratio = step time / reference time          (target ≤ 1.10 at N = 1,024)
 
+``--chess-side`` (issue 28's measurement; defaults: Maia-1900, N = 256, 1,024, 4,096, one thread) adds the
+chess side's cost per game-ply, the step's CPU time minus its reference's, divided by N (core-µs: this
+process's user + system time, one thread), and where it goes: each part is timed exclusively (a nested
+timed call is charged to itself, not to its caller) by wrapping the dataset's own methods on the
+instance — encoding the 112 planes (``_rows``), legal masks (``_mask``), playing a move (``_play``: push,
+history ring, the next legal-move list), game-end rules (``_result``), restarts (``_finish``), and sampling
+(``tempered_log_probs``, ``torch.multinomial``, ρ); "other" is the rest (the micro-batch glue, gathering
+and copying tensors, Lightning's loop). ``--profile`` prints cProfile's top functions of one measured step.
+It ends with the line ``chess side N=1024: <X> core-us/game-ply; step/network <R>``.
+
 Trustworthy by construction: the first ``--warmup`` steps (the opening randomization, allocator and
 oneDNN warm-up) and their references are excluded on both sides; step and reference alternate, so both
 see the same machine; each step is paired with its own reference, and the table gives the median ratio
@@ -35,12 +45,79 @@ import torch
 from lc0common import machine_note, write_report
 
 TARGET = 1.10
+CHESS_PARTS = ("encode (_rows)", "legal masks (_mask)", "play (_play: push, history, legal moves)",
+               "game end (_result)", "restarts (_finish)", "sampling (μ, multinomial, ρ)")
+
+
+class ExclusiveTimers:
+    """CPU seconds per part, exclusive: time spent in a nested timed call is charged to that call only."""
+
+    def __init__(self) -> None:
+        self.seconds = dict.fromkeys(CHESS_PARTS, 0.0)
+        self._stack: list[list] = []      # [part, start, nested seconds]
+        self.on = False
+
+    def wrap(self, part: str, fn):
+        def timed(*args, **kwargs):
+            if not self.on:
+                return fn(*args, **kwargs)
+            self._stack.append([part, time.process_time(), 0.0])
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                name, start, nested = self._stack.pop()
+                spent = time.process_time() - start
+                self.seconds[name] += spent - nested
+                if self._stack:
+                    self._stack[-1][2] += spent
+        return timed
+
+    def take(self) -> dict:
+        out, self.seconds = self.seconds, dict.fromkeys(CHESS_PARTS, 0.0)
+        return out
+
+
+def instrument_chess_side(m, timers: ExclusiveTimers) -> None:
+    """Time the dataset's chess work and the step's sampling (module docstring) on this module only."""
+    import pdx_lightning.rl.pdx_step as step_module  # noqa: PLC0415
+
+    ds = m.dataset
+    ds._eval = _network_call(ds._eval, timers)    # an EMA/base pass inside a timed part is not chess
+    for attr, part in (("_rows", CHESS_PARTS[0]), ("_mask", CHESS_PARTS[1]), ("_play", CHESS_PARTS[2]),
+                       ("_result", CHESS_PARTS[3]), ("_finish", CHESS_PARTS[4])):
+        setattr(ds, attr, timers.wrap(part, getattr(ds, attr)))
+    for attr in ("tempered_log_probs", "importance_weight"):
+        setattr(step_module, attr, timers.wrap(CHESS_PARTS[5], getattr(step_module, attr)))
+    step_module.torch = _TorchWithTimedMultinomial(timers)
+
+
+def _network_call(fn, timers: ExclusiveTimers):
+    """Network evaluations nested in a chess part (restarts' openings) count as network, not chess."""
+    def call(*args, **kwargs):
+        if not (timers.on and timers._stack):
+            return fn(*args, **kwargs)
+        start = time.process_time()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            timers._stack[-1][2] += time.process_time() - start
+    return call
+
+
+class _TorchWithTimedMultinomial:
+    """``torch`` as the step module sees it, with ``multinomial`` timed as sampling."""
+
+    def __init__(self, timers: ExclusiveTimers) -> None:
+        self.multinomial = timers.wrap(CHESS_PARTS[5], torch.multinomial)
+
+    def __getattr__(self, name):
+        return getattr(torch, name)
 
 
 class StepProbe:
     """Wraps the module's step and its dataset's evaluations and batches; the reference after each step."""
 
-    def __init__(self, m, warmup: int) -> None:
+    def __init__(self, m, warmup: int, chess_side: bool = False, profile: bool = False) -> None:
         from pdx_lightning.rl.objectives import masked_log_softmax, pdx_loss_from_log_probs  # noqa: PLC0415
         from pdx_lightning.runtime.optim import layerwise_adamw  # noqa: PLC0415
 
@@ -63,17 +140,40 @@ class StepProbe:
             return self.batch
 
         ds._eval, ds._begin = counted_eval, kept_begin
+        self.timers = ExclusiveTimers() if chess_side else None
+        if self.timers is not None:
+            instrument_chess_side(m, self.timers)
+        self.profile = profile
+        self.profile_text = ""
 
     def step(self, real_step, dataloader_iter):
         """The module's step, timed, then its reference."""
         self.calls, self.batch = [], None
+        profiler = None
+        if self.profile and len(self.rows) == self.warmup:     # the first measured step
+            import cProfile  # noqa: PLC0415
+            profiler = cProfile.Profile()
+            profiler.enable()
+        if self.timers is not None:
+            self.timers.on = True
         c, t = time.process_time(), time.perf_counter()
         out = real_step(dataloader_iter)
         wall, cpu = time.perf_counter() - t, time.process_time() - c
+        parts = {}
+        if self.timers is not None:
+            self.timers.on = False
+            parts = self.timers.take()
+        if profiler is not None:
+            import io  # noqa: PLC0415
+            import pstats  # noqa: PLC0415
+            profiler.disable()
+            buf = io.StringIO()
+            pstats.Stats(profiler, stream=buf).sort_stats("tottime").print_stats(20)
+            self.profile_text = buf.getvalue()
         calls, batch = self.calls, self.batch
         rwall, rcpu = self.reference(calls, batch)
         self.rows.append({"step_s": wall, "step_cpu_s": cpu, "ref_s": rwall, "ref_cpu_s": rcpu,
-                          "n": batch.size, "no_grad_positions": sum(k for _, k in calls)})
+                          "n": batch.size, "no_grad_positions": sum(k for _, k in calls), "parts": parts})
         return out
 
     def reference(self, calls: list[tuple[str, int]], batch) -> tuple[float, float]:
@@ -105,7 +205,7 @@ class StepProbe:
 
 
 def run(model: str, games: int, steps: int, warmup: int, micro_batch: int, reuse: bool,
-        opening_max_moves: int) -> dict:
+        opening_max_moves: int, chess_side: bool = False, profile: bool = False) -> dict:
     from pdx_lightning.rl.module import PDXModule  # noqa: PLC0415
     from pdx_lightning.rl.selfplay import SelfPlayConfig  # noqa: PLC0415
 
@@ -116,7 +216,7 @@ def run(model: str, games: int, steps: int, warmup: int, micro_batch: int, reuse
             return probe.step(super().training_step, dataloader_iter)
 
     m = Probed(base=model, selfplay=sp)
-    probe = StepProbe(m, warmup)
+    probe = StepProbe(m, warmup, chess_side, profile)
     trainer = L.Trainer(max_steps=warmup + steps, accelerator="cpu", logger=False, enable_checkpointing=False,
                         enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0)
     t = time.perf_counter()
@@ -132,7 +232,12 @@ def run(model: str, games: int, steps: int, warmup: int, micro_batch: int, reuse
             "transitions_per_s": games / med(r["step_s"] for r in rows),
             "passes_per_step": med(r["no_grad_positions"] / r["n"] for r in rows) + 1,
             "ratio": med(ratio), "ratio_min": min(ratio), "ratio_max": max(ratio),
-            "ratio_cpu": med(ratio_cpu), "ratio_cpu_min": min(ratio_cpu), "ratio_cpu_max": max(ratio_cpu)}
+            "ratio_cpu": med(ratio_cpu), "ratio_cpu_min": min(ratio_cpu), "ratio_cpu_max": max(ratio_cpu),
+            # chess side: core-µs per game-ply = (step CPU − network CPU) / N, median over the steps
+            "chess_us_per_ply": med(1e6 * (r["step_cpu_s"] - r["ref_cpu_s"]) / r["n"] for r in rows),
+            "parts_us_per_ply": ({p: med(1e6 * r["parts"][p] / r["n"] for r in rows) for p in CHESS_PARTS}
+                                 if chess_side else {}),
+            "profile": probe.profile_text}
 
 
 def main() -> int:
@@ -147,10 +252,22 @@ def main() -> int:
     ap.add_argument("--opening-max-moves", type=int, default=20,
                     help="opening randomization before step 1 (warm-up only; 60, the default, takes longer)")
     ap.add_argument("--reuse-successor-eval", action="store_true")
-    ap.add_argument("--report", default="selfplay", help="reports/maia/<name>.md|json ('' for none)")
+    ap.add_argument("--chess-side", action="store_true",
+                    help="also the chess side per game-ply and its parts (defaults then: base:maia-1900, "
+                         "N = 256 1024 4096, 3 steps after 1 warm-up; report selfplay_chess_side)")
+    ap.add_argument("--profile", action="store_true", help="print cProfile's top 20 (tottime) of one step")
+    ap.add_argument("--report", default=None, help="reports/maia/<name>.md|json ('' for none; default "
+                                                    "selfplay, or selfplay_chess_side with --chess-side)")
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
-    models = args.model or ["base:small", "base:maia-1900"]
+    if args.chess_side:
+        given = set(sys.argv[1:])
+        args.games = args.games if "--games" in given else [256, 1024, 4096]
+        args.steps = args.steps if "--steps" in given else 3
+        args.warmup = args.warmup if "--warmup" in given else 1
+    if args.report is None:
+        args.report = "selfplay_chess_side" if args.chess_side else "selfplay"
+    models = args.model or (["base:maia-1900"] if args.chess_side else ["base:small", "base:maia-1900"])
     before = machine_note()
     results = []
     lines = ["## Self-play step vs its network work alone (ratio target ≤ 1.10 at N = 1,024)", "",
@@ -165,7 +282,7 @@ def main() -> int:
             for th in args.threads:
                 torch.set_num_threads(th)
                 r = run(model, g, args.steps, args.warmup, args.micro_batch, args.reuse_successor_eval,
-                        args.opening_max_moves)
+                        args.opening_max_moves, args.chess_side, args.profile)
                 results.append(r)
                 ok = "met" if r["ratio"] <= TARGET else "NOT met"
                 line = (f"| {model} | {g} | {th} | {r['step_s']:.3f} | {r['transitions_per_s']:.0f} | "
@@ -174,6 +291,19 @@ def main() -> int:
                         f"({r['ratio_cpu_min']:.3f}–{r['ratio_cpu_max']:.3f}) | {ok if g >= 1024 else '—'} |")
                 lines.append(line)
                 print(line, flush=True)
+    if args.chess_side:
+        lines += ["", "### The chess side per game-ply (core-µs, median over the measured steps)", "",
+                  "| model | N | chess side (step − network CPU) | " + " | ".join(CHESS_PARTS)
+                  + " | other | step / network |", "|---|---:|---:|" + "---:|" * (len(CHESS_PARTS) + 2)]
+        for r in results:
+            parts = r["parts_us_per_ply"]
+            lines.append(f"| {r['model']} | {r['games']} | {r['chess_us_per_ply']:.0f} | "
+                         + " | ".join(f"{parts[p]:.0f}" for p in CHESS_PARTS)
+                         + f" | {r['chess_us_per_ply'] - sum(parts.values()):.0f} | {r['ratio_cpu']:.3f} |")
+        print("\n".join(lines[-len(results) - 4:]), flush=True)
+        for r in results:
+            if r["profile"]:
+                print(f"\ncProfile, one step, {r['model']} N={r['games']}:\n{r['profile']}")
     after = machine_note()
     lines += ["", f"Machine before: {before}.", f"Machine after: {after}."]
     print("\n".join(lines[-3:]))
@@ -181,6 +311,11 @@ def main() -> int:
         write_report(args.report, "\n".join(lines), {"results": results, "target": TARGET,
                                                      "machine_before": before, "machine_after": after,
                                                      "torch": torch.__version__})
+    if args.chess_side:
+        at = [r for r in results if r["games"] == 1024] or results[-1:]
+        r = at[0]
+        print(f"chess side N={r['games']}: {r['chess_us_per_ply']:.0f} core-us/game-ply; "
+              f"step/network {r['ratio_cpu']:.3f}")
     return 0
 
 
