@@ -63,7 +63,7 @@ def main() -> int:
     ap.add_argument("--no-report", action="store_true", help="do not write reports/maia/lc0_latency.*")
     args = ap.parse_args()
 
-    from pdx_lightning.chess.opening_files import load_openings  # noqa: PLC0415
+    from pdx_lightning.chesscore.opening_files import load_openings  # noqa: PLC0415
 
     weights = maia(args.rating)
     before = machine_note()

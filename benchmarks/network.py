@@ -17,7 +17,7 @@ import chess
 import numpy as np
 import torch
 
-from pdx_lightning.chess.encoding import encode_boards
+from pdx_lightning.chesscore.encoding import encode_boards
 from pdx_lightning.nets.chessformer import PRESETS, Chessformer, count_params
 
 

@@ -18,7 +18,7 @@ import chess
 import numpy as np
 import torch
 
-from pdx_lightning.chess.encoding import encode_boards
+from pdx_lightning.chesscore.encoding import encode_boards
 from pdx_lightning.evaluation.puzzle_scoring import score_suite
 from pdx_lightning.evaluation.suite import load_suite, make_puzzle
 from pdx_lightning.nets import load_model

@@ -22,8 +22,8 @@ import lightning as L
 from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 
 from pdx_lightning.callbacks.media import MediaLog
-from pdx_lightning.chess.pgn_record import game_pgn
-from pdx_lightning.chess.rules import game_end
+from pdx_lightning.chesscore.pgn_record import game_pgn
+from pdx_lightning.chesscore.rules import game_end
 
 __all__ = ["SelfPlayGames"]
 

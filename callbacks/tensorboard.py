@@ -27,9 +27,9 @@ import torch
 from lightning.pytorch.loggers import TensorBoardLogger
 
 from pdx_lightning.callbacks.media import MediaLog
-from pdx_lightning.chess.moves import index_to_move
-from pdx_lightning.chess.opening_files import parse_line
-from pdx_lightning.chess.policy import entropy, forward_kl
+from pdx_lightning.chesscore.moves import index_to_move
+from pdx_lightning.chesscore.opening_files import parse_line
+from pdx_lightning.chesscore.policy import entropy, forward_kl
 from pdx_lightning.nets.inference import evaluate_boards
 
 __all__ = ["DEFAULT_HPARAM_METRICS", "DEFAULT_POSITIONS", "HParamsSummary", "PolicySnapshot",

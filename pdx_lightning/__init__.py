@@ -13,11 +13,11 @@ import importlib
 from pdx_lightning._version import __version__
 
 _EXPORTS = {
-    "encode_boards": "pdx_lightning.chess.encoding",
-    "move_to_index": "pdx_lightning.chess.moves",
-    "index_to_move": "pdx_lightning.chess.moves",
-    "legal_mask": "pdx_lightning.chess.moves",
-    "POLICY_SIZE": "pdx_lightning.chess.moves",
+    "encode_boards": "pdx_lightning.chesscore.encoding",
+    "move_to_index": "pdx_lightning.chesscore.moves",
+    "index_to_move": "pdx_lightning.chesscore.moves",
+    "legal_mask": "pdx_lightning.chesscore.moves",
+    "POLICY_SIZE": "pdx_lightning.chesscore.moves",
     "load_model": "pdx_lightning.nets",
     "save_network": "pdx_lightning.nets",
     "NetOutput": "pdx_lightning.nets",

@@ -232,7 +232,7 @@ def _reader_call(reader: str):
         from pdx_lightning.evaluation.suite import load_suite
         return lambda p: load_suite(p, skip_bad=True)
     if reader in ("epd", "pgn"):
-        from pdx_lightning.chess.opening_files import load_openings
+        from pdx_lightning.chesscore.opening_files import load_openings
         return load_openings
     from pdx_lightning.supervised.shards import load_shard
     return load_shard
@@ -351,7 +351,7 @@ def bomb_table(d: Path) -> list[dict]:
         f.truncate(4 * GiB)
     measure("suite .csv (4 GiB line, sparse file)", f"streamed; lines {safeio.LINE_BYTES.shown()}, records "
             "64 lines", sparse, "load_suite({p!r})", suites, "PuzzleFormatError")
-    openings = "from pdx_lightning.chess.opening_files import load_openings, OpeningFormatError"
+    openings = "from pdx_lightning.chesscore.opening_files import load_openings, OpeningFormatError"
     obound = (f"streamed; lines {safeio.LINE_BYTES.shown()}, PGN games {safeio.PGN_GAME_BYTES.shown()} "
               f"({safeio.PGN_GAME_BYTES.env}), {safeio.OPENINGS.shown()} openings ({safeio.OPENINGS.env}), "
               f"{safeio.OPENING_PLIES.shown()} moves ({safeio.OPENING_PLIES.env})")

@@ -61,7 +61,7 @@ def test_version():
 
 def test_root_reexports_library_entry_points():
     import pdx_lightning as p
-    from pdx_lightning.chess import encoding, moves
+    from pdx_lightning.chesscore import encoding, moves
     from pdx_lightning.rl import objectives
 
     assert p.encode_boards is encoding.encode_boards and p.legal_mask is moves.legal_mask

@@ -25,7 +25,7 @@ of history)::
 ``c0`` holds the UCI line from the standard start, ``ce`` the evaluation for
 the side to move (cp) and ``acn`` the nodes of that evaluation. The reader
 (``load_openings``, ``Opening``, ``OpeningFormatError``) lives in
-``pdx_lightning.chess.opening_files`` and is re-exported here.
+``pdx_lightning.chesscore.opening_files`` and is re-exported here.
 """
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ import chess.engine
 
 # the reader, re-exported for the tools and tests that import it from here
 from pdx_lightning.atomicfile import atomic_write_text
-from pdx_lightning.chess.opening_files import (DEFAULT_SUITE, Opening, OpeningFormatError,  # noqa: F401
+from pdx_lightning.chesscore.opening_files import (DEFAULT_SUITE, Opening, OpeningFormatError,  # noqa: F401
                                           load_openings, parse_opening)  # noqa: F401
 from pdx_lightning.engines.stockfish import open_engine
 

@@ -37,8 +37,8 @@ import chess.polyglot
 import numpy as np
 
 from pdx_lightning.atomicfile import atomic_write, remove_stale_temps
-from pdx_lightning.chess.moves import move_to_index
-from pdx_lightning.chess.pgn_games import HumanGame, MoveFilter, ReadStats, add_filter_arguments, read_games
+from pdx_lightning.chesscore.moves import move_to_index
+from pdx_lightning.chesscore.pgn_games import HumanGame, MoveFilter, ReadStats, add_filter_arguments, read_games
 from pdx_lightning.errors import UserError
 from pdx_lightning.supervised.shards import CorruptShard, Shard, encode_move, load_shard, shard_path, write_shard
 

@@ -258,9 +258,9 @@ class UciEngine:
         network called directly, the argmax over the legal logits (the softmax only when sampling)."""
         import torch  # noqa: PLC0415
 
-        from pdx_lightning.chess.encoding import encode_boards  # noqa: PLC0415
-        from pdx_lightning.chess.moves import index_to_move, legal_mask  # noqa: PLC0415
-        from pdx_lightning.chess.policy import masked_log_softmax, tempered_log_probs, wdl_entropy  # noqa: PLC0415
+        from pdx_lightning.chesscore.encoding import encode_boards  # noqa: PLC0415
+        from pdx_lightning.chesscore.moves import index_to_move, legal_mask  # noqa: PLC0415
+        from pdx_lightning.chesscore.policy import masked_log_softmax, tempered_log_probs, wdl_entropy  # noqa: PLC0415
 
         t0 = time.perf_counter()
         board = self.board

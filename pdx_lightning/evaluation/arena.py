@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 
 from pdx_lightning.atomicfile import atomic_write_text
-from pdx_lightning.chess.opening_files import DEFAULT_SUITE, Opening, load_openings
+from pdx_lightning.chesscore.opening_files import DEFAULT_SUITE, Opening, load_openings
 from pdx_lightning.evaluation import elo, match
 from pdx_lightning.evaluation.arena_game import MAX_PLIES, ArenaError, Game, to_pgn
 from pdx_lightning.evaluation.arena_loop import play_games, round_robin

@@ -19,10 +19,10 @@ import chess
 import chess.pgn
 import numpy as np
 
-from pdx_lightning.chess.encoding import GameHistory
-from pdx_lightning.chess.opening_files import Opening
-from pdx_lightning.chess.pgn_record import game_pgn
-from pdx_lightning.chess.rules import GameResult, Reason, game_end
+from pdx_lightning.chesscore.encoding import GameHistory
+from pdx_lightning.chesscore.opening_files import Opening
+from pdx_lightning.chesscore.pgn_record import game_pgn
+from pdx_lightning.chesscore.rules import GameResult, Reason, game_end
 from pdx_lightning.errors import UserError
 
 MAX_PLIES = 512

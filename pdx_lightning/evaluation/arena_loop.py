@@ -11,7 +11,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Callable
 
-from pdx_lightning.chess.opening_files import Opening
+from pdx_lightning.chesscore.opening_files import Opening
 from pdx_lightning.evaluation.arena_game import MAX_PLIES, ArenaError, Game, GameRules
 from pdx_lightning.evaluation.arena_players import Player
 from pdx_lightning.runtime.progress import progress as progress_bar

@@ -17,9 +17,9 @@ import chess.engine
 import numpy as np
 import torch
 
-from pdx_lightning.chess.encoding import N_PLANES, encode_rows
-from pdx_lightning.chess.moves import index_to_move, legal_mask
-from pdx_lightning.chess.policy import tempered_log_probs, wdl_entropy
+from pdx_lightning.chesscore.encoding import N_PLANES, encode_rows
+from pdx_lightning.chesscore.moves import index_to_move, legal_mask
+from pdx_lightning.chesscore.policy import tempered_log_probs, wdl_entropy
 from pdx_lightning.engines.external import is_uci_spec, parse_uci_spec
 from pdx_lightning.engines.stockfish import RestartingEngine, is_stockfish_spec, open_engine, parse_stockfish_spec
 from pdx_lightning.evaluation.arena_game import Game

@@ -52,10 +52,10 @@ import chess
 import numpy as np
 import torch
 
-from pdx_lightning.chess.encoding import EncodedRow, encode_rows, row_from_board
-from pdx_lightning.chess.moves import indices_mask, legal_indices, move_to_index
+from pdx_lightning.chesscore.encoding import EncodedRow, encode_rows, row_from_board
+from pdx_lightning.chesscore.moves import indices_mask, legal_indices, move_to_index
 from pdx_lightning.errors import UserError
-from pdx_lightning.chess.pgn_games import (TIME_CONTROLS, HumanGame, MoveFilter, ReadStats, add_filter_arguments,
+from pdx_lightning.chesscore.pgn_games import (TIME_CONTROLS, HumanGame, MoveFilter, ReadStats, add_filter_arguments,
                                            read_games)
 from pdx_lightning.evaluation.puzzle_scoring import table
 from pdx_lightning.evaluation.stats import (bin_edges_labels, mcnemar_exact, mean_interval_moments,

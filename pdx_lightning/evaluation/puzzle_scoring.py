@@ -39,7 +39,7 @@ from pdx_lightning.evaluation.stats import (RATING_BINS, assign_bins, bin_edges_
                                             mean_interval, wilson_interval)
 from pdx_lightning.evaluation.suite import Puzzle, Suite, load_suite
 from pdx_lightning.nets.inference import evaluate_boards
-from pdx_lightning.chess.moves import index_to_move, move_to_index
+from pdx_lightning.chesscore.moves import index_to_move, move_to_index
 from pdx_lightning.runtime.jsonio import write_json
 from pdx_lightning.runtime.progress import progress
 

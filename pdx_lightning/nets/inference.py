@@ -7,9 +7,9 @@ import chess
 import numpy as np
 import torch
 
-from pdx_lightning.chess.encoding import encode_boards
-from pdx_lightning.chess.moves import legal_mask
-from pdx_lightning.chess.policy import masked_log_softmax
+from pdx_lightning.chesscore.encoding import encode_boards
+from pdx_lightning.chesscore.moves import legal_mask
+from pdx_lightning.chesscore.policy import masked_log_softmax
 
 
 @torch.inference_mode()

@@ -64,7 +64,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from pdx_lightning.chess.moves import N_FROM_TO, POLICY_SIZE
+from pdx_lightning.chesscore.moves import N_FROM_TO, POLICY_SIZE
 from pdx_lightning.nets.lc0_policy import castling_to_ours, policy_from_1858
 from pdx_lightning.nets.seam import ModelLoadError, NetOutput
 

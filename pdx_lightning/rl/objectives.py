@@ -2,7 +2,7 @@
 
 The policy math every layer needs (masked log-softmax, entropy, the KLs, the
 tempered μ, WDL entropy, score, flip, ``TAU_MIN``) lives in
-``pdx_lightning.chess.policy`` and the result codes in ``pdx_lightning.chess.rules``;
+``pdx_lightning.chesscore.policy`` and the result codes in ``pdx_lightning.chesscore.rules``;
 both are re-exported here. This module keeps the RL-only math.
 
 Conventions used by every function here:
@@ -33,10 +33,10 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-from pdx_lightning.chess.policy import (TAU_MIN, PolicyInputError, at_least_float32, bad_rows,  # noqa: F401
+from pdx_lightning.chesscore.policy import (TAU_MIN, PolicyInputError, at_least_float32, bad_rows,  # noqa: F401
                                         check_wdl, entropy, flip_wdl, forward_kl, masked_log_softmax,
                                         reverse_kl, score, tempered_log_probs, wdl_entropy)
-from pdx_lightning.chess.rules import DRAW, LOSS, RESULT_NONE, WIN  # noqa: F401  (re-exported)
+from pdx_lightning.chesscore.rules import DRAW, LOSS, RESULT_NONE, WIN  # noqa: F401  (re-exported)
 
 EXPLORATION_TERMS: tuple[str, ...] = ("none", "entropy", "reverse_kl", "forward_kl")
 

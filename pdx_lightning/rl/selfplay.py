@@ -29,11 +29,11 @@ import numpy as np
 import torch
 from torch.utils.data import IterableDataset
 
-from pdx_lightning.chess.encoding import GameHistory, encode_rows
+from pdx_lightning.chesscore.encoding import GameHistory, encode_rows
 from pdx_lightning.nets.inference import evaluate
-from pdx_lightning.chess.moves import index_to_move, legal_mask
-from pdx_lightning.chess.opening_files import read_opening_lines
-from pdx_lightning.chess.rules import game_end, ply_cap_reached
+from pdx_lightning.chesscore.moves import index_to_move, legal_mask
+from pdx_lightning.chesscore.opening_files import read_opening_lines
+from pdx_lightning.chesscore.rules import game_end, ply_cap_reached
 from pdx_lightning.rl.objectives import DRAW, RESULT_NONE, WIN, tempered_log_probs, wdl_entropy
 from pdx_lightning.runtime.progress import progress
 from pdx_lightning.runtime.ranks import rank_world
@@ -383,5 +383,5 @@ class SelfPlayDataset(IterableDataset):
 
 
 def _index_of(board: chess.Board, uci: str) -> int:
-    from pdx_lightning.chess.moves import move_to_index
+    from pdx_lightning.chesscore.moves import move_to_index
     return move_to_index(chess.Move.from_uci(uci), board.turn)

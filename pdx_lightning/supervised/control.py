@@ -36,9 +36,9 @@ import lightning as L
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from pdx_lightning.chess.encoding import encode_boards
-from pdx_lightning.chess.moves import legal_mask, move_to_index
-from pdx_lightning.chess.policy import masked_log_softmax
+from pdx_lightning.chesscore.encoding import encode_boards
+from pdx_lightning.chesscore.moves import legal_mask, move_to_index
+from pdx_lightning.chesscore.policy import masked_log_softmax
 from pdx_lightning.evaluation.suite import Puzzle, SuiteSpec, load_suite
 from pdx_lightning.nets import load_model
 from pdx_lightning.runtime.checkpoint_meta import check_base, write_network_meta

@@ -24,13 +24,13 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
 from pdx_lightning.errors import UserError
-from pdx_lightning.chess.encoding import GameHistory, PackedRows, encode_packed, pack_rows
-from pdx_lightning.chess.moves import POLICY_SIZE, legal_indices
+from pdx_lightning.chesscore.encoding import GameHistory, PackedRows, encode_packed, pack_rows
+from pdx_lightning.chesscore.moves import POLICY_SIZE, legal_indices
 from pdx_lightning.nets import load_model, save_network
 from pdx_lightning.nets.chessformer import Chessformer, ModelConfig
 from pdx_lightning.nets.resnet import require_wdl_head
 from pdx_lightning.runtime.export_target import check_export_target
-from pdx_lightning.chess.policy import entropy, masked_log_softmax
+from pdx_lightning.chesscore.policy import entropy, masked_log_softmax
 from pdx_lightning.supervised.shards import Shard, decode_move, load_all
 from pdx_lightning.supervised.teacher import CP_WEIGHT, DEFAULT_TEMPERATURE, MATE_BONUS
 

@@ -44,7 +44,7 @@ import chess
 import numpy as np
 
 from pdx_lightning.atomicfile import atomic_write
-from pdx_lightning.chess.moves import POLICY_SIZE
+from pdx_lightning.chesscore.moves import POLICY_SIZE
 from pdx_lightning.errors import UserError
 from pdx_lightning.safeio import GiB, env_limit, load_npz_bounded
 from pdx_lightning.supervised.teacher import CP_WEIGHT, DEFAULT_TEMPERATURE, MATE_BONUS, candidate_policy, expected_score

@@ -58,7 +58,7 @@ import chess
 import chess.engine
 import numpy as np
 
-from pdx_lightning.chess.moves import move_to_index
+from pdx_lightning.chesscore.moves import move_to_index
 from pdx_lightning.engines.stockfish import StockfishNotFound, find_stockfish, open_engine
 
 __all__ = ["Teacher", "Label", "TeacherError", "StockfishNotFound", "expected_score", "candidate_policy",

@@ -31,9 +31,9 @@ import pytest
 import torch
 
 from pdx_lightning import cli
-from pdx_lightning.chess.encoding import encode_boards
-from pdx_lightning.chess.moves import legal_mask
-from pdx_lightning.chess.opening_files import load_openings
+from pdx_lightning.chesscore.encoding import encode_boards
+from pdx_lightning.chesscore.moves import legal_mask
+from pdx_lightning.chesscore.opening_files import load_openings
 from pdx_lightning.nets import load_model
 from pdx_lightning.nets.bundled import BundledNetworkError, resolve_bundled
 

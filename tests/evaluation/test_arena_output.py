@@ -16,8 +16,8 @@ from pdx_lightning.evaluation.arena_game import ArenaError, Game
 from pdx_lightning.evaluation.arena_loop import play_games, round_robin
 from pdx_lightning.evaluation.arena_players import make_player
 from pdx_lightning.evaluation.arena_report import SprtMonitor
-from pdx_lightning.chess.opening_files import load_openings
-from pdx_lightning.chess.rules import GameResult, Reason
+from pdx_lightning.chesscore.opening_files import load_openings
+from pdx_lightning.chesscore.rules import GameResult, Reason
 from pdx_lightning.evaluation.elo import pair_record
 
 

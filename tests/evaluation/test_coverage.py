@@ -15,7 +15,7 @@ from pdx_lightning.evaluation import coverage as coverage_cli
 from pdx_lightning.evaluation.coverage import (CoverageTree, FunctionPolicy, NetworkPolicy, coverage,
                                                summarize_seeds)
 from pdx_lightning.evaluation.play import TABIYAS, play_log_probs, root_board
-from pdx_lightning.chess.moves import legal_indices
+from pdx_lightning.chesscore.moves import legal_indices
 from pdx_lightning.nets import load_model
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from pdx_lightning.chess.encoding import GameHistory
+from pdx_lightning.chesscore.encoding import GameHistory
 from pdx_lightning.evaluation import diagnostics as diag_cli
 from pdx_lightning.evaluation.diagnostics import _ended, clustered_mean, policy_diagnostics, self_play_diagnostics
 from pdx_lightning.evaluation.play import (PlayModeError, checkpoint_play_mode, play_distribution, play_log_probs,
@@ -72,7 +72,7 @@ def test_play_distribution_modes():
     model = load_model("random:tiny")
     boards = [chess.Board(), chess.Board("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1")]
     from pdx_lightning.nets.inference import evaluate_boards
-    from pdx_lightning.chess.moves import legal_mask
+    from pdx_lightning.chesscore.moves import legal_mask
     log_pi, wdl = evaluate_boards(model, boards)
     mask = legal_mask(boards)
     assert torch.equal(play_distribution(log_pi, wdl, mask, "raw"), log_pi)

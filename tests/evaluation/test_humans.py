@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import torch
 
-from pdx_lightning.chess.encoding import encode_boards
-from pdx_lightning.chess.moves import POLICY_SIZE, move_to_index
-from pdx_lightning.chess.pgn_games import MoveFilter, ReadStats, read_games
+from pdx_lightning.chesscore.encoding import encode_boards
+from pdx_lightning.chesscore.moves import POLICY_SIZE, move_to_index
+from pdx_lightning.chesscore.pgn_games import MoveFilter, ReadStats, read_games
 from pdx_lightning.cli import main
 from pdx_lightning.evaluation.humans import evaluate_games
 from pdx_lightning.evaluation.stats import mean_interval, mean_interval_moments

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pdx_lightning.chess.opening_files import load_openings
+from pdx_lightning.chesscore.opening_files import load_openings
 from pdx_lightning.evaluation.suite import SuiteSpec, load_suite
 from pdx_lightning.experiments.sweep import lock
 from pdx_lightning.experiments.sweep.config import SweepConfigError, load_config, plan

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from pdx_lightning.chess.encoding import encode_boards
-from pdx_lightning.chess.moves import move_to_index
+from pdx_lightning.chesscore.encoding import encode_boards
+from pdx_lightning.chesscore.moves import move_to_index
 from pdx_lightning.nets import ModelLoadError, load_model, save_network
 from pdx_lightning.nets import lc0
 from pdx_lightning.nets.lc0 import attention, schema as P

@@ -28,8 +28,8 @@ import numpy as np
 import pytest
 import torch
 
-from pdx_lightning.chess.encoding import encode_boards
-from pdx_lightning.chess.moves import move_to_index
+from pdx_lightning.chesscore.encoding import encode_boards
+from pdx_lightning.chesscore.moves import move_to_index
 from pdx_lightning.nets import lc0, load_model
 from pdx_lightning.nets.resnet import ClassicConfig, ClassicResNet
 

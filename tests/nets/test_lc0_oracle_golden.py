@@ -16,8 +16,8 @@ import chess
 import pytest
 import torch
 
-from pdx_lightning.chess.encoding import encode_boards
-from pdx_lightning.chess.moves import move_to_index
+from pdx_lightning.chesscore.encoding import encode_boards
+from pdx_lightning.chesscore.moves import move_to_index
 from pdx_lightning.nets import load_model
 from pdx_lightning.nets.resnet import ClassicResNet
 

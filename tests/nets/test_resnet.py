@@ -11,8 +11,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from pdx_lightning.chess.encoding import encode_boards
-from pdx_lightning.chess.moves import N_FROM_TO, POLICY_SIZE, legal_mask, move_to_index
+from pdx_lightning.chesscore.encoding import encode_boards
+from pdx_lightning.chesscore.moves import N_FROM_TO, POLICY_SIZE, legal_mask, move_to_index
 from pdx_lightning.nets import ModelLoadError, load_model, save_network
 from pdx_lightning.nets import lc0, resnet
 from pdx_lightning.nets.chessformer import Chessformer, ModelConfig

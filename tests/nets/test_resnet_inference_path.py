@@ -10,8 +10,8 @@ import chess
 import pytest
 import torch
 
-from pdx_lightning.chess.encoding import encode_boards
-from pdx_lightning.chess.moves import legal_mask
+from pdx_lightning.chesscore.encoding import encode_boards
+from pdx_lightning.chesscore.moves import legal_mask
 from pdx_lightning.nets import resnet
 from pdx_lightning.nets.resnet import ClassicConfig, ClassicResNet
 

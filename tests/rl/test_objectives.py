@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch.testing import assert_close
 
-from pdx_lightning.chess.moves import POLICY_SIZE
+from pdx_lightning.chesscore.moves import POLICY_SIZE
 from pdx_lightning.rl.objectives import (
     DRAW, EXPLORATION_TERMS, LOSS, RESULT_NONE, TAU_MIN, WIN, ObjectiveInputError,
     UnknownExplorationTerm, entropy, exploration_term, flip_wdl, forward_kl, importance_weight,

@@ -9,8 +9,8 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from pdx_lightning.chess.encoding import GameHistory
-from pdx_lightning.chess.moves import POLICY_SIZE, index_to_move, move_to_index
+from pdx_lightning.chesscore.encoding import GameHistory
+from pdx_lightning.chesscore.moves import POLICY_SIZE, index_to_move, move_to_index
 from pdx_lightning.nets import load_model
 from pdx_lightning.nets.inference import evaluate_boards
 from pdx_lightning.rl.objectives import score, wdl_entropy

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from pdx_lightning import cli
-from pdx_lightning.chess.moves import move_to_index
-from pdx_lightning.chess.pgn_games import MoveFilter, read_games
+from pdx_lightning.chesscore.moves import move_to_index
+from pdx_lightning.chesscore.pgn_games import MoveFilter, read_games
 from pdx_lightning.datagen.pgn import PgnDataConfig, PgnDataError, generate, mover_wdl
 from pdx_lightning.nets import load_model
 from pdx_lightning.supervised.distill import DistillModule, FreezeError, ShardDataModule

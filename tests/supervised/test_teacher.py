@@ -2,7 +2,7 @@ import chess
 import numpy as np
 import pytest
 
-from pdx_lightning.chess.moves import legal_indices, move_to_index
+from pdx_lightning.chesscore.moves import legal_indices, move_to_index
 from pdx_lightning.engines.stockfish import StockfishNotFound
 from pdx_lightning.supervised.teacher import Teacher, TeacherError, candidate_policy, expected_score
 

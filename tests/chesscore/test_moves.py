@@ -4,7 +4,7 @@ import chess
 import pytest
 import torch
 
-from pdx_lightning.chess.moves import (N_FROM_TO, POLICY_SIZE, MoveIndexError, index_to_move, legal_indices,
+from pdx_lightning.chesscore.moves import (N_FROM_TO, POLICY_SIZE, MoveIndexError, index_to_move, legal_indices,
                                  legal_mask, move_to_index)
 
 
@@ -75,7 +75,7 @@ def test_legal_mask_batched_matches_per_board():
 
 
 def test_indices_mask_is_the_one_mask_builder():
-    from pdx_lightning.chess.moves import indices_mask
+    from pdx_lightning.chesscore.moves import indices_mask
 
     boards = [chess.Board(), chess.Board("k7/2K5/8/8/8/8/8/1Q6 b - - 0 1"),
               chess.Board("7k/5Q2/6K1/8/8/8/8/8 b - - 0 1")]  # the last one is stalemate

@@ -5,7 +5,7 @@ import datetime
 
 import chess
 
-from pdx_lightning.chess.pgn_record import game_pgn
+from pdx_lightning.chesscore.pgn_record import game_pgn
 
 
 def _today() -> str:

@@ -4,11 +4,11 @@ from __future__ import annotations
 import pytest
 
 from hostile_files import GiB, baseline_peak_mb, refusal_peak_mb
-from pdx_lightning.chess.opening_files import (OpeningFormatError, OpeningLimitError, load_openings,
+from pdx_lightning.chesscore.opening_files import (OpeningFormatError, OpeningLimitError, load_openings,
                                           read_opening_lines)
 from pdx_lightning.errors import UserError
 
-IMPORTS = "from pdx_lightning.chess.opening_files import load_openings, OpeningFormatError"
+IMPORTS = "from pdx_lightning.chesscore.opening_files import load_openings, OpeningFormatError"
 SHUFFLE = "Nf3 Nf6 Ng1 Ng8 "                                    # legal forever: a game of any length
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import torch
 
-from pdx_lightning.chess.rules import DRAW, WIN
+from pdx_lightning.chesscore.rules import DRAW, WIN
 
 # τ below this is treated as exactly 0 (μ = one-hot argmax). Dividing log π by
 # a tiny τ overflows (1/τ is inf in float32 below ~3e-39, and 0/0 at the argmax

@@ -4,7 +4,7 @@ import chess
 import numpy as np
 import pytest
 
-from pdx_lightning.chess.encoding import GameHistory, encode_boards, encode_rows
+from pdx_lightning.chesscore.encoding import GameHistory, encode_boards, encode_rows
 
 
 def planes(board):
@@ -101,7 +101,7 @@ def test_ring_buffer_equals_generic_path():
 def test_out_buffer_is_fully_overwritten_and_checked():
     boards = [chess.Board(), chess.Board("4k3/8/8/8/8/8/8/4K2R b K - 5 9")]
     out = np.full((2, 112, 8, 8), 7.0, dtype=np.float32)
-    from pdx_lightning.chess.encoding import row_from_board
+    from pdx_lightning.chesscore.encoding import row_from_board
     encode_rows([row_from_board(b) for b in boards], out=out)
     np.testing.assert_array_equal(out, encode_boards(boards))
     with pytest.raises(ValueError, match="out buffer"):

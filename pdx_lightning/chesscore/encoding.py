@@ -39,7 +39,7 @@ from typing import Iterable, NamedTuple, Sequence
 import chess
 import numpy as np
 
-from pdx_lightning.chess.rules import RepetitionKey, repetition_key, stack_repetition_key
+from pdx_lightning.chesscore.rules import RepetitionKey, repetition_key, stack_repetition_key
 
 N_PLANES = 112
 HISTORY = 8

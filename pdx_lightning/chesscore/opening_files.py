@@ -40,8 +40,8 @@ from typing import Iterator
 import chess
 import chess.pgn
 
-from pdx_lightning.chess.pgn_games import read_pgn_game
-from pdx_lightning.chess.rules import game_end
+from pdx_lightning.chesscore.pgn_games import read_pgn_game
+from pdx_lightning.chesscore.rules import game_end
 from pdx_lightning.errors import UserError
 from pdx_lightning.safeio import OPENING_PLIES, OPENINGS, BoundedLines, FileLimitError, PgnGameLines
 

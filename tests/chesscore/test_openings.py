@@ -4,8 +4,8 @@ from __future__ import annotations
 import chess
 import pytest
 
-from pdx_lightning.chess import opening_files as openings
-from pdx_lightning.chess.opening_files import (DEFAULT_SUITE, OpeningFormatError, load_openings, parse_line,
+from pdx_lightning.chesscore import opening_files as openings
+from pdx_lightning.chesscore.opening_files import (DEFAULT_SUITE, OpeningFormatError, load_openings, parse_line,
                                           read_opening_lines)
 
 START_E4 = "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq -"

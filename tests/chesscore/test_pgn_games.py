@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pdx_lightning.chess.pgn_games import (MoveFilter, PgnGameError, ReadStats, parse_time_control, read_games,
+from pdx_lightning.chesscore.pgn_games import (MoveFilter, PgnGameError, ReadStats, parse_time_control, read_games,
                                            speed_category)
 
 FIX = Path(__file__).parents[1] / "fixtures"

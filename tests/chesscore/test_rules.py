@@ -7,8 +7,8 @@ import random
 import chess
 import pytest
 
-from pdx_lightning.chess.encoding import GameHistory, row_from_board
-from pdx_lightning.chess.rules import (DRAW, LOSS, WIN, GameResult, GameResultError, Reason, game_end,
+from pdx_lightning.chesscore.encoding import GameHistory, row_from_board
+from pdx_lightning.chesscore.rules import (DRAW, LOSS, WIN, GameResult, GameResultError, Reason, game_end,
                                        legal_ep_square, ply_cap_reached, repetition_count, repetition_key,
                                        stack_repetition_key)
 

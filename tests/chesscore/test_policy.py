@@ -6,8 +6,8 @@ import math
 import pytest
 import torch
 
-from pdx_lightning.chess import policy, rules
-from pdx_lightning.chess.moves import POLICY_SIZE
+from pdx_lightning.chesscore import policy, rules
+from pdx_lightning.chesscore.moves import POLICY_SIZE
 from pdx_lightning.rl import objectives
 
 SHARED = ("TAU_MIN", "masked_log_softmax", "entropy", "forward_kl", "reverse_kl", "tempered_log_probs",
