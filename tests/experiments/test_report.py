@@ -153,7 +153,8 @@ def test_a_directory_without_sweep_json_is_refused(tmp_path):
         load_runs(tmp_path)
 
 
-@pytest.mark.parametrize("name", ["sweep_cpu", "sweep_maia", "sweep_maia_distilled", "sweep_maia_seeds"])
+@pytest.mark.parametrize("name", ["sweep_cpu", "sweep_maia", "sweep_maia_distilled",
+                                  pytest.param("sweep_maia_seeds", marks=pytest.mark.slow)])  # 12 cells × bootstraps: ~20 s CPU
 def test_the_committed_reports_rebuild_from_their_json_archives(tmp_path, name):
     """reports/<name>/report.md is exactly what `pdx report` makes of reports/<name>/runs_json.tar.xz."""
     import tarfile
