@@ -77,10 +77,12 @@ class ExclusiveTimers:
         return out
 
 
-def instrument_chess_side(m, timers: ExclusiveTimers) -> None:
-    """Time the dataset's chess work and the step's sampling (module docstring) on this module only."""
+def instrument_chess_side(m, timers: ExclusiveTimers):
+    """Time the dataset's chess work and the step's sampling (module docstring); returns the function
+    that puts the step module's own functions back (the dataset's wrappers die with its module)."""
     import pdx_lightning.rl.pdx_step as step_module  # noqa: PLC0415
 
+    saved = {attr: getattr(step_module, attr) for attr in ("tempered_log_probs", "importance_weight", "torch")}
     ds = m.dataset
     ds._eval = _network_call(ds._eval, timers)    # an EMA/base pass inside a timed part is not chess
     for attr, part in (("_rows", CHESS_PARTS[0]), ("_mask", CHESS_PARTS[1]), ("_play", CHESS_PARTS[2]),
@@ -89,6 +91,7 @@ def instrument_chess_side(m, timers: ExclusiveTimers) -> None:
     for attr in ("tempered_log_probs", "importance_weight"):
         setattr(step_module, attr, timers.wrap(CHESS_PARTS[5], getattr(step_module, attr)))
     step_module.torch = _TorchWithTimedMultinomial(timers)
+    return lambda: [setattr(step_module, attr, fn) for attr, fn in saved.items()]
 
 
 def _network_call(fn, timers: ExclusiveTimers):
@@ -141,8 +144,7 @@ class StepProbe:
 
         ds._eval, ds._begin = counted_eval, kept_begin
         self.timers = ExclusiveTimers() if chess_side else None
-        if self.timers is not None:
-            instrument_chess_side(m, self.timers)
+        self.restore = instrument_chess_side(m, self.timers) if self.timers is not None else (lambda: None)
         self.profile = profile
         self.profile_text = ""
 
@@ -220,7 +222,10 @@ def run(model: str, games: int, steps: int, warmup: int, micro_batch: int, reuse
     trainer = L.Trainer(max_steps=warmup + steps, accelerator="cpu", logger=False, enable_checkpointing=False,
                         enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0)
     t = time.perf_counter()
-    trainer.fit(m)
+    try:
+        trainer.fit(m)
+    finally:
+        probe.restore()   # the next run (another N) instruments afresh, not on top of these wrappers
     rows = probe.rows[warmup:]
     ratio = [r["step_s"] / r["ref_s"] for r in rows]
     ratio_cpu = [r["step_cpu_s"] / r["ref_cpu_s"] for r in rows]
