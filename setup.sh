@@ -30,6 +30,12 @@ if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
       || $PIP install -q "torch==2.13.0"
   fi
 fi
+# The compiled chess core (pdx_lightning/chesscore/pdx_core.c) is built by pip with the system's C compiler.
+if ! command -v cc >/dev/null 2>&1 && ! command -v gcc >/dev/null 2>&1; then
+  echo "== installing a C compiler (Debian gcc) for the chess core =="
+  $SUDO apt-get update -qq || true
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libc6-dev >/dev/null
+fi
 echo "== installing pdx_lightning =="
 # The tested versions (requirements/lock.txt, made by requirements/lock.py on the Python it names),
 # as pip constraints: they pin what pyproject.toml pulls in, install nothing else, and move an

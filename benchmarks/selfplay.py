@@ -15,13 +15,20 @@ does beyond that is chess (move generation, pushing moves, encoding, game ends),
     ratio = step time / reference time          (target ≤ 1.10 at N = 1,024)
 
 ``--chess-side`` (issue 28's measurement; defaults: Maia-1900, N = 256, 1,024, 4,096, one thread) adds the
-chess side's cost per game-ply, the step's CPU time minus its reference's, divided by N (core-µs: this
+chess side's cost per game-ply: the step's CPU time minus the CPU time of the step's own network work
+(the base/EMA passes, the online forward, the log-softmax, the loss, backward, the AdamW step, each timed
+inside the step), divided by N (core-µs: this
 process's user + system time, one thread), and where it goes: each part is timed exclusively (a nested
 timed call is charged to itself, not to its caller) by wrapping the dataset's own methods on the
-instance — encoding the 112 planes (``_rows``), legal masks (``_mask``), playing a move (``_play``: push,
-history ring, the next legal-move list), game-end rules (``_result``), restarts (``_finish``), and sampling
-(``tempered_log_probs``, ``torch.multinomial``, ρ); "other" is the rest (the micro-batch glue, gathering
-and copying tensors, Lightning's loop). ``--profile`` prints cProfile's top functions of one measured step.
+instance — the positions of a batch (``_positions``: planes, legal masks and sorted legal indices, and
+their copy to the device), playing the chosen moves (``play``: pushing, the next legal moves, game ends),
+the successor pass's bookkeeping (``successor_wdl`` less its EMA pass), restarts (``_finish``) and
+sampling (``sample``: μ over the legal moves, a, log π(a), log μ(a)); "other" is the rest (the micro-batch
+glue, the step's finiteness checks and logged KLs, Lightning's loop). The older estimate, step CPU minus
+the replayed reference's CPU, is printed beside it: at a few µs per game-ply it is inside the replay's
+step-to-step noise. ``--backend`` and ``--workers`` pick
+the chess engine and its threads (``--model.selfplay.*``). ``--profile`` prints cProfile's top functions
+of one measured step.
 It ends with the line ``chess side N=1024: <X> core-us/game-ply; step/network <R>``.
 
 Trustworthy by construction: the first ``--warmup`` steps (the opening randomization, allocator and
@@ -45,15 +52,17 @@ import torch
 from lc0common import machine_note, write_report
 
 TARGET = 1.10
-CHESS_PARTS = ("encode (_rows)", "legal masks (_mask)", "play (_play: push, history, legal moves)",
-               "game end (_result)", "restarts (_finish)", "sampling (μ, multinomial, ρ)")
+CHESS_PARTS = ("positions (_positions: planes, masks, legal indices → device)",
+               "play (play: moves, next legal moves, game ends)", "successor bookkeeping (successor_wdl)",
+               "restarts (_finish)", "sampling (sample: μ, a, ρ)")
+NETWORK = "network (in the step)"    # timed too, to be subtracted: the chess side is the step's CPU less it
 
 
 class ExclusiveTimers:
     """CPU seconds per part, exclusive: time spent in a nested timed call is charged to that call only."""
 
     def __init__(self) -> None:
-        self.seconds = dict.fromkeys(CHESS_PARTS, 0.0)
+        self.seconds = dict.fromkeys((*CHESS_PARTS, NETWORK), 0.0)
         self._stack: list[list] = []      # [part, start, nested seconds]
         self.on = False
 
@@ -73,54 +82,48 @@ class ExclusiveTimers:
         return timed
 
     def take(self) -> dict:
-        out, self.seconds = self.seconds, dict.fromkeys(CHESS_PARTS, 0.0)
+        out, self.seconds = self.seconds, dict.fromkeys((*CHESS_PARTS, NETWORK), 0.0)
         return out
 
 
 def instrument_chess_side(m, timers: ExclusiveTimers):
-    """Time the dataset's chess work and the step's sampling (module docstring); returns the function
-    that puts the step module's own functions back (the dataset's wrappers die with its module)."""
+    """Time the dataset's chess work and its sampling, and the step's network work (module docstring);
+    returns the function that puts the step module's own functions back (the instance wrappers die with
+    the module)."""
     import pdx_lightning.rl.pdx_step as step_module  # noqa: PLC0415
 
-    saved = {attr: getattr(step_module, attr) for attr in ("tempered_log_probs", "importance_weight", "torch")}
     ds = m.dataset
-    ds._eval = _network_call(ds._eval, timers)    # an EMA/base pass inside a timed part is not chess
-    for attr, part in (("_rows", CHESS_PARTS[0]), ("_mask", CHESS_PARTS[1]), ("_play", CHESS_PARTS[2]),
-                       ("_result", CHESS_PARTS[3]), ("_finish", CHESS_PARTS[4])):
+    for attr, part in zip(("_positions", "play", "successor_wdl", "_finish", "sample"), CHESS_PARTS):
         setattr(ds, attr, timers.wrap(part, getattr(ds, attr)))
-    for attr in ("tempered_log_probs", "importance_weight"):
-        setattr(step_module, attr, timers.wrap(CHESS_PARTS[5], getattr(step_module, attr)))
-    step_module.torch = _TorchWithTimedMultinomial(timers)
-    return lambda: [setattr(step_module, attr, fn) for attr, fn in saved.items()]
+    # the network work inside the step: the base/EMA passes, the online forward, the log-softmax, the
+    # loss, backward and the AdamW step
+    ds._eval = timers.wrap(NETWORK, ds._eval)
+    m.online.forward = timers.wrap(NETWORK, m.online.forward)
+    m.manual_backward = timers.wrap(NETWORK, m.manual_backward)
+    saved = {a: getattr(step_module, a) for a in ("masked_log_softmax", "pdx_loss_from_log_probs")}
+    for attr, fn in saved.items():
+        setattr(step_module, attr, timers.wrap(NETWORK, fn))
+    configure = m.configure_optimizers
+
+    def configured():
+        out = configure()
+        opt = out["optimizer"] if isinstance(out, dict) else out
+        opt.step = timers.wrap(NETWORK, opt.step)
+        return out
+    m.configure_optimizers = configured
+    return lambda: [setattr(step_module, a, fn) for a, fn in saved.items()]
 
 
-def _network_call(fn, timers: ExclusiveTimers):
-    """Network evaluations nested in a chess part (restarts' openings) count as network, not chess."""
-    def call(*args, **kwargs):
-        if not (timers.on and timers._stack):
-            return fn(*args, **kwargs)
-        start = time.process_time()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            timers._stack[-1][2] += time.process_time() - start
-    return call
-
-
-class _TorchWithTimedMultinomial:
-    """``torch`` as the step module sees it, with ``multinomial`` timed as sampling."""
-
-    def __init__(self, timers: ExclusiveTimers) -> None:
-        self.multinomial = timers.wrap(CHESS_PARTS[5], torch.multinomial)
-
-    def __getattr__(self, name):
-        return getattr(torch, name)
+def _sync() -> None:
+    """Wait for queued CUDA work, so wall times cover it (no-op without a GPU)."""
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
 
 
 class StepProbe:
     """Wraps the module's step and its dataset's evaluations and batches; the reference after each step."""
 
-    def __init__(self, m, warmup: int, chess_side: bool = False, profile: bool = False) -> None:
+    def __init__(self, m, warmup: int, chess_side: bool = False, profile: bool = False, busy: bool = False) -> None:
         from pdx_lightning.rl.objectives import masked_log_softmax, pdx_loss_from_log_probs  # noqa: PLC0415
         from pdx_lightning.runtime.optim import layerwise_adamw  # noqa: PLC0415
 
@@ -147,6 +150,8 @@ class StepProbe:
         self.restore = instrument_chess_side(m, self.timers) if self.timers is not None else (lambda: None)
         self.profile = profile
         self.profile_text = ""
+        self.busy = busy            # CUDA: the device's kernel time in one measured step (torch.profiler)
+        self.busy_s: float | None = None
 
     def step(self, real_step, dataloader_iter):
         """The module's step, timed, then its reference."""
@@ -156,11 +161,21 @@ class StepProbe:
             import cProfile  # noqa: PLC0415
             profiler = cProfile.Profile()
             profiler.enable()
+        kernels = None
+        if self.busy and len(self.rows) == self.warmup and torch.cuda.is_available():
+            kernels = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA])
+            kernels.__enter__()
         if self.timers is not None:
             self.timers.on = True
+        _sync()
         c, t = time.process_time(), time.perf_counter()
         out = real_step(dataloader_iter)
+        _sync()
         wall, cpu = time.perf_counter() - t, time.process_time() - c
+        if kernels is not None:
+            kernels.__exit__(None, None, None)
+            self.busy_s = sum(e.device_time_total for e in kernels.key_averages()) / 1e6
+            self.busy_wall_s = wall
         parts = {}
         if self.timers is not None:
             self.timers.on = False
@@ -185,11 +200,14 @@ class StepProbe:
         m, mb = self.m, self.m.dataset.cfg.micro_batch
         if self.ref_online is None:
             self.ref_online = copy.deepcopy(m.online).train()
+            self.ref_online.__dict__.pop("forward", None)   # not --chess-side's timing wrapper of m.online
             self.ref_opt = self.layerwise_adamw(self.ref_online, m.hparams)["optimizer"]
         n = batch.size
         action = batch.mask.float().argmax(dim=1)                 # a legal move per row
-        rho, adv = torch.ones(n), torch.full((n,), 0.1)
-        target = torch.full((n, 3), 1 / 3)
+        dev = batch.x.device
+        rho, adv = torch.ones(n, device=dev), torch.full((n,), 0.1, device=dev)
+        target = torch.full((n, 3), 1 / 3, device=dev)
+        _sync()
         c, t = time.process_time(), time.perf_counter()
         for name, k in calls:                           # base(s), ema(s), ema(s'), as the step did
             evaluate(getattr(m.dataset.networks, name), batch.x[:k], batch.mask[:k], mb)
@@ -203,23 +221,26 @@ class StepProbe:
                                 c_v=m.hparams.c_v)
             (loss.total * ((sl.stop - sl.start) / n)).backward()
         self.ref_opt.step()
+        _sync()
         return time.perf_counter() - t, time.process_time() - c
 
 
 def run(model: str, games: int, steps: int, warmup: int, micro_batch: int, reuse: bool,
-        opening_max_moves: int, chess_side: bool = False, profile: bool = False) -> dict:
+        opening_max_moves: int, chess_side: bool = False, profile: bool = False, backend: str = "native",
+        workers: int = 1, accelerator: str = "cpu", precision: str = "32-true", busy: bool = False) -> dict:
     from pdx_lightning.rl.module import PDXModule  # noqa: PLC0415
     from pdx_lightning.rl.selfplay import SelfPlayConfig  # noqa: PLC0415
 
     sp = SelfPlayConfig(n_games=games, micro_batch=micro_batch, opening_max_moves=opening_max_moves,
-                        reuse_successor_eval=reuse)
+                        reuse_successor_eval=reuse, backend=backend, workers=workers)
     class Probed(PDXModule):
         def training_step(self, dataloader_iter):     # Lightning reads this signature (dataloader_iter mode)
             return probe.step(super().training_step, dataloader_iter)
 
     m = Probed(base=model, selfplay=sp)
-    probe = StepProbe(m, warmup, chess_side, profile)
-    trainer = L.Trainer(max_steps=warmup + steps, accelerator="cpu", logger=False, enable_checkpointing=False,
+    probe = StepProbe(m, warmup, chess_side, profile, busy=busy)
+    trainer = L.Trainer(max_steps=warmup + steps, accelerator=accelerator, devices=1, precision=precision,
+                        logger=False, enable_checkpointing=False,
                         enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0)
     t = time.perf_counter()
     try:
@@ -231,6 +252,7 @@ def run(model: str, games: int, steps: int, warmup: int, micro_batch: int, reuse
     ratio_cpu = [r["step_cpu_s"] / r["ref_cpu_s"] for r in rows]
     med = statistics.median
     return {"model": model, "games": games, "threads": torch.get_num_threads(), "steps": len(rows),
+            "backend": backend, "workers": workers,
             "warmup": warmup, "micro_batch": micro_batch, "rows": probe.rows,
             "total_s": time.perf_counter() - t,
             "step_s": med(r["step_s"] for r in rows), "ref_s": med(r["ref_s"] for r in rows),
@@ -239,10 +261,16 @@ def run(model: str, games: int, steps: int, warmup: int, micro_batch: int, reuse
             "ratio": med(ratio), "ratio_min": min(ratio), "ratio_max": max(ratio),
             "ratio_cpu": med(ratio_cpu), "ratio_cpu_min": min(ratio_cpu), "ratio_cpu_max": max(ratio_cpu),
             # chess side: core-µs per game-ply = (step CPU − network CPU) / N, median over the steps
-            "chess_us_per_ply": med(1e6 * (r["step_cpu_s"] - r["ref_cpu_s"]) / r["n"] for r in rows),
+            # chess side: core-µs per game-ply = (step CPU − the step's own network CPU) / N, median over
+            # the steps; and the same estimated against the replayed reference (step CPU − reference CPU)
+            "chess_us_per_ply": (med(1e6 * (r["step_cpu_s"] - r["parts"][NETWORK]) / r["n"] for r in rows)
+                                 if chess_side else None),
+            "chess_us_per_ply_replay": med(1e6 * (r["step_cpu_s"] - r["ref_cpu_s"]) / r["n"] for r in rows),
+            "network_s": med(r["parts"][NETWORK] for r in rows) if chess_side else None,
             "parts_us_per_ply": ({p: med(1e6 * r["parts"][p] / r["n"] for r in rows) for p in CHESS_PARTS}
                                  if chess_side else {}),
-            "profile": probe.profile_text}
+            "profile": probe.profile_text,
+            "gpu_busy_share": (probe.busy_s / probe.busy_wall_s if probe.busy_s is not None else None)}
 
 
 def main() -> int:
@@ -260,6 +288,9 @@ def main() -> int:
     ap.add_argument("--chess-side", action="store_true",
                     help="also the chess side per game-ply and its parts (defaults then: base:maia-1900, "
                          "N = 256 1024 4096, 3 steps after 1 warm-up; report selfplay_chess_side)")
+    ap.add_argument("--backend", default="native", choices=["native", "python-chess"],
+                    help="the chess engine (--model.selfplay.backend)")
+    ap.add_argument("--workers", type=int, default=1, help="chess worker threads (--model.selfplay.workers)")
     ap.add_argument("--profile", action="store_true", help="print cProfile's top 20 (tottime) of one step")
     ap.add_argument("--report", default=None, help="reports/maia/<name>.md|json ('' for none; default "
                                                     "selfplay, or selfplay_chess_side with --chess-side)")
@@ -287,7 +318,7 @@ def main() -> int:
             for th in args.threads:
                 torch.set_num_threads(th)
                 r = run(model, g, args.steps, args.warmup, args.micro_batch, args.reuse_successor_eval,
-                        args.opening_max_moves, args.chess_side, args.profile)
+                        args.opening_max_moves, args.chess_side, args.profile, args.backend, args.workers)
                 results.append(r)
                 ok = "met" if r["ratio"] <= TARGET else "NOT met"
                 line = (f"| {model} | {g} | {th} | {r['step_s']:.3f} | {r['transitions_per_s']:.0f} | "
@@ -297,14 +328,17 @@ def main() -> int:
                 lines.append(line)
                 print(line, flush=True)
     if args.chess_side:
-        lines += ["", "### The chess side per game-ply (core-µs, median over the measured steps)", "",
-                  "| model | N | chess side (step − network CPU) | " + " | ".join(CHESS_PARTS)
-                  + " | other | step / network |", "|---|---:|---:|" + "---:|" * (len(CHESS_PARTS) + 2)]
+        lines += ["", f"### The chess side per game-ply (core-µs, median over the measured steps; backend "
+                      f"{args.backend}, {args.workers} worker thread(s))", "",
+                  "| model | N | chess side (step − its network CPU) | " + " | ".join(CHESS_PARTS)
+                  + " | other | step − reference (replay) | step / network |",
+                  "|---|---:|---:|" + "---:|" * (len(CHESS_PARTS) + 3)]
         for r in results:
             parts = r["parts_us_per_ply"]
-            lines.append(f"| {r['model']} | {r['games']} | {r['chess_us_per_ply']:.0f} | "
-                         + " | ".join(f"{parts[p]:.0f}" for p in CHESS_PARTS)
-                         + f" | {r['chess_us_per_ply'] - sum(parts.values()):.0f} | {r['ratio_cpu']:.3f} |")
+            lines.append(f"| {r['model']} | {r['games']} | {r['chess_us_per_ply']:.1f} | "
+                         + " | ".join(f"{parts[p]:.1f}" for p in CHESS_PARTS)
+                         + f" | {r['chess_us_per_ply'] - sum(parts.values()):.1f} | "
+                         f"{r['chess_us_per_ply_replay']:.0f} | {r['ratio_cpu']:.3f} |")
         print("\n".join(lines[-len(results) - 4:]), flush=True)
         for r in results:
             if r["profile"]:
@@ -319,7 +353,7 @@ def main() -> int:
     if args.chess_side:
         at = [r for r in results if r["games"] == 1024] or results[-1:]
         r = at[0]
-        print(f"chess side N={r['games']}: {r['chess_us_per_ply']:.0f} core-us/game-ply; "
+        print(f"chess side N={r['games']}: {r['chess_us_per_ply']:.1f} core-us/game-ply; "
               f"step/network {r['ratio_cpu']:.3f}")
     return 0
 

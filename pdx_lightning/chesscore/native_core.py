@@ -147,6 +147,10 @@ class NativeCore:
         self.lib.pdx_core_moves(self._h, i, _ptr(buf), n)
         return [decode_move(int(m)) for m in buf]
 
+    def n_moves(self, i: int) -> int:
+        """How many moves game ``i`` has played from its root."""
+        return self.lib.pdx_core_moves(self._h, i, None, 0)
+
     def legal_moves(self, i: int) -> list[chess.Move]:
         """The current position's legal moves (generation order)."""
         buf = np.empty(MAX_MOVES, dtype=np.uint16)

@@ -156,3 +156,29 @@ def tempered_log_probs(log_p_theta: torch.Tensor, mask: torch.Tensor,
     one_hot = torch.zeros_like(mask).scatter_(1, best, True)  # (B, P)
     greedy = torch.where(one_hot, 0.0, float("-inf")).to(work)
     return torch.where(zero[:, None], greedy, tempered)
+
+
+# ---------------------------------------------------------------- the compact legal layout
+
+def legal_valid(legal: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
+    """``(B, L)`` bool: True on the first ``count[b]`` columns of the legal-index tensor ``legal``."""
+    return torch.arange(legal.shape[1], device=legal.device)[None, :] < count.to(legal.device)[:, None]
+
+
+def gather_legal(values: torch.Tensor, legal: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """``values`` (B, P) at each row's legal policy indices ``legal`` (B, L): ``(B, L)``, ``-inf`` where
+    ``valid`` is False (the padding). The compact layout of sampling, ρ and the logged KLs: every sum
+    over the legal moves is a sum over these ``L`` (≤ 218) columns instead of 4,288."""
+    return values.gather(1, legal).masked_fill(~valid, float("-inf"))
+
+
+def sample_legal(log_mu: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """Column drawn from μ = exp(``log_mu``) (B, L) by inversion of its CDF with one uniform ``u`` (B,) in
+    [0, 1) per row: the first column whose cumulative mass exceeds ``u`` × total (Eq. 6's a ~ μ). Zero-mass
+    columns (the padding, −inf) are never drawn; one uniform per row, so the draws do not depend on L."""
+    p = at_least_float32(log_mu).exp()
+    cdf = p.cumsum(dim=1)
+    col = torch.searchsorted(cdf, (u.to(cdf) * cdf[:, -1])[:, None], right=True).squeeze(1)
+    # float rounding can put u·total at or above the last step: take the last column with mass then
+    last = torch.where(p > 0, torch.arange(p.shape[1], device=p.device), -1).amax(dim=1)
+    return torch.minimum(col, last)

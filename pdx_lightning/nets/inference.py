@@ -14,17 +14,23 @@ from pdx_lightning.chesscore.policy import masked_log_softmax
 
 @torch.inference_mode()
 def evaluate(model: torch.nn.Module, x: torch.Tensor | np.ndarray, mask: torch.Tensor,
-             micro_batch: int = 512) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(log π (B, 4288) with -inf off the legal moves, WDL probs (B, 3))`` in micro-batches."""
+             micro_batch: int = 512, to_cpu: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(log π (B, 4288) with -inf off the legal moves, WDL probs (B, 3))`` in micro-batches, on the CPU
+    (``to_cpu=False``: left on the model's device, as self-play keeps them)."""
     x = torch.as_tensor(x)
     device = next(model.parameters()).device
     logp, wdl = [], []
     for i in range(0, x.shape[0], micro_batch):
         out = model(x[i:i + micro_batch].to(device))
-        logp.append(masked_log_softmax(out.policy.float(), mask[i:i + micro_batch].to(device)).cpu())
-        wdl.append(torch.softmax(out.wdl.float(), dim=-1).cpu())
+        lp = masked_log_softmax(out.policy.float(), mask[i:i + micro_batch].to(device))
+        w = torch.softmax(out.wdl.float(), dim=-1)
+        logp.append(lp.cpu() if to_cpu else lp)
+        wdl.append(w.cpu() if to_cpu else w)
     if not logp:
-        return torch.empty(0, mask.shape[1]), torch.empty(0, 3)
+        where = "cpu" if to_cpu else device
+        return torch.empty(0, mask.shape[1], device=where), torch.empty(0, 3, device=where)
+    if len(logp) == 1:
+        return logp[0], wdl[0]
     return torch.cat(logp), torch.cat(wdl)
 
 

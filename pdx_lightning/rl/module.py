@@ -220,7 +220,7 @@ class PDXModule(L.LightningModule):
             del sd[k]
         write_network_meta(checkpoint, self.online, self.hparams.base)
         checkpoint["pdx_param_version"] = self.param_version
-        state = self.dataset.state_dict() if self.dataset.boards else None
+        state = self.dataset.state_dict() if self.dataset.started else None
         _, world = rank_world()
         if world > 1:
             states = [None] * world

@@ -12,8 +12,9 @@ checkpoint-callbacks-last ordering, which the CLI's log-continuity callback reli
 :func:`collect` is its own function because the tests drive it with hand-made online outputs (a
 forced move, a uniform policy); the step calls it exactly once per micro-batch.
 
-Random numbers: one ``torch.multinomial`` per micro-batch on the dataset's generator (Eq. 6), then
-whatever the restarts of finished games draw (``SelfPlayDataset.end_games``), in game order.
+Random numbers: one uniform per game of the micro-batch on the dataset's generator (Eq. 6,
+``SelfPlayDataset.sample``), then whatever the restarts of finished games draw
+(``SelfPlayDataset.end_games``), in game order.
 """
 from __future__ import annotations
 
@@ -22,10 +23,11 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from pdx_lightning.chesscore.policy import gather_legal, legal_valid
 from pdx_lightning.rl.guards import check_finite, check_finite_gradients
 from pdx_lightning.rl.objectives import (RESULT_NONE, at_least_float32, entropy, forward_kl, importance_weight,
                                          masked_log_softmax, pdx_loss_from_log_probs, reverse_kl, score,
-                                         tempered_log_probs, value_target, wdl_entropy)
+                                         value_target, wdl_entropy)
 from pdx_lightning.rl.selfplay import PendingBatch, SelfPlayDataset, SelfPlayError
 
 if TYPE_CHECKING:
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
 
 @dataclass
 class Completion:
-    """What :func:`collect` makes of one micro-batch (all stop-gradient, on the CPU)."""
+    """What :func:`collect` makes of one micro-batch (all stop-gradient, on the networks' device)."""
 
     action: torch.Tensor      # (b,) int64 policy slot of a
     rho: torch.Tensor         # (b,) ρ = min(1, π_θ(a|s)/μ(a|s))
@@ -67,13 +69,13 @@ def collect(dataset: SelfPlayDataset, batch: PendingBatch, games: slice, log_p_t
 
     ``log_p_theta`` (b, P) and ``v_theta`` (b,) are the online network's masked log-policy and
     score at s (detached here); ``wdl_theta`` (b, 3) its WDL probabilities, needed only when
-    τ(s) = H(p_θ(s)) (``temperature_wdl_source="online"``).
+    τ(s) = H(p_θ(s)) (``temperature_wdl_source="online"``). Everything stays on their device except
+    the sampled policy slots, which go to the games.
     Raises :class:`SelfPlayError` if the parameters moved since the batch was begun.
     """
     check_fresh(batch, dataset.networks.version())
-    logp, v_theta = log_p_theta.detach().cpu(), v_theta.detach().cpu()
-    idx = list(range(batch.size))[games]
-    mask = batch.mask[games]
+    logp, v_theta = log_p_theta.detach(), v_theta.detach()
+    idx = range(batch.size)[games]
     # Eq. 5, τ(s) = H(p_θ̄(s)): from the EMA's WDL when the batch was begun (τ ≡ 1 in the fixed arm),
     # or here from the online WDL (temperature_wdl_source="online")
     if batch.tau is not None:
@@ -82,17 +84,17 @@ def collect(dataset: SelfPlayDataset, batch: PendingBatch, games: slice, log_p_t
         raise SelfPlayError("temperature_wdl_source='online' needs the online WDL at s: "
                             "pass wdl_theta to collect()")
     else:
-        tau = wdl_entropy(wdl_theta.detach().cpu())                                     # (b,)
-    log_mu = tempered_log_probs(logp, mask, tau)                    # Eq. 6: μ ∝ π_θ^{1/τ(s)}, (b, P)
-    action = torch.multinomial(log_mu.exp(), 1, generator=dataset.gen).squeeze(1)    # Eq. 6: a ~ μ, (b,)
-    rho = importance_weight(logp.gather(1, action[:, None]).squeeze(1),             # Eq. 12: ρ = min(1, π_θ/μ)
-                            log_mu.gather(1, action[:, None]).squeeze(1))
-    results = dataset.play(idx, action)                             # line 8: s' = T(s, a), results
+        tau = wdl_entropy(wdl_theta.detach())                                           # (b,)
+    # Eq. 6: μ ∝ π_θ^{1/τ(s)} over the legal moves and a ~ μ (the compact legal layout, one uniform per row)
+    action, log_pi_a, log_mu_a = dataset.sample(logp, batch.legal[games], batch.legal_count[games], tau)
+    rho = importance_weight(log_pi_a, log_mu_a)                     # Eq. 12: ρ = min(1, π_θ/μ)
+    results = dataset.play(idx, action)                             # line 8: s' = T(s, a), results (CPU)
     wdl_next = dataset.successor_wdl(idx, results)                  # line 8: p_θ̄(s'), the EMA pass
-    target = value_target(wdl_next, results)       # App. E (line 10): p̂ = flip(p_θ̄(s')) or the result
+    terminal_result = results.to(wdl_next.device)
+    target = value_target(wdl_next, terminal_result)  # App. E (line 10): p̂ = flip(p_θ̄(s')) or the result
     advantage = score(target) - v_theta            # Eq. 4: A = (1 − v_θ̄(s')) − v_θ(s) = score(p̂) − v_θ(s)
     dataset.end_games(idx, results)                                 # line 12: finished games restart
-    return Completion(action, rho, advantage, target, results != RESULT_NONE, tau)
+    return Completion(action, rho, advantage, target, terminal_result != RESULT_NONE, tau)
 
 
 def pdx_step(module: PDXModule, batch: PendingBatch) -> StepResult:
@@ -110,9 +112,12 @@ def pdx_step(module: PDXModule, batch: PendingBatch) -> StepResult:
         x, mask = batch.x[games].to(device), batch.mask[games].to(device)
         out = online(x)  # bfloat16 logits under bf16-mixed: the math below upcasts to float32
         log_p_base = batch.log_p_base[games].to(device)
-        check_finite(step, {"online policy logits (π_θ)": (out.policy, mask),
+        legal = batch.legal[games].to(device)
+        valid = legal_valid(legal, batch.legal_count[games])
+        # the inputs on the legal moves (the compact layout: ≤ 218 columns, not 4,288)
+        check_finite(step, {"online policy logits (π_θ)": (out.policy.gather(1, legal), valid),
                             "online WDL logits (p_θ)": out.wdl,
-                            "π_base log-probabilities": (log_p_base, mask),
+                            "π_base log-probabilities": (log_p_base.gather(1, legal), valid),
                             **({} if batch.tau is None else {"τ(s) from the EMA's WDL": batch.tau[games]})})
         log_p = masked_log_softmax(out.policy, mask)  # log π_θ once: it samples a, enters the loss and metrics
         wdl_theta = torch.softmax(at_least_float32(out.wdl), dim=-1)                        # (b, 3)
@@ -135,7 +140,8 @@ def pdx_step(module: PDXModule, batch: PendingBatch) -> StepResult:
         terms = loss._asdict()
         if not hp.value_anchor:  # off: Eq. 7's terms only, as the runs before the option logged
             del terms["anchor"]
-        metrics = {**{"loss/" + k: v for k, v in terms.items()}, **policy_metrics(log_p, log_p_base, mask)}
+        metrics = {**{"loss/" + k: v for k, v in terms.items()},
+                   **policy_metrics(gather_legal(log_p, legal, valid), gather_legal(log_p_base, legal, valid), valid)}
         for name, value in metrics.items():
             sums[name] = sums.get(name, 0.0) + float(value.detach()) * frac
         rhos.append(done.rho)
@@ -154,7 +160,8 @@ def pdx_step(module: PDXModule, batch: PendingBatch) -> StepResult:
 
 @torch.no_grad()
 def policy_metrics(log_p_theta: torch.Tensor, log_p_base: torch.Tensor, mask: torch.Tensor) -> dict:
-    """The logged KLs to the base and the policy entropy, mean over the micro-batch (no gradient)."""
+    """The logged KLs to the base and the policy entropy, mean over the micro-batch (no gradient); any
+    layout with its mask (the step passes the compact legal one, ``gather_legal``)."""
     lp = log_p_theta.detach()
     return {"kl/forward_to_base": forward_kl(log_p_base, lp, mask).mean(),
             "kl/reverse_to_base": reverse_kl(lp, log_p_base, mask).mean(),

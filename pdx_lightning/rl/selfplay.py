@@ -17,6 +17,12 @@ network itself never runs here.
 
 The step works per micro-batch of games (``games`` lists), so the module can accumulate gradients
 over micro-batches without keeping every micro-batch's graph alive.
+
+The games themselves live in a pool (:mod:`pdx_lightning.chesscore.game_pool`): by default the compiled
+chess core, which plays, encodes and masks a whole batch in one call per step (optionally over worker
+threads); python-chess is the reference engine it is tested against (``backend="python-chess"``).
+Sampling works in the compact legal layout (``chesscore.policy.gather_legal``: the ≤ 218 legal columns
+of each row, sorted by policy index) with one uniform per row (``sample_legal``), on the networks' device.
 """
 from __future__ import annotations
 
@@ -29,11 +35,10 @@ import numpy as np
 import torch
 from torch.utils.data import IterableDataset
 
-from pdx_lightning.chesscore.encoding import GameHistory, encode_rows
-from pdx_lightning.nets.inference import evaluate
-from pdx_lightning.chesscore.moves import index_to_move, legal_mask
+from pdx_lightning.chesscore.game_pool import BACKENDS, Backend, open_pool, result_codes
 from pdx_lightning.chesscore.opening_files import read_opening_lines
-from pdx_lightning.chesscore.rules import game_end, ply_cap_reached
+from pdx_lightning.chesscore.policy import gather_legal, legal_valid, sample_legal
+from pdx_lightning.nets.inference import evaluate
 from pdx_lightning.rl.objectives import DRAW, RESULT_NONE, WIN, tempered_log_probs, wdl_entropy
 from pdx_lightning.runtime.progress import progress
 from pdx_lightning.runtime.ranks import rank_world
@@ -98,6 +103,12 @@ class SelfPlayConfig:
         reuse_successor_eval: use the EMA's evaluation of s' at step t as its evaluation of s at
             step t+1 when the game goes on (saves the ema(s) pass for continuing games; an
             approximation, since the EMA moved by one update in between). Off by default.
+        backend: the chess engine of the games: "native" (the compiled core, ``chesscore/pdx_core.c``,
+            built by ``pip install -e .``) or "python-chess" (the reference it is tested against; no C
+            compiler needed, ~20x more CPU per game-ply). Both play the same games from the same seed.
+        workers: threads that play, encode and mask disjoint shards of the games each step (native
+            backend; 1 = in the training process's thread). The games are the same for every worker
+            count. Worth raising where cores outnumber the network's threads (a GPU machine).
     """
 
     n_games: int = 256
@@ -113,8 +124,14 @@ class SelfPlayConfig:
     claim_draws: bool = False
     micro_batch: int = 256
     reuse_successor_eval: bool = False
+    backend: Backend = "native"
+    workers: int = 1
 
     def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
+        if self.workers < 1 or (self.backend == "python-chess" and self.workers != 1):
+            raise ValueError(f"workers must be >= 1 (and 1 with the python-chess backend), got {self.workers}")
         if self.n_games < 1 or self.micro_batch < 1 or self.max_plies < 1:
             raise ValueError("n_games, micro_batch and max_plies must be >= 1")
         if self.temperature not in TEMPERATURE_MODES:
@@ -133,7 +150,8 @@ class SelfPlayConfig:
 
 @dataclass
 class PendingBatch:
-    """Positions s of this step, awaiting the online network's outputs."""
+    """Positions s of this step, awaiting the online network's outputs; every tensor on the networks'
+    device."""
 
     x: torch.Tensor           # (n, 112, 8, 8)
     mask: torch.Tensor        # (n, 4288) bool
@@ -141,6 +159,8 @@ class PendingBatch:
     tau: torch.Tensor | None  # (n,); None: τ(s) comes from the online WDL, in the step
     version: int              # the parameter version that began the batch
     wdl_base: torch.Tensor    # (n, 3) p_base(s), for the base-WDL value anchor
+    legal: torch.Tensor       # (n, L) int64 sorted legal policy indices, padded with the row's first
+    legal_count: torch.Tensor  # (n,) int64 legal moves per row (the valid columns of ``legal``)
 
     @property
     def size(self) -> int:
@@ -150,19 +170,20 @@ class PendingBatch:
 class SelfPlayDataset(IterableDataset):
     """This rank's share of N games, advanced one ply per yielded batch (infinite).
 
-    ``networks`` are read, never trained or swapped: the module keeps them in eval mode.
+    The games live in a pool (``chesscore.game_pool``: the compiled core, or python-chess boards with
+    ``backend="python-chess"``); ``networks`` are read, never trained or swapped: the module keeps them in
+    eval mode. The batch's tensors live on the networks' device: the planes and the legal masks and
+    indices go there once, and sampling, μ, ρ, p̂ and A stay there; only the chosen policy slots (b,)
+    come back to the pool.
     """
 
     def __init__(self, config: SelfPlayConfig, networks: SelfPlayNetworks) -> None:
         super().__init__()
         self.cfg = config
         self.networks = networks
-        self.boards: list[chess.Board] = []
+        self.pool = None  # made when iteration starts (the rank, hence the number of games, is known then)
         self.stats = {"games_finished": 0, "white_win": 0, "draw": 0, "black_win": 0, "length_sum": 0}
         self._pending_state: dict | None = None
-        # per-game caches beside ``boards``: the encoder's history ring buffer, the legal moves
-        self.hist: list[GameHistory] = []
-        self.legal: list[list[chess.Move]] = []
         # this rank's generators, seeded when iteration starts (the rank is known only then)
         self.gen = torch.Generator()
         self.rng = random.Random()
@@ -170,9 +191,20 @@ class SelfPlayDataset(IterableDataset):
         self._ema_cache: torch.Tensor | None = None
         # read now: a bad openings file fails at construction, not at the first restart hours in
         self._openings = read_opening_lines(config.openings_file) if config.restart == "openings" else None
-        # called as listener(board, PGN result) when a game ends, before its slot restarts (the board
-        # object is replaced, never changed, afterwards): e.g. callbacks.SelfPlayGames
+        # called as listener(board, PGN result) when a game ends, before its slot restarts (a python-chess
+        # board with the game's move stack, made for the listeners): e.g. callbacks.SelfPlayGames
         self.finished_listeners: list[Callable[[chess.Board, str], None]] = []
+
+    @property
+    def started(self) -> bool:
+        """Whether the games exist (iteration began)."""
+        return self.pool is not None
+
+    @property
+    def boards(self) -> list[chess.Board]:
+        """The games as python-chess boards with their move stacks (copies, replayed from the pool: for
+        tests, probes and tools, not for hot loops); empty before iteration starts."""
+        return [] if self.pool is None else [self.pool.board(i) for i in range(self.pool.n)]
 
     # ---- ranks ------------------------------------------------------------------------------
     def local_games(self) -> int:
@@ -182,17 +214,25 @@ class SelfPlayDataset(IterableDataset):
             raise SelfPlayError(f"n_games={self.cfg.n_games} leaves rank {rank} of {world} without games")
         return n
 
+    def _open_pool(self, n: int) -> None:
+        if self.pool is not None:
+            self.pool.close()
+        cap = self.cfg.max_plies if self.cfg.cap_result == "draw" else None
+        self.pool = open_pool(self.cfg.backend, n, claim_draws=self.cfg.claim_draws, max_plies=cap,
+                              workers=self.cfg.workers)
+
     # ---- state (checkpoints) ----------------------------------------------------------------
     def state_dict(self) -> dict:
         """Everything needed to continue the same games: move lists, RNG states, stats and, with
         ``reuse_successor_eval``, the EMA's cached evaluations of the current positions (made by
         the EMA before its last update, so they cannot be recomputed after a restart)."""
         cache = self._ema_cache if self.cfg.reuse_successor_eval else None
-        return {"roots": [b.root().fen() for b in self.boards],
-                "moves": [[m.uci() for m in b.move_stack] for b in self.boards],
+        n = 0 if self.pool is None else self.pool.n
+        return {"roots": [self.pool.root_fen(i) for i in range(n)],
+                "moves": [[m.uci() for m in self.pool.moves(i)] for i in range(n)],
                 "torch_rng": self.gen.get_state(), "py_rng": self.rng.getstate(),
-                "stats": dict(self.stats), "n_games": len(self.boards),
-                "ema_cache": None if cache is None else cache.clone()}
+                "stats": dict(self.stats), "n_games": n,
+                "ema_cache": None if cache is None else cache.detach().cpu().clone()}
 
     def load_state_dict(self, state: dict) -> None:
         """Resume from ``state_dict`` when iteration (re)starts."""
@@ -202,22 +242,20 @@ class SelfPlayDataset(IterableDataset):
         if state["n_games"] != self.local_games():
             raise SelfPlayError(f"checkpoint holds {state['n_games']} games for this rank, "
                                 f"config gives {self.local_games()} (n_games or world size changed)")
-        self.boards = []
-        for fen, moves in zip(state["roots"], state["moves"]):
+        self._open_pool(state["n_games"])
+        for i, (fen, moves) in enumerate(zip(state["roots"], state["moves"])):
             b = chess.Board(fen)
             for uci in moves:
                 b.push_uci(uci)
-            self.boards.append(b)
-        self.hist = [GameHistory(b) for b in self.boards]
-        self.legal = [list(b.legal_moves) for b in self.boards]
+            self.pool.set_board(i, b)
         self.gen.set_state(state["torch_rng"])
         self.rng.setstate(state["py_rng"])
         self.stats = dict(state["stats"])
         cache = state.get("ema_cache")  # absent in checkpoints written before it was stored
-        if cache is not None and tuple(cache.shape) != (len(self.boards), 3):
+        if cache is not None and tuple(cache.shape) != (state["n_games"], 3):
             raise SelfPlayError(f"checkpoint's EMA cache has shape {tuple(cache.shape)}, "
-                                f"expected ({len(self.boards)}, 3)")
-        self._ema_cache = None if cache is None else cache.clone()
+                                f"expected ({state['n_games']}, 3)")
+        self._ema_cache = None if cache is None else cache.clone().to(self._device())
 
     # ---- iteration --------------------------------------------------------------------------
     def __iter__(self) -> Iterator[PendingBatch]:
@@ -230,25 +268,42 @@ class SelfPlayDataset(IterableDataset):
             self._pending_state = None
         else:
             n = self.local_games()
-            self.boards = [chess.Board() for _ in range(n)]
-            self.hist, self.legal = [None] * n, [None] * n  # filled by _randomize, game by game
+            self._open_pool(n)
             starts = [self.rng.randint(0, self.cfg.opening_max_moves) for _ in range(n)]
             self._randomize(list(range(n)), starts, desc="self-play openings")
         while True:
             yield self._begin()
 
+    def _device(self) -> torch.device:
+        return next(self.networks.ema.parameters()).device
+
     def _eval(self, name: str, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``evaluate`` with the network ``name`` ("ema" or "base") of :class:`SelfPlayNetworks`."""
-        return evaluate(getattr(self.networks, name), x, mask, self.cfg.micro_batch)
+        """``evaluate`` with the network ``name`` ("ema" or "base") of :class:`SelfPlayNetworks`; the
+        outputs stay on the network's device."""
+        return evaluate(getattr(self.networks, name), x, mask, self.cfg.micro_batch, to_cpu=False)
 
-    def _rows(self, idx) -> torch.Tensor:
-        return torch.from_numpy(encode_rows([self.hist[i].row(self.boards[i]) for i in idx]))
-
-    def _mask(self, idx) -> torch.Tensor:
-        return legal_mask([self.boards[i] for i in idx], [self.legal[i] for i in idx])
+    def _positions(self, idx) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The games' current positions on the networks' device: planes (b, 112, 8, 8), legal mask
+        (b, 4288), sorted legal indices (b, L) and legal counts (b,)."""
+        pos = self.pool.positions(idx)
+        dev = self._device()
+        return tuple(torch.from_numpy(a).to(dev, non_blocking=True)
+                     for a in (pos.x, pos.mask, pos.legal, pos.count.astype(np.int64)))
 
     def _tau(self, wdl: torch.Tensor) -> torch.Tensor:
-        return wdl_entropy(wdl) if self.cfg.temperature == "adaptive" else torch.ones(wdl.shape[0])
+        return wdl_entropy(wdl) if self.cfg.temperature == "adaptive" else torch.ones(wdl.shape[0], device=wdl.device)
+
+    def sample(self, log_p: torch.Tensor, legal: torch.Tensor, count: torch.Tensor,
+               tau: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Eq. 6, a ~ μ ∝ π^{1/τ(s)} over the legal moves, from the masked log-policy ``log_p`` (b, P): the
+        policy slots a (b,) and, in the compact legal layout, log π(a|s) and log μ(a|s) (b,). One uniform
+        per row from this rank's generator (on the CPU, so checkpoints carry it across devices)."""
+        valid = legal_valid(legal, count)
+        log_p_c = gather_legal(log_p, legal, valid)                                   # (b, L)
+        log_mu_c = tempered_log_probs(log_p_c, valid, tau)                            # (b, L)
+        u = torch.rand(log_p.shape[0], generator=self.gen).to(log_p.device, non_blocking=True)
+        col = sample_legal(log_mu_c, u)[:, None]
+        return legal.gather(1, col).squeeze(1), log_p_c.gather(1, col).squeeze(1), log_mu_c.gather(1, col).squeeze(1)
 
     def _randomize(self, games: list[int], full_moves: list[int], desc: str | None = None) -> None:
         """Play ``full_moves[j]`` full moves from π_base (tempered in the adaptive arm) in ``games[j]``.
@@ -257,106 +312,84 @@ class SelfPlayDataset(IterableDataset):
         before step 1 plays up to ``opening_max_moves`` full moves of every game); restarts pass none.
         """
         for i in games:
-            self._reset(i)
+            self.pool.reset(i)
         todo = {i: 2 * k for i, k in zip(games, full_moves)}
+        played = dict.fromkeys(games, 0)
         with progress(total=max(todo.values(), default=0), desc=desc or "", unit="ply",
                       disable=desc is None) as bar:
             while True:
-                live = [i for i in games if todo[i] > len(self.boards[i].move_stack)]
+                live = [i for i in games if todo[i] > played[i]]
                 if not live:
                     return
-                x, mask = self._rows(live), self._mask(live)
+                x, mask, legal, count = self._positions(live)
                 logp, wdl = self._eval("base", x, mask)
-                moves = torch.multinomial(tempered_log_probs(logp, mask, self._tau(wdl)).exp(), 1,
-                                          generator=self.gen).squeeze(1)
+                actions = self.sample(logp, legal, count, self._tau(wdl))[0]
+                reason, _ = self.pool.play(live, actions.cpu().numpy())
                 for r, i in enumerate(live):
-                    self._play(i, int(moves[r]))
-                    if self._result(i) is not None:  # ended during the opening: start over, unrandomized
-                        self._reset(i)
+                    played[i] += 1
+                    if reason[r]:  # ended during the opening: start over, unrandomized
+                        self.pool.reset(i)
                         todo[i] = 0
                 bar.update(1)
 
-    def _reset(self, i: int) -> None:
-        self.boards[i] = chess.Board()
-        self.hist[i] = GameHistory(self.boards[i])
-        self.legal[i] = list(self.boards[i].legal_moves)
-
-    def _play(self, i: int, index: int) -> None:
-        b = self.boards[i]
-        b.push(index_to_move(index, b))
-        self.hist[i].push(b)
-        self.legal[i] = list(b.legal_moves)
-
-    def _result(self, i: int) -> int | None:
-        """Result of game i at its current position from the view of the player who just moved
-        (WIN/DRAW/LOSS), or None if it goes on: ``rules.game_end`` on the cached legal-move list and
-        the ring buffer's repetition count (no python-chess stack walks)."""
-        b = self.boards[i]
-        end = game_end(b, legal=self.legal[i], repetitions=self.hist[i].repetitions(),
-                       claim_draws=self.cfg.claim_draws,
-                       max_plies=self.cfg.max_plies if self.cfg.cap_result == "draw" else None)
-        return None if end is None else end.wdl_for(not b.turn)
-
     def _begin(self) -> PendingBatch:
-        n = len(self.boards)
-        idx = range(n)
-        x, mask = self._rows(idx), self._mask(idx)
+        n = self.pool.n
+        idx = np.arange(n)
+        x, mask, legal, count = self._positions(idx)
         logp_base, wdl_base = self._eval("base", x, mask)
         if self._tau_from_online():
             wdl = None  # τ(s) from the online pass in `complete`: the EMA is not needed at s
         elif self.cfg.reuse_successor_eval and self._ema_cache is not None:
             wdl = self._ema_cache.clone()
-            fresh = [i for i in idx if torch.isnan(wdl[i]).any()]
-            if fresh:
+            fresh = torch.isnan(wdl).any(dim=1).nonzero().flatten()
+            if len(fresh):
                 wdl[fresh] = self._eval("ema", x[fresh], mask[fresh])[1]
         else:
             wdl = self._eval("ema", x, mask)[1]
-        self._ema_cache = torch.full((n, 3), float("nan"))
+        self._ema_cache = torch.full((n, 3), float("nan"), device=x.device)
         return PendingBatch(x, mask, logp_base, None if wdl is None else self._tau(wdl), self.networks.version(),
-                            wdl_base)
+                            wdl_base, legal, count)
 
     def _tau_from_online(self) -> bool:
         return self.cfg.temperature == "adaptive" and self.cfg.temperature_wdl_source == "online"
 
-    def play(self, games: list[int], actions: torch.Tensor) -> torch.Tensor:
-        """Play policy slot ``actions[r]`` in game ``games[r]`` (s' = T(s, a)); return the results (b,):
-        ``RESULT_NONE`` where the game goes on, else WIN/DRAW/LOSS from the view of the player who moved."""
-        results = torch.full((len(games),), RESULT_NONE, dtype=torch.long)
-        for r, i in enumerate(games):
-            self._play(i, int(actions[r]))
-            res = self._result(i)
-            if res is not None:
-                results[r] = res
-        return results
+    def play(self, games, actions: torch.Tensor) -> torch.Tensor:
+        """Play policy slot ``actions[r]`` in game ``games[r]`` (s' = T(s, a)); return the results (b,) on
+        the CPU: ``RESULT_NONE`` where the game goes on, else WIN/DRAW/LOSS from the view of the player
+        who moved."""
+        reason, _ = self.pool.play(games, actions.cpu().numpy())
+        return torch.from_numpy(result_codes(reason))
 
-    def successor_wdl(self, games: list[int], results: torch.Tensor) -> torch.Tensor:
-        """p_θ̄(s') (b, 3), the EMA's WDL at each game's new position, side to move at s'; rows of
-        games that ended (``results`` not ``RESULT_NONE``) are 1/3 and carry no information. Kept as
-        the EMA's view of s at the next step for ``reuse_successor_eval``."""
-        live = [r for r in range(len(games)) if results[r] == RESULT_NONE]
-        wdl_next = torch.full((len(games), 3), 1.0 / 3)
-        if live:
-            live_games = [games[r] for r in live]
-            wdl_next[live] = self._eval("ema", self._rows(live_games), self._mask(live_games))[1]
-            self._ema_cache[live_games] = wdl_next[live]
+    def successor_wdl(self, games, results: torch.Tensor) -> torch.Tensor:
+        """p_θ̄(s') (b, 3) on the networks' device, the EMA's WDL at each game's new position, side to move
+        at s'; rows of games that ended (``results`` not ``RESULT_NONE``) are 1/3 and carry no
+        information. Kept as the EMA's view of s at the next step for ``reuse_successor_eval``."""
+        games = np.asarray(games)
+        live = (results == RESULT_NONE).nonzero().flatten()
+        wdl_next = torch.full((len(games), 3), 1.0 / 3, device=self._device())
+        if len(live):
+            live_games = games[live.numpy()]
+            x, mask, _, _ = self._positions(live_games)
+            live = live.to(wdl_next.device)
+            wdl_next[live] = self._eval("ema", x, mask)[1]
+            self._ema_cache[torch.from_numpy(live_games).to(wdl_next.device)] = wdl_next[live]
         return wdl_next
 
-    def end_games(self, games: list[int], results: torch.Tensor) -> None:
+    def end_games(self, games, results: torch.Tensor) -> None:
         """Record the games that ended at s' (``results``) or reached the ply cap, and restart their slots
         (Algorithm 1 line 12; the restart policy of the config)."""
-        ended = [r for r in range(len(games)) if results[r] != RESULT_NONE]
-        capped = [r for r in range(len(games)) if results[r] == RESULT_NONE
-                  and ply_cap_reached(self.boards[games[r]], self.cfg.max_plies)]
-        for r in ended + capped:
-            self._finish(games[r], results[r].item() if results[r] != RESULT_NONE else None)
+        games = np.asarray(games)
+        res = results.numpy()
+        capped = (res == RESULT_NONE) & (self.pool.plies(games) >= self.cfg.max_plies)
+        for r in np.flatnonzero(res != RESULT_NONE).tolist() + np.flatnonzero(capped).tolist():
+            self._finish(int(games[r]), int(res[r]) if res[r] != RESULT_NONE else None)
 
     def _finish(self, i: int, result: int | None) -> None:
         """Record a finished game and restart its slot (restart policy of the config)."""
-        b = self.boards[i]
         s = self.stats
         s["games_finished"] += 1
-        s["length_sum"] += len(b.move_stack)
-        mover_white = b.turn == chess.BLACK  # the side that made the last move
+        s["length_sum"] += self.pool.n_moves(i)
+        mover_white = int(self.pool.plies([i])[0]) % 2 == 1  # Black to move: White made the last move
         if result in (None, DRAW):
             s["draw"] += 1
             pgn_result = "1/2-1/2"
@@ -364,10 +397,12 @@ class SelfPlayDataset(IterableDataset):
             white_won = (result == WIN) == mover_white
             s["white_win" if white_won else "black_win"] += 1
             pgn_result = "1-0" if white_won else "0-1"
-        for listener in self.finished_listeners:
-            listener(b, pgn_result)
+        if self.finished_listeners:
+            board = self.pool.board(i)
+            for listener in self.finished_listeners:
+                listener(board, pgn_result)
         if self.cfg.restart == "initial":
-            self._reset(i)
+            self.pool.reset(i)
         elif self.cfg.restart == "random_plies":
             self._randomize([i], [self.rng.randint(0, self.cfg.restart_max_moves)])
         else:
@@ -377,11 +412,6 @@ class SelfPlayDataset(IterableDataset):
     def _restart_from_opening(self, i: int) -> None:
         if self._openings is None:
             self._openings = read_opening_lines(self.cfg.openings_file)
-        self._reset(i)
+        self.pool.reset(i)
         for uci in self.rng.choice(self._openings):
-            self._play(i, _index_of(self.boards[i], uci))
-
-
-def _index_of(board: chess.Board, uci: str) -> int:
-    from pdx_lightning.chesscore.moves import move_to_index
-    return move_to_index(chess.Move.from_uci(uci), board.turn)
+            self.pool.push(i, chess.Move.from_uci(uci))

@@ -91,30 +91,43 @@ class _Losses(L.Callback):
                            or k in ("selfplay/tau_mean", "selfplay/adv_mean", "selfplay/rho_mean")})
 
 
-def _steps(precision: str) -> list[dict[str, float]]:
-    L.seed_everything(0)
-    sp = SelfPlayConfig(n_games=8, opening_max_moves=0, max_plies=30, micro_batch=4, seed=1)
-    m = PDXModule(base="random:tiny", beta=0.1, selfplay=sp, lr_backbone=1e-2, lr_final_block=1e-2,
-                  lr_policy_head=1e-2, lr_value_head=1e-2, warmup_steps=1)
-    probe = _Losses()
-    L.Trainer(max_steps=2, accelerator="cpu", precision=precision, logger=False, enable_checkpointing=False,
-              enable_progress_bar=False, enable_model_summary=False, callbacks=[probe]).fit(m)
-    return probe.steps
+def _steps(precision: str, tmp_path) -> list[dict[str, float]]:
+    """Step 1 in ``precision``, then step 2 in ``precision`` resumed from a float32 step 1 (so both runs'
+    step 2 start from the same online ≠ base weights: AdamW's first update moves every weight by ±lr by the
+    sign of its gradient, so noise-level gradients would otherwise make two different networks)."""
+    def fit(prec: str, steps: int, ckpt: str | None, save: bool) -> list[dict[str, float]]:
+        L.seed_everything(0)
+        sp = SelfPlayConfig(n_games=8, opening_max_moves=0, max_plies=30, micro_batch=4, seed=1)
+        m = PDXModule(base="random:tiny", beta=0.1, selfplay=sp, lr_backbone=1e-2, lr_final_block=1e-2,
+                      lr_policy_head=1e-2, lr_value_head=1e-2, warmup_steps=1)
+        probe = _Losses()
+        trainer = L.Trainer(max_steps=steps, accelerator="cpu", precision=prec, logger=False,
+                            enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+                            callbacks=[probe], default_root_dir=tmp_path)
+        trainer.fit(m, ckpt_path=ckpt)
+        if save:
+            trainer.save_checkpoint(tmp_path / "step1.ckpt")
+        return probe.steps
+
+    first = fit(precision, 1, None, False)
+    if not (tmp_path / "step1.ckpt").exists():
+        fit("32-true", 1, None, True)
+    return first + fit(precision, 2, str(tmp_path / "step1.ckpt"), False)
 
 
 KL_LIKE = ("kl/forward_to_base", "kl/reverse_to_base", "loss/explore", "policy/entropy")
 
 
-def test_a_bf16_mixed_step_matches_the_float32_step():
+def test_a_bf16_mixed_step_matches_the_float32_step(tmp_path):
     """Two real steps of PDXModule with ``precision="bf16-mixed"`` vs ``"32-true"`` from the same seed and
-    games (all from the initial position); step 2 runs after one AdamW update, so online ≠ base there.
+    games (all from the initial position); step 2 runs after one (float32) AdamW update, so online ≠ base there.
 
     Stated tolerances (bf16 logits carry ~3 significant digits; the math on them is float32):
     losses and the advantage mean within rtol 2e-2 (atol 3e-3); the KLs, the exploration term and the
     policy entropy within atol 5e-4, and the KLs non-negative; ρ's mean within 1e-3; τ's within rtol 1e-4.
     Measured: KL differences ≤ 1.7e-4, loss differences ≤ 1.8e-3. With the objectives' math left in
     bfloat16 the KLs came out negative (−2e-3, −4e-3), ρ's mean 1.3e-2 off and the entropy 1e-2 off."""
-    full, mixed = _steps("32-true"), _steps("bf16-mixed")
+    full, mixed = _steps("32-true", tmp_path), _steps("bf16-mixed", tmp_path)
     assert len(full) == len(mixed) == 2 and full[0].keys() == mixed[0].keys()
     assert {"loss/total", "loss/policy", "loss/explore", "loss/value", "selfplay/tau_mean"} <= full[0].keys()
     assert full[1]["kl/forward_to_base"] > 1e-3                       # step 2: the KL is live

@@ -26,6 +26,7 @@ from torch.testing import assert_close
 
 from pdx_lightning.chesscore.encoding import GameHistory
 from pdx_lightning.chesscore.moves import POLICY_SIZE, move_to_index
+from pdx_lightning.chesscore.rules import RESULT_NONE
 from pdx_lightning.nets import load_model
 from pdx_lightning.nets.inference import evaluate_boards
 from pdx_lightning.rl.module import PDXModule
@@ -171,29 +172,43 @@ ENDGAMES = ["8/8/4k3/8/8/4K3/8/R7 w - - 88 80", "8/2k5/8/8/3q4/8/2K5/7Q b - - 60
             "8/8/8/3k4/8/8/3K4/2N2B2 w - - 97 90", chess.STARTING_FEN]
 
 
-def test_claim_draws_ends_games_exactly_where_the_reference_claims_them():
-    """Self-play's own end-of-game rule (``rules.game_end`` on the ring buffer's repetition counts),
-    with ``claim_draws``, against the reference rule at every ply of seeded random games from
-    positions near the fifty-move mark and shuffling endgames (repetitions): same end, same result."""
-    ds = SelfPlayDataset(SelfPlayConfig(n_games=1, micro_batch=1, opening_max_moves=0, claim_draws=True,
-                                        max_plies=10_000),
+def _one_game_dataset(backend: str, claim_draws: bool) -> SelfPlayDataset:
+    ds = SelfPlayDataset(SelfPlayConfig(n_games=1, micro_batch=1, opening_max_moves=0, claim_draws=claim_draws,
+                                        max_plies=10_000, backend=backend),
                          SelfPlayNetworks(ema=_net(2, (0, 0, 0)), base=_net(3, (0, 0, 0)), version=lambda: 0))
     next(iter(ds))
+    return ds
+
+
+def _play_one(ds: SelfPlayDataset, board: chess.Board, move: chess.Move) -> int | None:
+    """Self-play's own play of ``move`` in game 0 (and python-chess's on ``board``); the result code."""
+    res = int(ds.play([0], torch.tensor([move_to_index(move, board.turn)]))[0])
+    board.push(move)
+    return None if res == RESULT_NONE else res
+
+
+@pytest.mark.parametrize("backend", ["native", "python-chess"])
+def test_claim_draws_ends_games_exactly_where_the_reference_claims_them(backend):
+    """Self-play's own end-of-game rule (the pool's: ``rules.game_end`` on the ring buffer's repetition
+    counts, or the compiled core's), with ``claim_draws``, against the reference rule at every ply of
+    seeded random games from positions near the fifty-move mark and shuffling endgames (repetitions):
+    same end, same result."""
+    ds = _one_game_dataset(backend, claim_draws=True)
     rng = random.Random(0)
     seen = {"1/2-1/2": 0, "1-0": 0, "0-1": 0, "*": 0}
     reasons = set()
     for game in range(100):
         board = chess.Board(ENDGAMES[game % len(ENDGAMES)])
-        ds.boards[0], ds.hist[0], ds.legal[0] = board, GameHistory(board), list(board.legal_moves)
+        ds.pool.set_board(0, board)
         for _ in range(300):
-            move = rng.choice(ds.legal[0])
+            legal = list(board.legal_moves)
+            move = rng.choice(legal)
             if len(board.move_stack) >= 2 and rng.random() < 0.6:  # often take a piece back: repetitions
                 prev = board.move_stack[-2]
                 back = chess.Move(prev.to_square, prev.from_square)
-                if back in ds.legal[0]:
+                if back in legal:
                     move = back
-            ds._play(0, move_to_index(move, board.turn))
-            ours = ds._result(0)
+            ours = _play_one(ds, board, move)
             theirs = reference_result(board)
             seen[theirs] += 1
             mover_white = board.turn == chess.BLACK
@@ -205,11 +220,10 @@ def test_claim_draws_ends_games_exactly_where_the_reference_claims_them():
                 break
     assert {"fifty", "threefold"} <= reasons and seen["*"] > 1000   # both claims were exercised
     # off (the default): neither claim ends a game; fivefold / 75 moves still do
-    ds.cfg.claim_draws = False
+    ds = _one_game_dataset(backend, claim_draws=False)
     board = chess.Board("8/8/4k3/8/8/4K3/8/R7 w - - 100 80")
-    ds.boards[0], ds.hist[0], ds.legal[0] = board, GameHistory(board), list(board.legal_moves)
-    ds._play(0, move_to_index(chess.Move.from_uci("a1a2"), board.turn))
-    assert reference_result(board) == "1/2-1/2" and ds._result(0) is None
+    ds.pool.set_board(0, board)
+    assert _play_one(ds, board, chess.Move.from_uci("a1a2")) is None and reference_result(board) == "1/2-1/2"
 
 
 # ---- d. gradient-norm clipping -----------------------------------------------------------------

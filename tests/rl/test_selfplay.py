@@ -59,9 +59,7 @@ def uniform(mask):
 
 
 def set_position(ds, g, board):
-    ds.boards[g] = board
-    ds.hist[g] = GameHistory(board)
-    ds.legal[g] = list(board.legal_moves)
+    ds.pool.set_board(g, board)
 
 
 def online_outputs(online, boards):

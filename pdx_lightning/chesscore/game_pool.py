@@ -1,0 +1,154 @@
+"""N games advanced in batches: the chess side of self-play behind one interface, two engines.
+
+A pool holds ``n`` games (slots ``0..n-1``) and, per batch of slots, plays policy-slot moves and reports
+each game's end (``REASONS`` codes of :mod:`chesscore.native_core`, ``rules.game_end`` in its order), and
+writes the current positions' 112 planes, legal masks and **sorted** legal policy indices. Two engines
+implement it and agree move for move (``tests/chesscore/test_game_pool.py``):
+
+* ``"native"`` (:class:`native_pool.NativePool`, the default): the compiled core, optionally sharded over
+  worker threads;
+* ``"python-chess"`` (:class:`PythonChessPool`): python-chess boards, the encoder's ring buffers and
+  ``rules.game_end`` — the reference the core is checked against, and the fallback where no C compiler is.
+
+The legal indices come sorted ascending in both, so a sampler that picks the j-th legal move picks the same
+move in either engine.
+"""
+from __future__ import annotations
+
+from typing import Literal, Sequence
+
+import chess
+import numpy as np
+
+from pdx_lightning.chesscore.encoding import GameHistory, encode_rows
+from pdx_lightning.chesscore.moves import POLICY_SIZE, index_to_move, legal_indices
+from pdx_lightning.chesscore.native_core import LEGAL_STRIDE, R_CAP, R_CHECKMATE, REASONS
+from pdx_lightning.chesscore.rules import WIN, DRAW, RESULT_NONE, game_end
+
+Backend = Literal["native", "python-chess"]
+BACKENDS: tuple[str, ...] = Backend.__args__
+_CODE = {reason: code for code, reason in enumerate(REASONS)}
+
+
+def result_codes(reason: np.ndarray) -> np.ndarray:
+    """Reason codes -> result codes from the mover's view: ``RESULT_NONE``, ``WIN`` (checkmate), ``DRAW``."""
+    out = np.full(reason.shape, RESULT_NONE, dtype=np.int64)
+    out[reason != 0] = DRAW
+    out[reason == R_CHECKMATE] = WIN
+    return out
+
+
+class Positions:
+    """One batch of current positions: planes, legal masks, sorted legal indices (``(b, L)``, L = the
+    batch's largest legal count, padded with each row's first index) and legal counts, as numpy arrays."""
+
+    __slots__ = ("x", "mask", "legal", "count")
+
+    def __init__(self, x: np.ndarray, mask: np.ndarray, legal: np.ndarray, count: np.ndarray) -> None:
+        self.x, self.mask, self.legal, self.count = x, mask, legal, count
+
+
+def empty_positions(b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Buffers for :class:`Positions` of ``b`` games (the legal-index buffer is ``LEGAL_STRIDE`` wide)."""
+    return (np.empty((b, 112, 8, 8), np.float32), np.empty((b, POLICY_SIZE), np.bool_),
+            np.empty((b, LEGAL_STRIDE), np.int64), np.empty(b, np.int32))
+
+
+def trim(x, mask, index, count) -> Positions:
+    width = max(1, int(count.max())) if len(count) else 1
+    return Positions(x, mask, index[:, :width], count)
+
+
+class PythonChessPool:
+    """The pool on python-chess boards (module docstring): today's reference engine."""
+
+    backend = "python-chess"
+
+    def __init__(self, n: int, claim_draws: bool, max_plies: int | None) -> None:
+        self.n, self.claim_draws, self.max_plies = n, claim_draws, max_plies
+        self.workers = 1
+        self.boards = [chess.Board() for _ in range(n)]
+        self.hist = [GameHistory(b) for b in self.boards]
+        self.legal_moves = [list(b.legal_moves) for b in self.boards]
+
+    def reset(self, i: int) -> None:
+        self.set_board(i, chess.Board())
+
+    def set_board(self, i: int, board: chess.Board) -> None:
+        self.boards[i] = board.copy()
+        self.hist[i] = GameHistory(self.boards[i])
+        self.legal_moves[i] = list(self.boards[i].legal_moves)
+
+    def board(self, i: int) -> chess.Board:
+        return self.boards[i].copy()
+
+    def moves(self, i: int) -> list[chess.Move]:
+        return list(self.boards[i].move_stack)
+
+    def n_moves(self, i: int) -> int:
+        return len(self.boards[i].move_stack)
+
+    def root_fen(self, i: int) -> str:
+        return self.boards[i].root().fen()
+
+    def push(self, i: int, move: chess.Move) -> None:
+        """Play ``move`` (python-chess's) in game ``i``; ValueError if it is not legal."""
+        b = self.boards[i]
+        if move not in self.legal_moves[i]:
+            raise ValueError(f"game {i}: {move.uci()} is not a legal move")
+        b.push(move)
+        self.hist[i].push(b)
+        self.legal_moves[i] = list(b.legal_moves)
+
+    def plies(self, games: Sequence[int]) -> np.ndarray:
+        return np.array([self.boards[i].ply() for i in games], np.int32)
+
+    def _reason(self, i: int) -> int:
+        b = self.boards[i]
+        end = game_end(b, legal=self.legal_moves[i], repetitions=self.hist[i].repetitions(),
+                       claim_draws=self.claim_draws, max_plies=self.max_plies)
+        return 0 if end is None else _CODE[end.reason]
+
+    def play(self, games: Sequence[int], actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        reason, plies = np.zeros(len(games), np.int32), np.zeros(len(games), np.int32)
+        for r, i in enumerate(games):
+            b = self.boards[i]
+            b.push(index_to_move(int(actions[r]), b))
+            self.hist[i].push(b)
+            self.legal_moves[i] = list(b.legal_moves)
+            reason[r], plies[r] = self._reason(i), b.ply()
+        return reason, plies
+
+    def status(self, games: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        return np.array([self._reason(i) for i in games], np.int32), self.plies(games)
+
+    def positions(self, games: Sequence[int]) -> Positions:
+        x, mask, index, count = empty_positions(len(games))
+        encode_rows([self.hist[i].row(self.boards[i]) for i in games], out=x)
+        mask[:] = False
+        for r, i in enumerate(games):
+            ix = np.sort(legal_indices(self.boards[i], self.legal_moves[i]))
+            count[r] = len(ix)
+            index[r, :len(ix)] = ix
+            index[r, len(ix):] = ix[0] if len(ix) else 0
+            mask[r, ix] = True
+        return trim(x, mask, index, count)
+
+    def close(self) -> None:
+        pass
+
+
+def open_pool(backend: str, n: int, *, claim_draws: bool, max_plies: int | None, workers: int = 1):
+    """A pool of ``n`` games at the standard position: ``"native"`` (compiled core, ``workers`` threads) or
+    ``"python-chess"`` (one thread; ``workers`` must be 1)."""
+    if backend == "native":
+        from pdx_lightning.chesscore.native_pool import NativePool  # noqa: PLC0415  (loads the C library)
+        return NativePool(n, claim_draws=claim_draws, max_plies=max_plies, workers=workers)
+    if backend == "python-chess":
+        if workers != 1:
+            raise ValueError("the python-chess backend plays in one thread: workers must be 1")
+        return PythonChessPool(n, claim_draws, max_plies)
+    raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+
+
+__all__ = ["BACKENDS", "Positions", "PythonChessPool", "R_CAP", "open_pool", "result_codes"]

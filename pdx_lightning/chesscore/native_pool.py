@@ -1,0 +1,122 @@
+"""The pool on the compiled core (:mod:`chesscore.native_core`), sharded over worker threads.
+
+Each batch call splits its games into ``workers`` contiguous shards and runs one C call per shard on a
+thread (ctypes releases the GIL; a game belongs to one shard, so shards never touch the same state). A
+game's moves depend only on its own state and the actions it is given, so the games are the same for
+every worker count. A shard that raises stops the batch with :class:`SelfPlayWorkerError` naming it; one
+that does not return within ``timeout_s`` stops it too (a hang never becomes a silent stall). Threads
+share the process: a crash of the C code ends the run, and ``--ckpt_path last`` resumes it.
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
+from typing import Callable, Sequence
+
+import chess
+import numpy as np
+
+from pdx_lightning.chesscore.game_pool import Positions, empty_positions, trim
+from pdx_lightning.chesscore.native_core import NativeCore, NativeCoreError
+
+
+class SelfPlayWorkerError(RuntimeError):
+    """A chess worker failed or hung during a batch (which worker, which games, why)."""
+
+
+class NativePool:
+    """The pool interface of :mod:`chesscore.game_pool` on the compiled core."""
+
+    backend = "native"
+
+    def __init__(self, n: int, *, claim_draws: bool, max_plies: int | None, workers: int = 1,
+                 timeout_s: float = 600.0) -> None:
+        if workers < 1:
+            raise ValueError(f"workers must be >= 1, got {workers}")
+        self.n, self.claim_draws, self.max_plies = n, claim_draws, max_plies
+        self.core = NativeCore(n)
+        self._roots = [chess.STARTING_FEN] * n
+        self.workers, self.timeout_s = workers, timeout_s
+        self._executor: ThreadPoolExecutor | None = None
+
+    # ---- one game -------------------------------------------------------------------------
+    def reset(self, i: int) -> None:
+        self.core.reset(i)
+        self._roots[i] = chess.STARTING_FEN
+
+    def set_board(self, i: int, board: chess.Board) -> None:
+        self.core.set_board(i, board)
+        self._roots[i] = board.root().fen()
+
+    def push(self, i: int, move: chess.Move) -> None:
+        """Play ``move`` (python-chess's) in game ``i``; ValueError if it is not legal."""
+        try:
+            self.core.push(i, move)
+        except NativeCoreError as e:
+            raise ValueError(str(e)) from None
+
+    def moves(self, i: int) -> list[chess.Move]:
+        return self.core.moves(i)
+
+    def n_moves(self, i: int) -> int:
+        return self.core.n_moves(i)
+
+    def root_fen(self, i: int) -> str:
+        return self._roots[i]
+
+    def plies(self, games: Sequence[int]) -> np.ndarray:
+        return self.status(games)[1]
+
+    def board(self, i: int) -> chess.Board:
+        """Game ``i`` as a python-chess board with its move stack (replayed: for callbacks and tests)."""
+        b = chess.Board(self._roots[i])
+        for m in self.core.moves(i):
+            b.push(m)
+        return b
+
+    # ---- batches ----------------------------------------------------------------------------
+    def _sharded(self, games: np.ndarray, run: Callable[[slice], None]) -> None:
+        if self.workers == 1 or len(games) < 2 * self.workers:
+            run(slice(0, len(games)))
+            return
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix="pdx-chess")
+        bounds = np.linspace(0, len(games), self.workers + 1).astype(int)
+        shards = [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+        futures = [self._executor.submit(run, s) for s in shards]
+        for w, (shard, fut) in enumerate(zip(shards, futures)):
+            try:
+                fut.result(timeout=self.timeout_s)
+            except FutureTimeout:
+                raise SelfPlayWorkerError(f"chess worker {w} (games {games[shard.start]}..{games[shard.stop - 1]}) "
+                                          f"did not finish within {self.timeout_s:.0f} s") from None
+            except Exception as e:
+                raise SelfPlayWorkerError(f"chess worker {w} (games {games[shard.start]}..{games[shard.stop - 1]}) "
+                                          f"failed: {e}") from e
+
+    def play(self, games: Sequence[int], actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        games = np.asarray(games, np.int32)
+        actions = np.ascontiguousarray(actions, np.int64)
+        reason, plies = np.empty(len(games), np.int32), np.empty(len(games), np.int32)
+
+        def run(s: slice) -> None:
+            reason[s], plies[s] = self.core.play(games[s], actions[s], self.claim_draws, self.max_plies)
+        self._sharded(games, run)
+        return reason, plies
+
+    def status(self, games: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        return self.core.status(np.asarray(games, np.int32), self.claim_draws, self.max_plies)
+
+    def positions(self, games: Sequence[int]) -> Positions:
+        games = np.asarray(games, np.int32)
+        x, mask, index, count = empty_positions(len(games))
+
+        def run(s: slice) -> None:
+            self.core.encode(games[s], x[s])
+            self.core.legal(games[s], mask[s], index[s], count[s])
+        self._sharded(games, run)
+        return trim(x, mask, index, count)
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
