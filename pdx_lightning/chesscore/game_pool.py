@@ -138,12 +138,13 @@ class PythonChessPool:
         pass
 
 
-def open_pool(backend: str, n: int, *, claim_draws: bool, max_plies: int | None, workers: int = 1):
-    """A pool of ``n`` games at the standard position: ``"native"`` (compiled core, ``workers`` threads) or
-    ``"python-chess"`` (one thread; ``workers`` must be 1)."""
+def open_pool(backend: str, n: int, *, claim_draws: bool, max_plies: int | None, workers: int = 1,
+              timeout_s: float = 600.0):
+    """A pool of ``n`` games at the standard position: ``"native"`` (compiled core, ``workers`` threads, each
+    shard of a call given ``timeout_s``) or ``"python-chess"`` (one thread; ``workers`` must be 1)."""
     if backend == "native":
         from pdx_lightning.chesscore.native_pool import NativePool  # noqa: PLC0415  (loads the C library)
-        return NativePool(n, claim_draws=claim_draws, max_plies=max_plies, workers=workers)
+        return NativePool(n, claim_draws=claim_draws, max_plies=max_plies, workers=workers, timeout_s=timeout_s)
     if backend == "python-chess":
         if workers != 1:
             raise ValueError("the python-chess backend plays in one thread: workers must be 1")

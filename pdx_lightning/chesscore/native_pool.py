@@ -88,7 +88,7 @@ class NativePool:
                 fut.result(timeout=self.timeout_s)
             except FutureTimeout:
                 raise SelfPlayWorkerError(f"chess worker {w} (games {games[shard.start]}..{games[shard.stop - 1]}) "
-                                          f"did not finish within {self.timeout_s:.0f} s") from None
+                                          f"did not finish within {self.timeout_s:g} s") from None
             except Exception as e:
                 raise SelfPlayWorkerError(f"chess worker {w} (games {games[shard.start]}..{games[shard.stop - 1]}) "
                                           f"failed: {e}") from e

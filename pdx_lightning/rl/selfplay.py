@@ -109,6 +109,9 @@ class SelfPlayConfig:
         workers: threads that play, encode and mask disjoint shards of the games each step (native
             backend; 1 = in the training process's thread). The games are the same for every worker
             count. Worth raising where cores outnumber the network's threads (a GPU machine).
+        worker_timeout_s: a worker that has not finished its shard of a batch call in this many seconds
+            stops the run with ``SelfPlayWorkerError`` (before the step's optimizer update; resume with
+            ``--ckpt_path last``).
     """
 
     n_games: int = 256
@@ -126,6 +129,7 @@ class SelfPlayConfig:
     reuse_successor_eval: bool = False
     backend: Backend = "native"
     workers: int = 1
+    worker_timeout_s: float = 600.0
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -219,7 +223,7 @@ class SelfPlayDataset(IterableDataset):
             self.pool.close()
         cap = self.cfg.max_plies if self.cfg.cap_result == "draw" else None
         self.pool = open_pool(self.cfg.backend, n, claim_draws=self.cfg.claim_draws, max_plies=cap,
-                              workers=self.cfg.workers)
+                              workers=self.cfg.workers, timeout_s=self.cfg.worker_timeout_s)
 
     # ---- state (checkpoints) ----------------------------------------------------------------
     def state_dict(self) -> dict:

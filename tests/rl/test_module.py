@@ -239,7 +239,8 @@ DDP_SCRIPT = textwrap.dedent('''
     from pdx_lightning.rl.module import PDXModule
     from pdx_lightning.rl.selfplay import SelfPlayConfig
     out = sys.argv[1]
-    sp = SelfPlayConfig(n_games=8, opening_max_moves=4, max_plies=30, micro_batch=4, seed=1)
+    # each rank owns its games and its two chess worker threads
+    sp = SelfPlayConfig(n_games=8, opening_max_moves=4, max_plies=30, micro_batch=4, seed=1, workers=2)
     m = PDXModule(base="random:tiny", selfplay=sp, lr_backbone=1e-3, lr_final_block=1e-3,
                   lr_policy_head=1e-3, lr_value_head=1e-3, warmup_steps=1)
     t = L.Trainer(max_steps=3, accelerator="cpu", devices=2, strategy="ddp", logger=False,

@@ -92,7 +92,8 @@ def _tiny_fit(work: Path, probe: str, sleep: float = 0.0) -> Path:
                            {"class_path": "ddp_probe.RankProbe",
                             "init_args": {"out": str(work / probe), "sleep": sleep}}]},
            "model": {"base": "random:tiny", "warmup_steps": 1, "lr_value_head": 3e-3,
-                     "selfplay": {"n_games": 8, "micro_batch": 4, "opening_max_moves": 2, "max_plies": 20}}}
+                     "selfplay": {"n_games": 8, "micro_batch": 4, "opening_max_moves": 2, "max_plies": 20,
+                                  "workers": 2}}}  # each rank with its chess worker threads
     path = work / f"tiny_{probe}.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path
