@@ -4,7 +4,8 @@
 
 Plays N games with uniformly random legal policy slots (``Positions.legal``), one batch call per ply as
 self-play makes them: ``positions`` (planes, masks, sorted legal indices) then ``play`` (moves, next legal
-moves, game ends), restarting ended games. Reports core-µs (this process's CPU time) and wall-µs per
+moves, game ends), restarting ended games; then the same with the planes packed (``positions(packed=True)``:
+800 bytes per position, what a GPU run copies and expands on the device). Reports core-µs (this process's CPU time) and wall-µs per
 game-ply for the python-chess pool and the compiled core on each worker count, and the core's speed-up
 over python-chess. Writes ``reports/maia/chess_core.md`` and ``.json``.
 """
@@ -20,7 +21,7 @@ from lc0common import machine_note, write_report
 from pdx_lightning.chesscore.game_pool import open_pool
 
 
-def measure(backend: str, n: int, plies: int, workers: int, seed: int = 0) -> dict:
+def measure(backend: str, n: int, plies: int, workers: int, seed: int = 0, packed: bool = False) -> dict:
     pool = open_pool(backend, n, claim_draws=False, max_plies=512, workers=workers)
     rng = np.random.default_rng(seed)
     games = np.arange(n)
@@ -28,7 +29,7 @@ def measure(backend: str, n: int, plies: int, workers: int, seed: int = 0) -> di
     ended = 0
     for _ in range(plies):
         c, t = time.process_time(), time.perf_counter()
-        pos = pool.positions(games)
+        pos = pool.positions(games, packed=packed)
         cols = (rng.random(n) * pos.count).astype(np.int64)
         reason, _ = pool.play(games, pos.legal[games, cols])
         for i in np.flatnonzero(reason):
@@ -37,7 +38,7 @@ def measure(backend: str, n: int, plies: int, workers: int, seed: int = 0) -> di
         wall += time.perf_counter() - t
         ended += int(np.count_nonzero(reason))
     pool.close()
-    return {"backend": backend, "games": n, "plies": plies, "workers": workers, "ended": ended,
+    return {"backend": backend + (", packed planes" if packed else ""), "games": n, "plies": plies, "workers": workers, "ended": ended,
             "core_us_per_ply": 1e6 * cpu / (n * plies), "wall_us_per_ply": 1e6 * wall / (n * plies)}
 
 
@@ -51,6 +52,7 @@ def main() -> int:
     before = machine_note()
     ref = measure("python-chess", args.games, max(1, args.plies // 10), 1)
     rows = [ref] + [measure("native", args.games, args.plies, w) for w in args.workers]
+    rows += [measure("native", args.games, args.plies, w, packed=True) for w in args.workers]
     lines = [f"## The chess side alone: N = {args.games}, random legal moves, restarts included", "",
              "| engine | worker threads | plies | core-µs / game-ply | wall-µs / game-ply | core-µs vs python-chess |",
              "|---|---:|---:|---:|---:|---:|"]

@@ -273,3 +273,45 @@ def encode_rows(rows: Sequence[EncodedRow], out: np.ndarray | None = None) -> np
 def encode_boards(boards: Iterable[chess.Board]) -> np.ndarray:
     """Encode boards (with their move stacks) as float32 ``(B, 112, 8, 8)``."""
     return encode_rows([row_from_board(b) for b in boards])
+
+
+# ---------------------------------------------------------------- planes packed for the device
+
+PACKED_WORDS = 100   # int64 words per position: 96 bitboards, repetitions, castling, Black, rule-50
+_HIST_PLANES = [13 * h + k for h in range(HISTORY) for k in range(12)]  # plane of packed word w < 96
+
+
+def pack_planes(x: np.ndarray) -> np.ndarray:
+    """Planes ``(B, 112, 8, 8)`` → ``(B, 100)`` int64, the 35× smaller form self-play copies to a GPU:
+    words 0..95 the history bitboards in plane order (``13 h + k``, k < 12), 96 the repetition planes'
+    bits (bit h), 97 the castling planes 104..107 (bits 0..3), 98 plane 108 (Black), 99 plane 109
+    (rule 50). Planes 110 and 111 are constant. :func:`expand_packed` inverts it."""
+    B = x.shape[0]
+    flat = x.reshape(B, N_PLANES, 64)
+    out = np.empty((B, PACKED_WORDS), np.int64)
+    bits = np.packbits(flat[:, _HIST_PLANES] != 0, axis=-1, bitorder="little")      # (B, 96, 8)
+    out[:, :96] = np.ascontiguousarray(bits).view(np.int64).reshape(B, 96)
+    weights = 1 << np.arange(8, dtype=np.int64)
+    out[:, 96] = (flat[:, [13 * h + 12 for h in range(HISTORY)], 0] != 0) @ weights
+    out[:, 97] = (flat[:, 104:108, 0] != 0) @ weights[:4]
+    out[:, 98] = flat[:, 108, 0].astype(np.int64)
+    out[:, 99] = flat[:, 109, 0].astype(np.int64)
+    return out
+
+
+def expand_packed(packed: "torch.Tensor") -> "torch.Tensor":
+    """:func:`pack_planes`'s ``(B, 100)`` int64 → the planes ``(B, 112, 8, 8)`` float32, on ``packed``'s
+    device (self-play builds a GPU batch's planes there from 800 bytes per position instead of copying
+    28 KB)."""
+    import torch  # noqa: PLC0415
+
+    B, dev = packed.shape[0], packed.device
+    shifts = torch.arange(64, device=dev)
+    out = torch.zeros(B, N_PLANES, 64, dtype=torch.float32, device=dev)
+    out[:, _HIST_PLANES] = ((packed[:, :96, None] >> shifts) & 1).float()
+    out[:, [13 * h + 12 for h in range(HISTORY)]] = ((packed[:, 96:97] >> shifts[:8]) & 1).float()[:, :, None]
+    out[:, 104:108] = ((packed[:, 97:98] >> shifts[:4]) & 1).float()[:, :, None]
+    out[:, 108] = packed[:, 98:99].float()
+    out[:, 109] = packed[:, 99:100].float()
+    out[:, 111] = 1.0
+    return out.reshape(B, N_PLANES, 8, 8)

@@ -20,7 +20,7 @@ from typing import Literal, Sequence
 import chess
 import numpy as np
 
-from pdx_lightning.chesscore.encoding import GameHistory, encode_rows
+from pdx_lightning.chesscore.encoding import PACKED_WORDS, GameHistory, encode_rows, pack_planes
 from pdx_lightning.chesscore.moves import POLICY_SIZE, index_to_move, legal_indices
 from pdx_lightning.chesscore.native_core import LEGAL_STRIDE, R_CAP, R_CHECKMATE, REASONS
 from pdx_lightning.chesscore.rules import WIN, DRAW, RESULT_NONE, game_end
@@ -39,8 +39,10 @@ def result_codes(reason: np.ndarray) -> np.ndarray:
 
 
 class Positions:
-    """One batch of current positions: planes, legal masks, sorted legal indices (``(b, L)``, L = the
-    batch's largest legal count, padded with each row's first index) and legal counts, as numpy arrays."""
+    """One batch of current positions: planes (``(b, 112, 8, 8)`` float32, or with ``packed`` the
+    ``(b, 100)`` int64 of ``encoding.pack_planes``), legal masks (None when packed: the device rebuilds
+    them from the indices), sorted legal indices (``(b, L)``, L = the batch's largest legal count, padded
+    with each row's first index) and legal counts, as numpy arrays."""
 
     __slots__ = ("x", "mask", "legal", "count")
 
@@ -48,8 +50,11 @@ class Positions:
         self.x, self.mask, self.legal, self.count = x, mask, legal, count
 
 
-def empty_positions(b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def empty_positions(b: int, packed: bool = False) -> tuple:
     """Buffers for :class:`Positions` of ``b`` games (the legal-index buffer is ``LEGAL_STRIDE`` wide)."""
+    if packed:
+        return (np.empty((b, PACKED_WORDS), np.int64), None, np.empty((b, LEGAL_STRIDE), np.int64),
+                np.empty(b, np.int32))
     return (np.empty((b, 112, 8, 8), np.float32), np.empty((b, POLICY_SIZE), np.bool_),
             np.empty((b, LEGAL_STRIDE), np.int64), np.empty(b, np.int32))
 
@@ -122,7 +127,7 @@ class PythonChessPool:
     def status(self, games: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         return np.array([self._reason(i) for i in games], np.int32), self.plies(games)
 
-    def positions(self, games: Sequence[int]) -> Positions:
+    def positions(self, games: Sequence[int], packed: bool = False) -> Positions:
         x, mask, index, count = empty_positions(len(games))
         encode_rows([self.hist[i].row(self.boards[i]) for i in games], out=x)
         mask[:] = False
@@ -132,7 +137,7 @@ class PythonChessPool:
             index[r, :len(ix)] = ix
             index[r, len(ix):] = ix[0] if len(ix) else 0
             mask[r, ix] = True
-        return trim(x, mask, index, count)
+        return trim(pack_planes(x), None, index, count) if packed else trim(x, mask, index, count)
 
     def close(self) -> None:
         pass

@@ -70,7 +70,7 @@ def library() -> ctypes.CDLL:
                    "pdx_core_push_move": (i32, [P, i32, i32]),
                    "pdx_core_status": (None, [P, i32, P, i32, i32, P, P]),
                    "pdx_core_play": (i32, [P, i32, P, P, i32, i32, P, P]),
-                   "pdx_core_encode": (None, [P, i32, P, P]), "pdx_core_legal": (None, [P, i32, P, P, P, P]),
+                   "pdx_core_encode": (None, [P, i32, P, P]), "pdx_core_pack": (None, [P, i32, P, P]), "pdx_core_legal": (None, [P, i32, P, P, P, P]),
                    "pdx_core_moves": (i32, [P, i32, P, i32]), "pdx_core_legal_moves": (i32, [P, i32, P]),
                    "pdx_core_repetitions": (i32, [P, i32]), "pdx_core_perft": (i64, [P, i32, i32])}
             for name, (res, args) in sig.items():
@@ -195,9 +195,18 @@ class NativeCore:
         self.lib.pdx_core_encode(self._h, len(games), _ptr(games), _ptr(out))
         return out
 
-    def legal(self, games: np.ndarray, mask: np.ndarray, index: np.ndarray, count: np.ndarray) -> None:
-        """Legal masks ((n, 4288) bool), sorted legal policy indices ((n, 256) int64, padded with each
-        row's first) and legal-move counts ((n,) int32) into the given buffers."""
+    def pack(self, games: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """The planes of the games' current positions packed into ``out`` ((n, 100) int64, the layout of
+        ``encoding.expand_packed``)."""
+        games = _i32(games)
+        if out.shape != (len(games), 100) or out.dtype != np.int64 or not out.flags.c_contiguous:
+            raise ValueError(f"out buffer has shape {out.shape} {out.dtype}, need {(len(games), 100)} int64")
+        self.lib.pdx_core_pack(self._h, len(games), _ptr(games), _ptr(out))
+        return out
+
+    def legal(self, games: np.ndarray, mask: np.ndarray | None, index: np.ndarray, count: np.ndarray) -> None:
+        """Legal masks ((n, 4288) bool; None: not written), sorted legal policy indices ((n, 256) int64,
+        padded with each row's first) and legal-move counts ((n,) int32) into the given buffers."""
         games = _i32(games)
         self.lib.pdx_core_legal(self._h, len(games), _ptr(games), _ptr(mask), _ptr(index), _ptr(count))
 

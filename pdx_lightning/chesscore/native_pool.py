@@ -106,13 +106,16 @@ class NativePool:
     def status(self, games: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         return self.core.status(np.asarray(games, np.int32), self.claim_draws, self.max_plies)
 
-    def positions(self, games: Sequence[int]) -> Positions:
+    def positions(self, games: Sequence[int], packed: bool = False) -> Positions:
         games = np.asarray(games, np.int32)
-        x, mask, index, count = empty_positions(len(games))
+        x, mask, index, count = empty_positions(len(games), packed)
 
         def run(s: slice) -> None:
-            self.core.encode(games[s], x[s])
-            self.core.legal(games[s], mask[s], index[s], count[s])
+            if packed:
+                self.core.pack(games[s], x[s])
+            else:
+                self.core.encode(games[s], x[s])
+            self.core.legal(games[s], None if mask is None else mask[s], index[s], count[s])
         self._sharded(games, run)
         return trim(x, mask, index, count)
 

@@ -456,6 +456,40 @@ void pdx_core_encode(Core *c, int n, const int32_t *games, float *out) {
     }
 }
 
+/* the planes packed, 100 words per position (chesscore.encoding.expand_packed rebuilds the 112 planes, on
+   the network's device): 0..95 the 8 x 12 history bitboards in the mover's frame (mover first, mirrored
+   for Black, zero or the root fill before the history starts), 96 the repetition bits (bit h), 97 the
+   castling planes 104..107 (bits 0..3), 98 Black to move, 99 the halfmove clock */
+void pdx_core_pack(Core *c, int n, const int32_t *games, uint64_t *out) {
+    for (int r = 0; r < n; r++) {
+        const Game *g = &c->g[games[r]];
+        const Pos *p = &g->pos;
+        uint64_t *o = out + (size_t)r * 100;
+        memset(o, 0, 100 * sizeof *o);
+        int us = p->turn, flip = us == 1;
+        for (int h = 0; h < HIST; h++) {
+            const uint64_t *s;
+            int rep;
+            if (h < g->nsnap) { int j = (g->head + h) % HIST; s = g->snap[j]; rep = g->rep[j]; }
+            else if (g->from_start) continue;
+            else { s = g->fill; rep = g->fill_rep; }
+            for (int t = 0; t < 6; t++) {
+                uint64_t ours = s[us * 6 + t], theirs = s[(!us) * 6 + t];
+                if (flip) { ours = __builtin_bswap64(ours); theirs = __builtin_bswap64(theirs); }
+                o[12 * h + t] = ours;
+                o[12 * h + 6 + t] = theirs;
+            }
+            if (rep) o[96] |= 1ULL << h;
+        }
+        uint64_t cr = p->castling;
+        int wq = (cr & 1) != 0, wk = (cr >> 7 & 1) != 0, bq = (cr >> 56 & 1) != 0, bk = (cr >> 63 & 1) != 0;
+        o[97] = (uint64_t)(flip ? bq : wq) | (uint64_t)(flip ? bk : wk) << 1 | (uint64_t)(flip ? wq : bq) << 2
+              | (uint64_t)(flip ? wk : bk) << 3;
+        o[98] = (uint64_t)flip;
+        o[99] = (uint64_t)p->halfmove;
+    }
+}
+
 /* legal masks (n, 4288) uint8 (fully overwritten) and the legal policy indices in ascending order,
    (n, 256) int64, padded with the row's first index; count (n,) */
 void pdx_core_legal(Core *c, int n, const int32_t *games, uint8_t *mask, int64_t *index, int32_t *count) {

@@ -35,7 +35,9 @@ import numpy as np
 import torch
 from torch.utils.data import IterableDataset
 
+from pdx_lightning.chesscore.encoding import expand_packed
 from pdx_lightning.chesscore.game_pool import BACKENDS, Backend, open_pool, result_codes
+from pdx_lightning.chesscore.moves import POLICY_SIZE
 from pdx_lightning.chesscore.opening_files import read_opening_lines
 from pdx_lightning.chesscore.policy import gather_legal, legal_valid, sample_legal
 from pdx_lightning.nets.inference import evaluate
@@ -198,6 +200,8 @@ class SelfPlayDataset(IterableDataset):
         # called as listener(board, PGN result) when a game ends, before its slot restarts (a python-chess
         # board with the game's move stack, made for the listeners): e.g. callbacks.SelfPlayGames
         self.finished_listeners: list[Callable[[chess.Board, str], None]] = []
+        # planes packed for the copy to the device: None = off the CPU only (see _positions)
+        self.packed_transfer: bool | None = None
 
     @property
     def started(self) -> bool:
@@ -288,11 +292,19 @@ class SelfPlayDataset(IterableDataset):
 
     def _positions(self, idx) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """The games' current positions on the networks' device: planes (b, 112, 8, 8), legal mask
-        (b, 4288), sorted legal indices (b, L) and legal counts (b,)."""
-        pos = self.pool.positions(idx)
+        (b, 4288), sorted legal indices (b, L) and legal counts (b,). Off the CPU the planes travel packed
+        (800 bytes per position, ``encoding.pack_planes``) and the device expands them and rebuilds the
+        masks from the indices; on the CPU the pool writes them directly (``packed_transfer`` forces
+        either way)."""
         dev = self._device()
-        return tuple(torch.from_numpy(a).to(dev, non_blocking=True)
-                     for a in (pos.x, pos.mask, pos.legal, pos.count.astype(np.int64)))
+        packed = dev.type != "cpu" if self.packed_transfer is None else self.packed_transfer
+        pos = self.pool.positions(idx, packed=packed)
+        legal, count = (torch.from_numpy(a).to(dev, non_blocking=True) for a in (pos.legal, pos.count.astype(np.int64)))
+        if not packed:
+            return torch.from_numpy(pos.x).to(dev, non_blocking=True), torch.from_numpy(pos.mask).to(dev), legal, count
+        x = expand_packed(torch.from_numpy(pos.x).to(dev, non_blocking=True))
+        mask = torch.zeros(len(count), POLICY_SIZE, dtype=torch.bool, device=dev).scatter_(1, legal, True)
+        return x, mask, legal, count
 
     def _tau(self, wdl: torch.Tensor) -> torch.Tensor:
         return wdl_entropy(wdl) if self.cfg.temperature == "adaptive" else torch.ones(wdl.shape[0], device=wdl.device)

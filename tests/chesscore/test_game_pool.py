@@ -9,7 +9,10 @@ import chess
 import numpy as np
 import pytest
 
+import torch
+
 from pdx_lightning.chesscore import native_core
+from pdx_lightning.chesscore.encoding import expand_packed, pack_planes
 from pdx_lightning.chesscore.game_pool import PythonChessPool, open_pool, result_codes
 from pdx_lightning.chesscore.rules import DRAW, RESULT_NONE, WIN
 
@@ -22,6 +25,13 @@ def _same_positions(a, b, games):
     np.testing.assert_array_equal(pa.mask, pb.mask)
     np.testing.assert_array_equal(pa.count, pb.count)
     np.testing.assert_array_equal(pa.legal, pb.legal)
+    # packed for a device: the same words from both engines, and expand_packed gives the planes back
+    ka, kb = a.positions(games, packed=True), b.positions(games, packed=True)
+    assert ka.mask is None and kb.mask is None
+    np.testing.assert_array_equal(ka.x, kb.x)
+    np.testing.assert_array_equal(ka.x, pack_planes(pa.x))
+    np.testing.assert_array_equal(expand_packed(torch.from_numpy(ka.x)).numpy(), pa.x)
+    np.testing.assert_array_equal(ka.legal, pa.legal)
     return pa
 
 
