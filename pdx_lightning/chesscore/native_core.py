@@ -20,6 +20,7 @@ import chess
 import numpy as np
 
 from pdx_lightning.chesscore.rules import Reason
+from pdx_lightning.errors import UserError
 
 LEGAL_STRIDE = 256            # columns of the legal-index buffer (at most 218 legal moves)
 MAX_MOVES = 256               # legal moves a position can hold in the core
@@ -32,7 +33,11 @@ R_CHECKMATE, R_CAP = 1, 8
 
 
 class NativeCoreError(RuntimeError):
-    """The compiled core is missing or refused a move or position."""
+    """The compiled core refused a move or position."""
+
+
+class NativeCoreMissing(NativeCoreError, UserError):
+    """The compiled core was not built (the message says how to build it, or to use python-chess)."""
 
 
 _lib = None
@@ -60,7 +65,7 @@ def library() -> ctypes.CDLL:
         if _lib is None:
             path = _library_path()
             if path is None:
-                raise NativeCoreError("pdx's compiled chess core is not built: run `bash setup.sh` or "
+                raise NativeCoreMissing("pdx's compiled chess core is not built: run `bash setup.sh` or "
                                       "`pip install -e .` (needs a C compiler, e.g. Debian's gcc), or use "
                                       "--model.selfplay.backend python-chess")
             lib = ctypes.CDLL(str(path))

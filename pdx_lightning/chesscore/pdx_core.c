@@ -418,75 +418,61 @@ int pdx_core_play(Core *c, int n, const int32_t *games, const int64_t *actions, 
     return 0;
 }
 
-static void put_plane(float *plane, uint64_t b) {
-    while (b) { plane[lsb(b)] = 1.0f; b &= b - 1; }
+/* one position's planes packed, 100 words (chesscore.encoding.pack_planes): 0..95 the 8 x 12 history
+   bitboards in the mover's frame (mover first, mirrored for Black; zero, or the root fill, before the
+   history starts), 96 the repetition bits (bit h), 97 the castling planes 104..107 (bits 0..3), 98 Black
+   to move, 99 the halfmove clock */
+static void pack_one(const Game *g, uint64_t *o) {
+    const Pos *p = &g->pos;
+    memset(o, 0, 100 * sizeof *o);
+    int us = p->turn, flip = us == 1;
+    for (int h = 0; h < HIST; h++) {
+        const uint64_t *s;
+        int rep;
+        if (h < g->nsnap) { int j = (g->head + h) % HIST; s = g->snap[j]; rep = g->rep[j]; }
+        else if (g->from_start) continue;
+        else { s = g->fill; rep = g->fill_rep; }
+        for (int t = 0; t < 6; t++) {
+            uint64_t ours = s[us * 6 + t], theirs = s[(!us) * 6 + t];
+            if (flip) { ours = __builtin_bswap64(ours); theirs = __builtin_bswap64(theirs); }
+            o[12 * h + t] = ours;
+            o[12 * h + 6 + t] = theirs;
+        }
+        if (rep) o[96] |= 1ULL << h;
+    }
+    uint64_t cr = p->castling;
+    int wq = (cr & 1) != 0, wk = (cr >> 7 & 1) != 0, bq = (cr >> 56 & 1) != 0, bk = (cr >> 63 & 1) != 0;
+    o[97] = (uint64_t)(flip ? bq : wq) | (uint64_t)(flip ? bk : wk) << 1 | (uint64_t)(flip ? wq : bq) << 2
+          | (uint64_t)(flip ? wk : bk) << 3;
+    o[98] = (uint64_t)flip;
+    o[99] = (uint64_t)p->halfmove;
+}
+
+/* the packed planes of the games' current positions, (n, 100) words */
+void pdx_core_pack(Core *c, int n, const int32_t *games, uint64_t *out) {
+    for (int r = 0; r < n; r++) pack_one(&c->g[games[r]], out + (size_t)r * 100);
+}
+
+static void fill_plane(float *plane, float v) {
+    for (int q = 0; q < 64; q++) plane[q] = v;
 }
 
 /* Lc0's classic 112 planes (chesscore.encoding), (n, 112, 64) float32, fully overwritten */
 void pdx_core_encode(Core *c, int n, const int32_t *games, float *out) {
+    uint64_t w[100];
     for (int r = 0; r < n; r++) {
-        const Game *g = &c->g[games[r]];
-        const Pos *p = &g->pos;
+        pack_one(&c->g[games[r]], w);
         float *o = out + (size_t)r * 112 * 64;
         memset(o, 0, 112 * 64 * sizeof(float));
-        int us = p->turn, flip = us == 1;
         for (int h = 0; h < HIST; h++) {
-            const uint64_t *s;
-            int rep;
-            if (h < g->nsnap) { int j = (g->head + h) % HIST; s = g->snap[j]; rep = g->rep[j]; }
-            else if (g->from_start) continue;
-            else { s = g->fill; rep = g->fill_rep; }
-            for (int t = 0; t < 6; t++) {
-                uint64_t ours = s[us * 6 + t], theirs = s[(!us) * 6 + t];
-                if (flip) { ours = __builtin_bswap64(ours); theirs = __builtin_bswap64(theirs); }
-                put_plane(o + (13 * h + t) * 64, ours);
-                put_plane(o + (13 * h + 6 + t) * 64, theirs);
-            }
-            if (rep) for (int q = 0; q < 64; q++) o[(13 * h + 12) * 64 + q] = 1.0f;
+            for (int k = 0; k < 12; k++)
+                for (uint64_t b = w[12 * h + k]; b; b &= b - 1) o[(13 * h + k) * 64 + lsb(b)] = 1.0f;
+            if (w[96] >> h & 1) fill_plane(o + (13 * h + 12) * 64, 1.0f);
         }
-        uint64_t cr = p->castling;
-        int wq = (cr & 1) != 0, wk = (cr >> 7 & 1) != 0, bq = (cr >> 56 & 1) != 0, bk = (cr >> 63 & 1) != 0;
-        int planes[4] = {flip ? bq : wq, flip ? bk : wk, flip ? wq : bq, flip ? wk : bk};
-        for (int k = 0; k < 4; k++) if (planes[k]) for (int q = 0; q < 64; q++) o[(104 + k) * 64 + q] = 1.0f;
-        for (int q = 0; q < 64; q++) {
-            o[108 * 64 + q] = (float)flip;
-            o[109 * 64 + q] = (float)p->halfmove;
-            o[111 * 64 + q] = 1.0f;
-        }
-    }
-}
-
-/* the planes packed, 100 words per position (chesscore.encoding.expand_packed rebuilds the 112 planes, on
-   the network's device): 0..95 the 8 x 12 history bitboards in the mover's frame (mover first, mirrored
-   for Black, zero or the root fill before the history starts), 96 the repetition bits (bit h), 97 the
-   castling planes 104..107 (bits 0..3), 98 Black to move, 99 the halfmove clock */
-void pdx_core_pack(Core *c, int n, const int32_t *games, uint64_t *out) {
-    for (int r = 0; r < n; r++) {
-        const Game *g = &c->g[games[r]];
-        const Pos *p = &g->pos;
-        uint64_t *o = out + (size_t)r * 100;
-        memset(o, 0, 100 * sizeof *o);
-        int us = p->turn, flip = us == 1;
-        for (int h = 0; h < HIST; h++) {
-            const uint64_t *s;
-            int rep;
-            if (h < g->nsnap) { int j = (g->head + h) % HIST; s = g->snap[j]; rep = g->rep[j]; }
-            else if (g->from_start) continue;
-            else { s = g->fill; rep = g->fill_rep; }
-            for (int t = 0; t < 6; t++) {
-                uint64_t ours = s[us * 6 + t], theirs = s[(!us) * 6 + t];
-                if (flip) { ours = __builtin_bswap64(ours); theirs = __builtin_bswap64(theirs); }
-                o[12 * h + t] = ours;
-                o[12 * h + 6 + t] = theirs;
-            }
-            if (rep) o[96] |= 1ULL << h;
-        }
-        uint64_t cr = p->castling;
-        int wq = (cr & 1) != 0, wk = (cr >> 7 & 1) != 0, bq = (cr >> 56 & 1) != 0, bk = (cr >> 63 & 1) != 0;
-        o[97] = (uint64_t)(flip ? bq : wq) | (uint64_t)(flip ? bk : wk) << 1 | (uint64_t)(flip ? wq : bq) << 2
-              | (uint64_t)(flip ? wk : bk) << 3;
-        o[98] = (uint64_t)flip;
-        o[99] = (uint64_t)p->halfmove;
+        for (int k = 0; k < 4; k++) if (w[97] >> k & 1) fill_plane(o + (104 + k) * 64, 1.0f);
+        fill_plane(o + 108 * 64, (float)w[98]);
+        fill_plane(o + 109 * 64, (float)w[99]);
+        fill_plane(o + 111 * 64, 1.0f);
     }
 }
 

@@ -125,3 +125,12 @@ def test_an_illegal_policy_slot_is_refused_and_names_the_game():
         core.play(np.array([2]), np.array([0]), False, None)
     with pytest.raises(native_core.NativeCoreError, match="e2e5 is not a legal move"):
         core.push(0, chess.Move.from_uci("e2e5"))
+
+
+def test_a_missing_core_is_a_one_line_user_error_naming_the_fix(monkeypatch):
+    from pdx_lightning.errors import UserError
+    monkeypatch.setattr(native_core, "_lib", None)
+    monkeypatch.setattr(native_core, "_library_path", lambda: None)
+    with pytest.raises(UserError, match=r"compiled chess core is not built: run `bash setup.sh` or `pip install -e \.`"
+                                        r".*--model\.selfplay\.backend python-chess"):
+        native_core.NativeCore(1)
