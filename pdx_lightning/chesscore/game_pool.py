@@ -22,7 +22,7 @@ import numpy as np
 
 from pdx_lightning.chesscore.encoding import PACKED_WORDS, GameHistory, encode_rows, pack_planes
 from pdx_lightning.chesscore.moves import POLICY_SIZE, index_to_move, legal_indices
-from pdx_lightning.chesscore.native_core import LEGAL_STRIDE, R_CAP, R_CHECKMATE, REASONS
+from pdx_lightning.chesscore.native_core import LEGAL_STRIDE, R_CHECKMATE, REASONS
 from pdx_lightning.chesscore.rules import WIN, DRAW, RESULT_NONE, game_end
 
 Backend = Literal["native", "python-chess"]
@@ -67,11 +67,8 @@ def trim(x, mask, index, count) -> Positions:
 class PythonChessPool:
     """The pool on python-chess boards (module docstring): today's reference engine."""
 
-    backend = "python-chess"
-
     def __init__(self, n: int, claim_draws: bool, max_plies: int | None) -> None:
         self.n, self.claim_draws, self.max_plies = n, claim_draws, max_plies
-        self.workers = 1
         self.boards = [chess.Board() for _ in range(n)]
         self.hist = [GameHistory(b) for b in self.boards]
         self.legal_moves = [list(b.legal_moves) for b in self.boards]
@@ -98,9 +95,12 @@ class PythonChessPool:
 
     def push(self, i: int, move: chess.Move) -> None:
         """Play ``move`` (python-chess's) in game ``i``; ValueError if it is not legal."""
-        b = self.boards[i]
         if move not in self.legal_moves[i]:
             raise ValueError(f"game {i}: {move.uci()} is not a legal move")
+        self._advance(i, move)
+
+    def _advance(self, i: int, move: chess.Move) -> None:
+        b = self.boards[i]
         b.push(move)
         self.hist[i].push(b)
         self.legal_moves[i] = list(b.legal_moves)
@@ -117,15 +117,9 @@ class PythonChessPool:
     def play(self, games: Sequence[int], actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         reason, plies = np.zeros(len(games), np.int32), np.zeros(len(games), np.int32)
         for r, i in enumerate(games):
-            b = self.boards[i]
-            b.push(index_to_move(int(actions[r]), b))
-            self.hist[i].push(b)
-            self.legal_moves[i] = list(b.legal_moves)
-            reason[r], plies[r] = self._reason(i), b.ply()
+            self._advance(i, index_to_move(int(actions[r]), self.boards[i]))
+            reason[r], plies[r] = self._reason(i), self.boards[i].ply()
         return reason, plies
-
-    def status(self, games: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-        return np.array([self._reason(i) for i in games], np.int32), self.plies(games)
 
     def positions(self, games: Sequence[int], packed: bool = False) -> Positions:
         x, mask, index, count = empty_positions(len(games))
@@ -157,4 +151,4 @@ def open_pool(backend: str, n: int, *, claim_draws: bool, max_plies: int | None,
     raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
 
 
-__all__ = ["BACKENDS", "Positions", "PythonChessPool", "R_CAP", "open_pool", "result_codes"]
+__all__ = ["BACKENDS", "Positions", "PythonChessPool", "open_pool", "result_codes"]

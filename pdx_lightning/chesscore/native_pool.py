@@ -26,8 +26,6 @@ class SelfPlayWorkerError(RuntimeError):
 class NativePool:
     """The pool interface of :mod:`chesscore.game_pool` on the compiled core."""
 
-    backend = "native"
-
     def __init__(self, n: int, *, claim_draws: bool, max_plies: int | None, workers: int = 1,
                  timeout_s: float = 600.0) -> None:
         if workers < 1:
@@ -64,7 +62,7 @@ class NativePool:
         return self._roots[i]
 
     def plies(self, games: Sequence[int]) -> np.ndarray:
-        return self.status(games)[1]
+        return self.core.status(np.asarray(games, np.int32), self.claim_draws, self.max_plies)[1]
 
     def board(self, i: int) -> chess.Board:
         """Game ``i`` as a python-chess board with its move stack (replayed: for callbacks and tests)."""
@@ -102,9 +100,6 @@ class NativePool:
             reason[s], plies[s] = self.core.play(games[s], actions[s], self.claim_draws, self.max_plies)
         self._sharded(games, run)
         return reason, plies
-
-    def status(self, games: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-        return self.core.status(np.asarray(games, np.int32), self.claim_draws, self.max_plies)
 
     def positions(self, games: Sequence[int], packed: bool = False) -> Positions:
         games = np.asarray(games, np.int32)
