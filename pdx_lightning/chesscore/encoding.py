@@ -38,6 +38,7 @@ from typing import Iterable, NamedTuple, Sequence
 
 import chess
 import numpy as np
+import torch
 
 from pdx_lightning.chesscore.rules import RepetitionKey, repetition_key, stack_repetition_key
 
@@ -299,12 +300,10 @@ def pack_planes(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def expand_packed(packed: "torch.Tensor") -> "torch.Tensor":
+def expand_packed(packed: torch.Tensor) -> torch.Tensor:
     """:func:`pack_planes`'s ``(B, 100)`` int64 → the planes ``(B, 112, 8, 8)`` float32, on ``packed``'s
     device (self-play builds a GPU batch's planes there from 800 bytes per position instead of copying
     28 KB)."""
-    import torch  # noqa: PLC0415
-
     B, dev = packed.shape[0], packed.device
     shifts = torch.arange(64, device=dev)
     out = torch.zeros(B, N_PLANES, 64, dtype=torch.float32, device=dev)
