@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import os
 import sys
 
@@ -36,6 +37,8 @@ TOOLS: dict[str, tuple[str, str]] = {
     "sweep": ("pdx_lightning.experiments.sweep.sweep_command", "the beta x term x temperature matrix"),
     "report": ("pdx_lightning.experiments.report.report_command", "the paper's tables and figures from stored JSON"),
     "uci": ("pdx_lightning.engines.uci", "the network as a UCI engine"),
+    "config list": ("pdx_lightning.runtime.presets_command", "the config presets shipped with pdx (pdx:<name>)"),
+    "config show": ("pdx_lightning.runtime.presets_command", "print a shipped preset (to copy and edit)"),
     "export lc0": ("pdx_lightning.nets.export_cli", "write a network (or a blend of two) as an Lc0 .pb.gz"),
     "export network": ("pdx_lightning.nets.export_network", "write a network (or a blend of two) as a pdx .pt"),
 }

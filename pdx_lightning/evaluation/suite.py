@@ -63,6 +63,7 @@ from typing import Iterator, Sequence
 import chess
 
 from pdx_lightning.errors import UserError
+from pdx_lightning.resources import resolve_path
 from pdx_lightning.safeio import BoundedLines, FileLimitError, open_zstd_bounded
 
 LICHESS_COLUMNS = ("PuzzleId", "FEN", "Moves", "Rating", "RatingDeviation", "Popularity", "NbPlays",
@@ -234,7 +235,7 @@ def make_puzzle(puzzle_id: str, board: chess.Board, line: Sequence[chess.Move],
 def open_text(path: str | Path) -> io.TextIOBase:
     """A text stream over ``path``; ``.zst`` files are decompressed as they are read, bounded
     (``safeio.open_zstd_bounded``: size, ratio, window, truncation)."""
-    path = Path(path)
+    path = Path(resolve_path(path))  # a shipped data/... file where none is here (pdx_lightning.resources)
     if path.suffix == ".zst":
         raw = open_zstd_bounded(path, error=SuiteLimitError)
         return io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")

@@ -16,7 +16,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "data"
+from pdx_lightning.resources import package_dir
+
+# the installed package's data/ (package data, read through importlib.resources; pdx_lightning.resources)
+DATA_DIR = package_dir("data")
 
 
 class BundledNetworkError(ValueError):

@@ -36,6 +36,7 @@ from pdx_lightning.nets import lc0
 from pdx_lightning.nets.bundled import DATA_DIR, WHEEL_NETWORKS, BundledNetworkError, resolve_bundled
 from pdx_lightning.nets.bundled import file_sha256 as _file_sha256
 from pdx_lightning.nets.seam import ModelLoadError, build_network, find_preset, get_family
+from pdx_lightning.resources import resolve_path
 from pdx_lightning.safeio import FileLimitError, load_torch_bounded
 
 __all__ = ["load_model", "save_network", "resolve_model_path", "file_sha256", "network_record",
@@ -80,7 +81,7 @@ def resolve_model_path(name: str) -> Path | None:
         if not path.is_file():
             raise ModelLoadError(f"bundled network {name!r} not found at {path}")
         return path
-    path = Path(name)
+    path = Path(resolve_path(name))  # a shipped data/... file where none is here (pdx_lightning.resources)
     if not path.is_file():
         raise ModelLoadError(f"model {name!r}: no such file (expected base:<name>, random:<preset>, "
                              f"a .ckpt, a .pt or an Lc0 .pb.gz)")

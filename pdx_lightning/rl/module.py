@@ -37,7 +37,7 @@ from pdx_lightning.nets import load_model
 from pdx_lightning.nets.resnet import require_wdl_head
 from pdx_lightning.rl.objectives import EXPLORATION_TERMS, UnknownExplorationTerm
 from pdx_lightning.rl.pdx_step import StepResult, pdx_step
-from pdx_lightning.rl.selfplay import SelfPlayConfig, SelfPlayDataset, SelfPlayNetworks
+from pdx_lightning.rl.selfplay import SelfPlayConfig, SelfPlayDataset, SelfPlayNetworks, with_run_seed
 from pdx_lightning.runtime.checkpoint_meta import check_base, write_network_meta
 from pdx_lightning.runtime.optim import check_ema_decay, document_optimizer_args, layerwise_adamw
 from pdx_lightning.runtime.ranks import rank_world
@@ -104,7 +104,7 @@ class PDXModule(L.LightningModule):
         check_ema_decay(ema_decay)
         if isinstance(selfplay, dict):  # from a checkpoint's hyperparameters
             selfplay = SelfPlayConfig(**selfplay)
-        selfplay = selfplay or SelfPlayConfig()
+        selfplay = with_run_seed(selfplay or SelfPlayConfig())  # None: the run's seed_everything seed
         # val_* are settings of a validation run, not of training: kept out of the checkpoint's
         # hyperparameters, which LightningCLI would otherwise lay over `pdx validate --model.val_suite`
         self.save_hyperparameters(ignore=["selfplay", "val_suite", "val_mates", "val_sample"])

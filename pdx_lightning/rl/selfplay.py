@@ -26,8 +26,9 @@ of each row, sorted by policy index) with one uniform per row (``sample_legal``)
 """
 from __future__ import annotations
 
+import os
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Iterator, Literal
 
 import chess
@@ -81,7 +82,9 @@ class SelfPlayConfig:
 
     Attributes:
         n_games: N, games in flight across all ranks (each rank plays N / world_size).
-        seed: base seed; rank r uses seed + 1000·r.
+        seed: base seed; rank r uses seed + 1000·r. None (the default): the run's seed, the one
+            ``seed_everything`` set (LightningCLI's ``--seed_everything``, or ``lightning.seed_everything``:
+            its ``PL_GLOBAL_SEED``), else 0; see :func:`with_run_seed`.
         temperature: "adaptive" samples μ ∝ π_θ^{1/τ(s)} with τ = H(WDL of the EMA at s) (Eq. 5–6);
             "fixed" samples π_θ (τ ≡ 1).
         temperature_wdl_source: whose WDL at s sets the adaptive τ: "ema" (the paper, App. E) or
@@ -118,7 +121,7 @@ class SelfPlayConfig:
     """
 
     n_games: int = 256
-    seed: int = 0
+    seed: int | None = None
     temperature: TemperatureMode = "adaptive"
     temperature_wdl_source: TemperatureSource = "ema"
     opening_max_moves: int = 60
@@ -155,6 +158,19 @@ class SelfPlayConfig:
             raise ValueError("opening_max_moves and restart_max_moves must be >= 0")
 
 
+def with_run_seed(config: SelfPlayConfig) -> SelfPlayConfig:
+    """``config`` with its seed made explicit: an explicit ``seed`` wins; None takes the seed that
+    ``seed_everything`` gave the run (``PL_GLOBAL_SEED``), else 0. So ``pdx fit --seed_everything 3``
+    plays other games than seed 0, and the checkpoint records the seed its games came from."""
+    if config.seed is not None:
+        return config
+    seed = os.environ.get("PL_GLOBAL_SEED")
+    try:
+        return replace(config, seed=int(seed) if seed is not None else 0)
+    except ValueError:
+        raise SelfPlayError(f"PL_GLOBAL_SEED={seed!r} is not an integer seed (set --model.selfplay.seed)") from None
+
+
 @dataclass
 class PendingBatch:
     """Positions s of this step, awaiting the online network's outputs; every tensor on the networks'
@@ -186,7 +202,7 @@ class SelfPlayDataset(IterableDataset):
 
     def __init__(self, config: SelfPlayConfig, networks: SelfPlayNetworks) -> None:
         super().__init__()
-        self.cfg = config
+        self.cfg = with_run_seed(config)
         self.networks = networks
         self.pool = None  # made when iteration starts (the rank, hence the number of games, is known then)
         self.stats = {"games_finished": 0, "white_win": 0, "draw": 0, "black_win": 0, "length_sum": 0}

@@ -34,7 +34,7 @@ from lightning.pytorch.cli import LightningCLI
 from lightning.pytorch.utilities.warnings import PossibleUserWarning
 
 from pdx_lightning.runtime.lightning_cli import PDXLightningCLI
-from pdx_lightning.runtime.moved_configs import check_config_args
+from pdx_lightning.runtime.moved_configs import resolve_config_args
 
 __all__ = ["KNOWN_MODULE_NOISE", "KNOWN_NOISE", "quiet_known_noise", "run_lightning", "run_summary",
            "tracker_line"]
@@ -88,8 +88,11 @@ def run_lightning(model_class: type[L.LightningModule], args: Sequence[str] | No
     on ``model_class`` (and ``datamodule_class``), run the subcommand, print the closing summary.
 
     ``trainer_defaults`` are the command's Trainer defaults (a config file or flag overrides them).
-    A ``--config`` naming a moved shipped config fails first, with its new path (:mod:`.moved_configs`)."""
-    check_config_args(sys.argv[1:] if args is None else list(args))
+    A ``--config`` naming a moved shipped config fails first, with its new path (:mod:`.moved_configs`);
+    ``--config pdx:<preset>`` reads the preset shipped with the package (:mod:`pdx_lightning.resources`)."""
+    argv = resolve_config_args(sys.argv[1:] if args is None else list(args))
+    if args is not None or argv != sys.argv[1:]:
+        args = argv
     quiet_known_noise()
     cli = PDXLightningCLI(model_class, datamodule_class, args=None if args is None else list(args),
                           save_config_kwargs={"overwrite": True},

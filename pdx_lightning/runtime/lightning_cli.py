@@ -78,6 +78,9 @@ class PDXLightningCLI(LightningCLI):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         internals.check_lightning()  # before anything runs: the private pieces used below are all there
+        # no --seed_everything: seed 0 (reproducible), not Lightning's random seed; the self-play games
+        # follow it unless --model.selfplay.seed is given (rl.selfplay.with_run_seed)
+        kwargs.setdefault("seed_everything_default", 0)
         super().__init__(*args, **kwargs)
 
     # ---- parsing ----------------------------------------------------------------------------

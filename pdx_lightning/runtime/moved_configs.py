@@ -18,8 +18,10 @@ from pathlib import PurePath
 from typing import Sequence
 
 from pdx_lightning.errors import UserError
+from pdx_lightning.resources import resolve_path
 
-__all__ = ["MOVED", "MovedConfigError", "check_config_args", "check_config_path", "current_path", "moved_to"]
+__all__ = ["MOVED", "MovedConfigError", "check_config_args", "check_config_path", "current_path", "moved_to",
+           "resolve_config_args"]
 
 _FIT = ("pdx", "maia", "paper", "small", "gpu_bf16", "arm_entropy", "arm_forward_kl", "arm_none",
         "arm_reverse_kl")
@@ -64,3 +66,17 @@ def check_config_args(argv: Sequence[str]) -> None:
             check_config_path(argv[i + 1], f"{arg}: ")
         elif arg.startswith("--config="):
             check_config_path(arg.partition("=")[2], "--config: ")
+
+
+def resolve_config_args(argv: Sequence[str]) -> list[str]:
+    """``argv`` with every ``--config``/``-c`` value checked (:func:`check_config_args`) and resolved:
+    ``pdx:<preset>`` and a ``conf/...`` path missing here become the shipped file
+    (:func:`pdx_lightning.resources.resolve_path`), so LightningCLI reads a path like any other."""
+    check_config_args(argv)
+    out = list(argv)
+    for i, arg in enumerate(out):
+        if arg in ("--config", "-c") and i + 1 < len(out):
+            out[i + 1] = str(resolve_path(out[i + 1]))
+        elif arg.startswith("--config="):
+            out[i] = "--config=" + str(resolve_path(arg.partition("=")[2]))
+    return out

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pdx_lightning.errors import UserError
 from pdx_lightning.evaluation.suite import SuiteSpec
 from pdx_lightning.experiments.arms import REGULARIZED, TEMPERATURES, TERMS, UNREGULARIZED
+from pdx_lightning.resources import resolve_path
 from pdx_lightning.runtime.moved_configs import check_config_path
 
 PAPER_BETAS = (1e-4, 1e-3, 1e-2, 1e-1, 1.0)
@@ -160,7 +161,7 @@ def load_config(path: str | Path) -> SweepConfig:
 
     check_config_path(path, "--config: ")
     try:
-        with open(path) as f:
+        with open(resolve_path(path)) as f:  # pdx:<preset>, or a shipped conf/... (pdx_lightning.resources)
             data = yaml.safe_load(f)
     except (OSError, yaml.YAMLError) as e:
         raise SweepConfigError(f"{path}: cannot read the sweep config: {e}") from None

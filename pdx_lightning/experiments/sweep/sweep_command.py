@@ -13,6 +13,7 @@ from pdx_lightning.experiments.sweep.lock import check_lock
 from pdx_lightning.experiments.sweep.record import finish
 from pdx_lightning.experiments.sweep.stages import anchor_problems
 from pdx_lightning.experiments.sweep.train import fit_command, train_cell
+from pdx_lightning.resources import resolve_path
 
 
 def preflight(cfg: SweepConfig, cells: list[Cell] | None = None, evaluate: bool = True) -> list[str]:
@@ -22,9 +23,10 @@ def preflight(cfg: SweepConfig, cells: list[Cell] | None = None, evaluate: bool 
     from pdx_lightning.nets import ModelLoadError, resolve_model_path  # noqa: PLC0415
 
     paths = dict.fromkeys(p for s in cfg.eval.specs().values() for p in s.path) if evaluate else {}
-    problems = [f"suite file {p} not found" for p in paths if not Path(p).is_file()]
+    problems = [f"suite file {p} not found" for p in paths if not Path(resolve_path(p)).is_file()]
     control = any(c.kind == "control" for c in (plan(cfg) if cells is None else cells))
-    problems += [f"control pool {p} not found" for p in cfg.control.pool if control and not Path(p).is_file()]
+    problems += [f"control pool {p} not found" for p in cfg.control.pool
+                 if control and not Path(resolve_path(p)).is_file()]
     try:
         resolve_model_path(cfg.base)
     except ModelLoadError as e:

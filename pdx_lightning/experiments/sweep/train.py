@@ -21,6 +21,7 @@ from pathlib import Path
 
 from pdx_lightning.atomicfile import atomic_write_text
 from pdx_lightning.experiments.sweep.config import Cell, SweepConfig, eval_suites
+from pdx_lightning.resources import resolve_path
 
 
 class SweepError(RuntimeError):
@@ -78,7 +79,7 @@ def fit_config(cfg: SweepConfig, cell: Cell, cell_dir: Path, fit_args: list[str]
 
     doc: dict = {}
     if cell.kind == "rl" and cfg.fit_config:
-        with open(cfg.fit_config) as f:
+        with open(resolve_path(cfg.fit_config)) as f:  # a shipped conf/... where none is here
             doc = yaml.safe_load(f) or {}
     trainer = dict(doc.get("trainer") or {})
     ckpt_dir = str(cell_dir / "checkpoints")
