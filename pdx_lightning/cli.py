@@ -38,6 +38,7 @@ TOOLS: dict[str, tuple[str, str]] = {
     "uci": ("pdx_lightning.engines.uci", "the network as a UCI engine"),
     "export lc0": ("pdx_lightning.nets.export_cli", "write a network (or a blend of two) as an Lc0 .pb.gz"),
     "export network": ("pdx_lightning.nets.export_network", "write a network (or a blend of two) as a pdx .pt"),
+    "export onnx": ("pdx_lightning.nets.export_onnx", "write a network (or a blend of two) as ONNX with Lc0's interface"),
 }
 LIGHTNING = {
     "fit": "self-play RL fine-tuning (LightningCLI; see `pdx fit --help`)",
