@@ -41,6 +41,7 @@ TOOLS: dict[str, tuple[str, str]] = {
     "config show": ("pdx_lightning.runtime.presets_command", "print a shipped preset (to copy and edit)"),
     "export lc0": ("pdx_lightning.nets.export_cli", "write a network (or a blend of two) as an Lc0 .pb.gz"),
     "export network": ("pdx_lightning.nets.export_network", "write a network (or a blend of two) as a pdx .pt"),
+    "export onnx": ("pdx_lightning.nets.export_onnx", "write a network (or a blend of two) as ONNX with Lc0's interface"),
 }
 LIGHTNING = {
     "fit": "self-play RL fine-tuning (LightningCLI; see `pdx fit --help`)",

@@ -10,7 +10,8 @@
 * ``blend.py``: network arithmetic, (1 − α)·A + α·B of two networks of one shape
   (``pdx export lc0|network --blend B --alpha α``; ``export_network.py``: ``pdx export network``);
 * ``lc0/``: Lc0 ``.pb.gz`` import and export (``export_cli.py``: ``pdx export lc0``);
-  ``lc0_policy.py``: Lc0's 1,858-move policy and castling convention in our 4,288 layout.
+  ``lc0_policy.py``: Lc0's 1,858-move policy and castling convention in our 4,288 layout;
+* ``export_onnx.py``: ``pdx export onnx``, any network as ONNX with Lc0's ``leela2onnx`` interface.
 """
 from __future__ import annotations
 

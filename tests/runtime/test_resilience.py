@@ -316,6 +316,7 @@ SUITE = str(ROOT / "tests" / "fixtures" / "lichess_sample.csv")
     ["data", "positions", "--out", "{ro}/shards", "--positions", "10"],
     ["arena", "--model", "random:tiny", "--model", "random:tiny:1", "--games", "2", "--pgn", "{ro}/g.pgn"],
     ["export", "lc0", "--model", "random:tiny", "--out", "{ro}/net.pb.gz"],
+    ["export", "onnx", "--model", "random:tiny", "--out", "{ro}/net.onnx"],
 ])
 def test_tools_refuse_unwritable_outputs_before_any_work(argv, readonly_dir, monkeypatch, capsys):
     import importlib
