@@ -90,11 +90,9 @@ def run_lightning(model_class: type[L.LightningModule], args: Sequence[str] | No
     ``trainer_defaults`` are the command's Trainer defaults (a config file or flag overrides them).
     A ``--config`` naming a moved shipped config fails first, with its new path (:mod:`.moved_configs`);
     ``--config pdx:<preset>`` reads the preset shipped with the package (:mod:`pdx_lightning.resources`)."""
-    argv = resolve_config_args(sys.argv[1:] if args is None else list(args))
-    if args is not None or argv != sys.argv[1:]:
-        args = argv
+    args = resolve_config_args(sys.argv[1:] if args is None else list(args))
     quiet_known_noise()
-    cli = PDXLightningCLI(model_class, datamodule_class, args=None if args is None else list(args),
+    cli = PDXLightningCLI(model_class, datamodule_class, args=args,
                           save_config_kwargs={"overwrite": True},
                           trainer_defaults=dict(trainer_defaults or {}), run=True)
     if summary:
