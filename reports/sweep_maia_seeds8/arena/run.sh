@@ -11,7 +11,7 @@ one() { # name, games, models...
 one base1024_fwd --model base:maia-1900 --label base --model $(ck runs/sweep_maia_1024 forward_kl-adaptive-b0.01) --label forward_kl-b1024 --games 1000
 for s in 3 4 5 6 7; do
   f=$(ck runs/sweep_maia forward_kl-adaptive-b0.01-s$s); r=$(ck runs/sweep_maia reverse_kl-adaptive-b0.01-s$s)
-  while [ ! -f $r ]; do sleep 30; done
+  while [ ! -f $r ] || [ ! -f $f ]; do sleep 30; done
   one fwd_vs_rev_s$s --model $f --label forward_kl-s$s --model $r --label reverse_kl-s$s --games 1000
   one base_fwd_s$s --model base:maia-1900 --label base --model $f --label forward_kl-s$s --games 1000
   one base_rev_s$s --model base:maia-1900 --label base --model $r --label reverse_kl-s$s --games 1000
