@@ -99,7 +99,19 @@ def run_lightning(model_class: type[L.LightningModule], args: Sequence[str] | No
         text = run_summary(cli.trainer, cli.subcommand)
         if text and cli.trainer.is_global_zero:
             print(text, flush=True)
+    _close_process_group()
     return cli
+
+
+def _close_process_group() -> None:
+    """End a DDP run's process group once the command is done (its closing summary read the last
+    collective). Left open, gloo's threads meet the interpreter's exit and one rank sometimes aborts
+    ("terminate called without an active exception", SIGABRT) after a run that succeeded."""
+    import torch.distributed as dist  # noqa: PLC0415
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
 
 
 def tracker_line(logger: Any, log_dir: str | None) -> str | None:
