@@ -8,14 +8,22 @@ longer than ``$PDX_MAX_LINE_BYTES`` or a game longer than ``$PDX_MAX_PGN_GAME_BY
 (``safeio``), and ``.zst`` files are decompressed as they are read.
 
 Refused (one :class:`PgnGameError` line naming ``file:line``, the game's number in the file and,
-for a bad move, its ply), or with ``skip_bad=True`` skipped and counted by reason in
-:class:`ReadStats`:
+for a bad move or clock, its ply), or with ``skip_bad=True`` skipped and counted by reason
+(:data:`BAD_REASONS`) in :class:`ReadStats`:
 
-* a malformed game or an illegal move (python-chess records it in ``game.errors``; the line
-  ends there, so the game is refused whole rather than scored up to the bad move);
-* a ``Variant`` header other than ``Standard`` (Chess960, Crazyhouse, ...: another game's rules);
-* a ``SetUp``/``FEN`` header (a game not from the standard start: its history planes and the
-  players' opening choices are not the game's).
+* ``malformed``: a malformed game or an illegal move (python-chess records it in ``game.errors``;
+  the line ends there, so the game is refused whole rather than scored up to the bad move);
+* ``variant``: a ``Variant`` header other than ``Standard`` (Chess960, Crazyhouse, ...: another
+  game's rules);
+* ``setup``: a ``SetUp``/``FEN`` header (a game not from the standard start: its history planes
+  and the players' opening choices are not the game's);
+* ``bad_header``: a ``TimeControl``, ``WhiteElo`` or ``BlackElo`` value that cannot be right
+  (infinite, negative, huge, not a number: the rules are in :mod:`pgn_values`; an impossible
+  rating is never binned);
+* ``bad_clock``: a ``[%clk]`` comment that does not parse or is out of range;
+* ``merged``: a game that read later games' headers as its moves (a ``{`` comment left open, or
+  no blank line between games: :class:`_HeaderWatch`); it and the games it swallowed are all
+  counted, and the game after them is read on its own.
 
 Games without moves are skipped and counted (``empty``), not refused: Lichess dumps hold aborted
 games.
@@ -26,7 +34,6 @@ game without clock comments has no clock (``None``) at every move.
 """
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,17 +42,14 @@ from typing import Iterator
 import chess
 import chess.pgn
 
+from pdx_lightning.chesscore.pgn_values import (CORRESPONDENCE, MAX_RATING, MAX_SECONDS, SPEEDS,  # noqa: F401
+                                                TIME_CONTROLS, PgnValueError, parse_clock, parse_rating,
+                                                parse_time_control, speed_category)
 from pdx_lightning.errors import UserError
 from pdx_lightning.safeio import FileLimitError, PgnGameLines, open_zstd_bounded
 
-# Lichess's speed categories by estimated duration base + 40 x increment (seconds): lila's
-# `Speed.scala` (UltraBullet < 30 s, Bullet < 180 s, Blitz < 480 s, Rapid < 1500 s, else Classical)
-SPEEDS: tuple[tuple[str, float], ...] = (("ultrabullet", 30), ("bullet", 180), ("blitz", 480),
-                                          ("rapid", 1500), ("classical", math.inf))
-CORRESPONDENCE = "correspondence"  # TimeControl "-": no clock
-TIME_CONTROLS = tuple(s for s, _ in SPEEDS) + (CORRESPONDENCE, "unknown")
 RESULTS = {"1-0": 1, "0-1": -1, "1/2-1/2": 0}
-BAD_REASONS = ("malformed", "variant", "setup")
+BAD_REASONS = ("malformed", "variant", "setup", "bad_header", "bad_clock", "merged")
 
 
 class PgnGameError(UserError, ValueError):
@@ -56,18 +60,86 @@ class PgnLimitError(FileLimitError, PgnGameError):
     """A PGN file refused by a reading bound (line or game length)."""
 
 
+TAG_LINE = chess.pgn.TAG_REGEX  # a tag pair alone on its line ([Name "value"]), as python-chess reads headers
 
-def read_pgn_game(lines: PgnGameLines, visitor, error: type[Exception], what: str):
-    """The next game of ``lines`` built by ``visitor`` (None at the end); a game python-chess cannot
-    read raises ``error("PATH:LINE: <what> (<its error>)")``, a file bound (``FileLimitError``) passes.
-    The one reading step of both PGN readers (these human games, ``opening_files``' PGN books)."""
+
+@dataclass
+class Swallowed:
+    """Headers of later games that one python-chess game read as its own movetext."""
+
+    line: int          # file line of the first such header
+    text: str          # that line
+    games: int         # header blocks read (games swallowed)
+    moves_follow: bool = False  # the game ended on those headers: the last one's moves come next, headerless
+
+    def message(self) -> str:
+        shown = self.text.strip()[:60]
+        games = "the next game" if self.games == 1 else f"the next {self.games} games"
+        return (f"line {self.line} ({shown}) starts another game's headers inside this game's moves: a {{ comment "
+                f"left open, or no blank line before it ({games} would be merged into this one)")
+
+
+class _HeaderWatch:
+    """The lines of one game as python-chess reads them, watching for the next game's headers.
+
+    The rule: python-chess ends a game's movetext at the first blank line outside a ``{...}``
+    comment, so once the movetext has begun (a non-blank line that is not a ``[...]`` header line
+    nor a ``%``/``;`` escape line), a tag-pair line (``[Name "value"]`` alone on its line) read
+    within the same game cannot be this game's: it is a later game's header, read as movetext
+    because a ``{`` comment was left open across the blank line and the headers (the comment then
+    closes somewhere in that game's moves, which are appended to this game) or because the blank
+    line between the games is missing. A comment that legitimately holds a line that is exactly a
+    tag pair would be flagged too; exported PGN never has one. Each run of tag-pair lines after a
+    non-tag line is one swallowed game. Where the game ends on such headers (no blank line before
+    them: the blank line after them ends it), the last swallowed game's moves are read next as a
+    game of their own without headers; :func:`read_games` skips them with it."""
+
+    def __init__(self, lines: PgnGameLines) -> None:
+        self.lines, self.in_movetext, self.previous_tag = lines, False, False
+        self.swallowed: Swallowed | None = None
+
+    def readline(self, size: int = -1) -> str:
+        line = self.lines.readline(size)
+        tag = bool(TAG_LINE.match(line))
+        if self.in_movetext and tag and not self.previous_tag:
+            if self.swallowed is None:
+                self.swallowed = Swallowed(self.lines.line_no, line, 0)
+            self.swallowed.games += 1
+        elif line.strip() and not line.startswith(("[", "%", ";")):
+            self.in_movetext = True
+        if line.strip():
+            self.previous_tag = tag
+        return line
+
+
+def read_pgn_game_checked(lines: PgnGameLines, visitor, error: type[Exception], what: str):
+    """``(game, swallowed)``: the next game of ``lines`` built by ``visitor`` (``(None, None)`` at the
+    end) and the later games' headers it read as movetext (:class:`_HeaderWatch`; None if none).
+    A game python-chess cannot read raises ``error("PATH:LINE: <what> (<its error>)")``, a file
+    bound (``FileLimitError``) passes. The one reading step of both PGN readers (these human games,
+    ``opening_files``' PGN books, through :func:`read_pgn_game`)."""
     lines.start()
+    watch = _HeaderWatch(lines)
     try:
-        return chess.pgn.read_game(lines, Visitor=visitor)
+        game = chess.pgn.read_game(watch, Visitor=visitor)
     except (ValueError, RecursionError) as e:
         if isinstance(e, FileLimitError):
             raise
         raise error(f"{lines.path}:{lines.game_line or lines.line_no}: {what} ({type(e).__name__}: {e})") from e
+    if watch.swallowed is not None:
+        watch.swallowed.moves_follow = watch.previous_tag
+    return game, watch.swallowed
+
+
+def read_pgn_game(lines: PgnGameLines, visitor, error: type[Exception], what: str):
+    """The next game of ``lines`` built by ``visitor`` (None at the end), as
+    :func:`read_pgn_game_checked`; a game that swallowed later games' headers also raises
+    ``error("PATH:LINE: <what>: <which line>")`` (opening books have no skip-and-count)."""
+    game, swallowed = read_pgn_game_checked(lines, visitor, error, what)
+    if swallowed is not None:
+        raise error(f"{lines.path}:{lines.game_line}: {what}: {swallowed.message()}")
+    return game
+
 
 @dataclass(frozen=True)
 class HumanGame:
@@ -108,34 +180,6 @@ class HumanGame:
         return self.base
 
 
-def parse_time_control(tc: str) -> tuple[float | None, float | None]:
-    """``"180+2"`` → ``(180.0, 2.0)``; ``"60"`` → ``(60.0, 0.0)``; anything else → ``(None, None)``."""
-    base, _, inc = tc.strip().partition("+")
-    try:
-        b, i = float(base), float(inc or 0)
-    except ValueError:
-        return None, None
-    return (b, i) if b >= 0 and i >= 0 else (None, None)
-
-
-def speed_category(tc: str) -> str:
-    """Lichess's speed category of a ``TimeControl`` header from base + 40 x increment."""
-    if tc.strip() == "-":
-        return CORRESPONDENCE
-    base, inc = parse_time_control(tc)
-    if base is None:
-        return "unknown"
-    duration = base + 40 * inc
-    return next(name for name, below in SPEEDS if duration < below)
-
-
-def _elo(text: str | None) -> int | None:
-    try:
-        return int(text) if text not in (None, "", "?", "-") else None
-    except ValueError:
-        return None
-
-
 @dataclass
 class ReadStats:
     """What :func:`read_games` read: games, and games skipped by reason (with their first lines)."""
@@ -144,6 +188,12 @@ class ReadStats:
     empty: int = 0
     skipped: dict[str, int] = field(default_factory=lambda: dict.fromkeys(BAD_REASONS, 0))
     bad: list[str] = field(default_factory=list)  # the first few skipped games' error lines
+
+    def skip(self, reason: str, message: str, games: int = 1) -> None:
+        """Count ``games`` skipped for ``reason``; keep the first 20 messages."""
+        self.skipped[reason] += games
+        if len(self.bad) < 20:
+            self.bad.append(message)
 
     def to_dict(self) -> dict:
         return {"games": self.games, "empty": self.empty, "skipped_bad": dict(self.skipped), "bad": self.bad}
@@ -154,20 +204,70 @@ class _Builder(chess.pgn.GameBuilder):
         self.game.errors.append(error)  # reported by read_games as one line; not logged as well
 
 
-def _check(game: chess.pgn.Game, where: str, number: int) -> tuple[str, str] | None:
-    """``(reason, message)`` if the game cannot be used, else None."""
+class _Refused(Exception):
+    """A game that cannot be used: ``reason`` (one of :data:`BAD_REASONS`) and its one-line message."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason, self.message = reason, message
+
+
+def _ply_text(ply: int) -> str:
+    """``ply 5 (move 3.)`` for a 1-based ply."""
+    return f"ply {ply} (move {(ply + 1) // 2}{'.' if ply % 2 else '...'})"
+
+
+def _check(game: chess.pgn.Game, where: str, number: int) -> None:
+    """Raise :class:`_Refused` if the game is not standard chess from the start or python-chess
+    found an error in it."""
     h = game.headers
     variant = h.get("Variant", "Standard")
     if variant.strip().lower() not in ("standard", "chess", "", "from position"):  # Lichess: "From Position" + FEN
-        return "variant", f"{where}: game {number}: Variant {variant!r} (only standard chess is read)"
+        raise _Refused("variant", f"{where}: game {number}: Variant {variant!r} (only standard chess is read)")
     if "FEN" in h or h.get("SetUp", "0").strip() == "1":
-        return "setup", (f"{where}: game {number}: a SetUp/FEN header (only games from the standard start "
-                         f"are read: their history and openings are the players')")
+        raise _Refused("setup", f"{where}: game {number}: a SetUp/FEN header (only games from the standard "
+                                f"start are read: their history and openings are the players')")
     if game.errors:
         ply = sum(1 for _ in game.mainline_moves()) + 1  # python-chess stops the mainline at the bad move
-        move = f"move {(ply + 1) // 2}{'.' if ply % 2 else '...'}"
-        return "malformed", f"{where}: game {number}, ply {ply} ({move}): {game.errors[0]}"
-    return None
+        raise _Refused("malformed", f"{where}: game {number}, {_ply_text(ply)}: {game.errors[0]}")
+
+
+def _header_values(h: chess.pgn.Headers, where: str, number: int) -> dict:
+    """The parsed ``WhiteElo``, ``BlackElo`` and ``TimeControl`` (:mod:`pgn_values`) as
+    :class:`HumanGame` fields; a bad one raises :class:`_Refused` (``bad_header``)."""
+    tc = h.get("TimeControl", "")
+    try:
+        base, inc = parse_time_control(tc)
+        return {"white_elo": parse_rating(h.get("WhiteElo"), "WhiteElo"),
+                "black_elo": parse_rating(h.get("BlackElo"), "BlackElo"),
+                "time_control": tc, "base": base, "increment": inc}
+    except PgnValueError as e:
+        raise _Refused("bad_header", f"{where}: game {number}: {e}") from None
+
+
+def _clocks(nodes: list, where: str, number: int) -> tuple[float | None, ...]:
+    """Each move's ``[%clk]`` (:func:`pgn_values.parse_clock`); a bad one raises :class:`_Refused`
+    (``bad_clock``) naming its ply."""
+    clocks = []
+    for ply, node in enumerate(nodes, 1):
+        try:
+            clocks.append(parse_clock(node.comment))
+        except PgnValueError as e:
+            raise _Refused("bad_clock", f"{where}: game {number}, {_ply_text(ply)}: {e}") from None
+    return tuple(clocks)
+
+
+def _human_game(game: chess.pgn.Game, line: int, where: str, number: int) -> HumanGame | None:
+    """The game as a :class:`HumanGame` (None if it has no moves), or :class:`_Refused`."""
+    _check(game, where, number)
+    values = _header_values(game.headers, where, number)
+    nodes = list(game.mainline())
+    if not nodes:
+        return None
+    h = game.headers
+    return HumanGame(number=number, line=line, moves=tuple(n.move for n in nodes),
+                     clocks=_clocks(nodes, where, number), result=RESULTS.get(h.get("Result", "*")),
+                     headers=dict(h), **values)
 
 
 def open_pgn(path: str | os.PathLike):
@@ -187,39 +287,38 @@ def read_games(path: str | os.PathLike, skip_bad: bool = False, stats: ReadStats
     """Every usable game of a PGN file, in file order (see the module docstring for what is refused).
 
     ``stats`` (optional) is filled as the games are read; ``max_games`` stops after that many games
-    of the file (counting skipped ones)."""
+    of the file (counting skipped ones). Games swallowed by another (:class:`_HeaderWatch`) count
+    as games of the file and as skipped, so later games keep their numbers."""
     path = Path(path)
     stats = stats if stats is not None else ReadStats()
     with open_pgn(path) as f:
         lines = PgnGameLines(f, path, error=PgnLimitError)
         number = 0
         while max_games is None or number < max_games:
-            game = read_pgn_game(lines, _Builder, PgnGameError, f"game {number + 1}: unreadable PGN")
+            game, swallowed = read_pgn_game_checked(lines, _Builder, PgnGameError,
+                                                    f"game {number + 1}: unreadable PGN")
             if game is None:
                 return
             number += 1
-            stats.games += 1
+            extra = swallowed.games if swallowed else 0
+            stats.games += 1 + extra
             where = f"{path}:{lines.game_line}"
-            problem = _check(game, where, number)
-            if problem is not None:
-                reason, message = problem
+            try:
+                if swallowed is not None:
+                    raise _Refused("merged", f"{where}: game {number}: {swallowed.message()}")
+                human = _human_game(game, lines.game_line, where, number)
+            except _Refused as r:
                 if not skip_bad:
-                    raise PgnGameError(message + " (--skip-bad skips and counts such games)")
-                stats.skipped[reason] += 1
-                if len(stats.bad) < 20:
-                    stats.bad.append(message)
+                    raise PgnGameError(r.message + " (--skip-bad skips and counts such games)") from None
+                stats.skip(r.reason, r.message, 1 + extra)
+                number += extra
+                if swallowed is not None and swallowed.moves_follow:  # the swallowed game's moves, headerless
+                    read_pgn_game_checked(lines, _Builder, PgnGameError, f"game {number}: unreadable PGN")
                 continue
-            nodes = list(game.mainline())
-            if not nodes:
+            if human is None:
                 stats.empty += 1
                 continue
-            h = game.headers
-            tc = h.get("TimeControl", "")
-            base, inc = parse_time_control(tc)
-            yield HumanGame(number=number, line=lines.game_line, moves=tuple(n.move for n in nodes),
-                            clocks=tuple(n.clock() for n in nodes), white_elo=_elo(h.get("WhiteElo")),
-                            black_elo=_elo(h.get("BlackElo")), time_control=tc, base=base, increment=inc,
-                            result=RESULTS.get(h.get("Result", "*")), headers=dict(h))
+            yield human
 
 
 # ---------------------------------------------------------------- filters

@@ -1,7 +1,8 @@
 """``pdx data pgn``: training shards from human games, in the format ``pdx pretrain`` reads.
 
-Every move of every game (``chess.pgn_games``: streamed; malformed games, variants and SetUp/FEN
-games refused in one line, or skipped and counted with ``--skip-bad``) that the move filter keeps
+Every move of every game (``chess.pgn_games``: streamed; malformed games, variants, SetUp/FEN
+games, impossible header or clock values and games that ran into the next one's headers refused in
+one line, or skipped and counted with ``--skip-bad``) that the move filter keeps
 (``--skip-plies``, ``--min-clock``, ``--rating-min/--rating-max``, ``--time-control``: the same
 filters as ``pdx eval humans``) becomes one record of a ``supervised.shards`` shard:
 
@@ -192,7 +193,8 @@ def generate(out: str | os.PathLike, cfg: PgnDataConfig, skip_bad: bool = False)
         if pending:
             close_shard()
     return {"out": str(out), "shards": index, **counts, "games_read": read.games, "games_empty": read.empty,
-            "games_skipped_bad": read.skipped, "heldout_pgn": str(out / HELDOUT_FILE) if cfg.holdout_every else None}
+            "games_skipped_bad": read.skipped, "games_bad_first": read.bad,
+            "heldout_pgn": str(out / HELDOUT_FILE) if cfg.holdout_every else None}
 
 
 # ---------------------------------------------------------------- CLI
@@ -211,7 +213,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shard-size", type=int, default=4096, help="records per shard (whole games)")
     parser.add_argument("--max-games", type=int, help="read at most this many games of each file")
     parser.add_argument("--skip-bad", action="store_true",
-                        help="skip and count malformed games, variants and SetUp/FEN games instead of failing")
+                        help="skip and count unusable games instead of failing on the first: malformed or "
+                             "illegal moves, variants, SetUp/FEN games, impossible TimeControl/WhiteElo/BlackElo "
+                             "values, bad [%%clk] comments, a { comment left open into the next game (counts by "
+                             "reason in games_skipped_bad)")
 
 
 def run(args: argparse.Namespace) -> int:

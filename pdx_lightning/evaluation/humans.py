@@ -20,7 +20,10 @@ blitz < 480, rapid < 1500, classical; ``-`` is correspondence), the mover's cloc
 (< 30 s, 30–120 s, >= 120 s, none) and the game phase (ply of the position: 0–19, 20–39, 40–59,
 60+), with 95% Wilson intervals on the match rates and Student-t intervals on the NLL; each model
 after the first is paired with the first on the same positions: exact McNemar on top-1 (positions
-it matches and the first does not, and the reverse) and the mean NLL difference.
+it matches and the first does not, and the reverse) and the mean NLL difference. Header and clock
+values are checked as read (``chesscore.pgn_values``): a rating is an integer 0..4000, a
+``TimeControl`` finite seconds up to a week, so an impossible value refuses the game (one line) or,
+with ``--skip-bad``, skips and counts it; it is never placed in a bin.
 
 Protocol defaults follow Maia's evaluation as it is commonly described (McIlroy-Young et al., KDD 2020,
 "Aligning Superhuman AI with Human Behavior"; the 10-ply opening cut was not checked against the
@@ -32,8 +35,8 @@ games without clocks keep every move.
 JSON (``--json``)::
 
     {"command": "eval humans", "pgn": [...], "filters": MoveFilter.to_dict(), "games": {read, used,
-     empty, skipped_bad{malformed, variant, setup}, bad[...]}, "positions_skipped": {opening, clock,
-     rating, time_control}, "bins": [...],
+     empty, skipped_bad{malformed, variant, setup, bad_header, bad_clock, merged}, bad[...]},
+     "positions_skipped": {opening, clock, rating, time_control}, "bins": [...],
      "models": [{"name", "label", "weights", "overall": {positions, top1, top1_ci, top3, top3_ci,
                  top5, top5_ci, nll, nll_ci}, "by_rating": [{bin, lo, hi, ...}], "by_time_control": [...],
                  "by_clock": [...], "by_phase": [...]}],
@@ -331,7 +334,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                          clock_why="30: Maia drops moves under 30 s")
     parser.add_argument("--max-games", type=int, help="read at most this many games of each file")
     parser.add_argument("--skip-bad", action="store_true",
-                        help="skip and count malformed games, variants and SetUp/FEN games instead of failing")
+                        help="skip and count unusable games instead of failing on the first: malformed or "
+                             "illegal moves, variants, SetUp/FEN games, impossible TimeControl/WhiteElo/BlackElo "
+                             "values, bad [%%clk] comments, a { comment left open into the next game (counts by "
+                             "reason in the summary line and JSON games.skipped_bad)")
     parser.add_argument("--bins", type=_floats, default=list(RATING_BINS),
                         help="inner edges of the mover's-rating bins, comma-separated (default: 1000,1100,...,"
                              "2500)")

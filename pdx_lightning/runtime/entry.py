@@ -125,7 +125,7 @@ def tracker_line(logger: Any, log_dir: str | None) -> str | None:
         uri = getattr(logger, "_tracking_uri", None) or "./mlruns"
         return f"MLflow:      mlflow ui --backend-store-uri {uri}  (run {getattr(logger, 'run_id', None)})"
     if name == "WandbLogger":
-        offline = bool(getattr(logger, "_offline", False))
+        offline = bool(getattr(logger, "_offline", False)) or os.environ.get("WANDB_MODE") in ("offline", "dryrun")
         where = getattr(logger, "save_dir", None) or "."
         return (f"W&B:         wandb sync {os.path.join(where, 'wandb', 'offline-run-*')}" if offline
                 else f"W&B:         run {getattr(logger, 'version', None)}")

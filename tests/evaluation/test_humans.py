@@ -143,7 +143,8 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     rc = main(["eval", "humans", "--model", "random:tiny", "--pgn", str(EDGE), "--skip-bad", "--json",
                str(tmp_path / "e.json")])
     doc = json.loads((tmp_path / "e.json").read_text())
-    assert rc == 0 and doc["games"]["skipped_bad"] == {"malformed": 1, "variant": 1, "setup": 1}
+    assert rc == 0 and doc["games"]["skipped_bad"] == {"malformed": 1, "variant": 1, "setup": 1, "bad_header": 0,
+                                                      "bad_clock": 0, "merged": 0}
     assert doc["games"]["used"] == 2
     rc = main(["eval", "humans", "--model", "random:tiny", "--pgn", str(tmp_path / "missing.pgn")])
     assert rc == 2 and "not found" in capsys.readouterr().err

@@ -184,3 +184,25 @@ def test_mate_depth_table_splits_the_mates_suite_by_depth(seeded):
     none = row(depth, "No regularizer", "adaptive", "0")
     assert none[3].startswith("-10.0 [") and none[3].split("; ")[1].startswith(f"{3 ** -0.1:.2f}× [")
     assert none[4] == "+0.0 [+0.0, +0.0]; 1.00× [1.00, 1.00]"
+
+
+def test_rliable_aggregates_mean_iqm_and_probability_of_improvement(seeded):
+    """Per seed on the real suite, forward KL gains 2, 4, 6 puzzles of 40 (+5, +10, +15 points) and none
+    loses 1, 2, 3 (-2.5, -5, -7.5): mean = IQM (3 seeds trim nothing) = +10 / -5; every forward seed is
+    above the base and every seed of forward above every seed of none, so both probabilities are 1."""
+    md, *_ = seeded
+    agg = section(md, "Across seeds: mean, IQM and probability of improvement")
+    fwd = row(agg, "real Lichess puzzles: Δ acc. (points)", "Forward-KL prior (ours), adaptive, β = 0.01")
+    assert fwd[2] == "3" and fwd[3].startswith("+10.00 [+5.00, ") and fwd[4].startswith("+10.00 [")
+    assert fwd[5] == "1.00 [1.00, 1.00]"
+    none = row(agg, "real Lichess puzzles: Δ acc. (points)", "No regularizer, adaptive, β = 0")
+    assert none[3].startswith("-5.00 [-7.50, ") and none[5] == "0.00 [0.00, 0.00]"
+    # Elo: each seed's pentanomial Elo against the base, as the strength table's per-seed column
+    elos = [pentanomial_elo(tuple(PTN[n]))[0] for n in
+            ("forward_kl-adaptive-b0.01", "forward_kl-adaptive-b0.01-s1", "forward_kl-adaptive-b0.01-s2")]
+    e = row(agg, "Elo vs base", "Forward-KL prior (ours), adaptive, β = 0.01")
+    assert e[3].startswith(f"{np.mean(elos):+.1f} [{min(elos):+.1f}, ")
+    p = row(section(md, "Across seeds: mean, IQM and probability of improvement").split(
+        "### Probability of improvement between arms")[1], "real Lichess puzzles: Δ acc. (points)",
+        "Forward-KL prior (ours), adaptive, β = 0.01", "No regularizer, adaptive, β = 0")
+    assert p[3:] == ["3 / 3", "1.00 [1.00, 1.00]"]

@@ -5,7 +5,7 @@ import argparse
 from pathlib import Path
 
 from pdx_lightning.atomicfile import atomic_write, atomic_write_text
-from pdx_lightning.experiments.report import figures, real, seeds
+from pdx_lightning.experiments.report import figures, real, run_tables, seeds
 from pdx_lightning.experiments.report.recovery_tables import recovery
 from pdx_lightning.experiments.report.runs import NM, Runs, load_runs
 from pdx_lightning.runtime.environment import environment
@@ -46,6 +46,7 @@ def render(runs: Runs, out: Path) -> str:
            "then the argmax puzzles the model solves and the base does not (+) and the reverse (−), with "
            "the exact McNemar p of that difference.", ""]
     md += seeds.sections(runs)  # only when an arm has cells of several seeds
+    md += run_tables.sections(runs)  # the same, as rliable's mean / IQM / probability of improvement
     md += ["## Table 5: sampled play and policy diagnostics", "", table5(runs), "",
            "Elo: sampled round robin (`arena_sampled.json`); H, KLs, cov: `diagnostics.json`.", "",
            "## Table 6: β selection on the selection suite", "", table6(runs), ""]
