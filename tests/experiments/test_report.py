@@ -154,7 +154,8 @@ def test_a_directory_without_sweep_json_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["sweep_cpu", "sweep_maia", "sweep_maia_distilled",
-                                  pytest.param("sweep_maia_seeds", marks=pytest.mark.slow)])  # 12 cells × bootstraps: ~20 s CPU
+                                  pytest.param("sweep_maia_seeds", marks=pytest.mark.slow),   # 12 cells × bootstraps: ~20 s CPU
+                                  pytest.param("sweep_maia_seeds8", marks=pytest.mark.slow)])  # 22 cells: ~30 s
 def test_the_committed_reports_rebuild_from_their_json_archives(tmp_path, name):
     """reports/<name>/report.md is exactly what `pdx report` makes of reports/<name>/runs_json.tar.xz."""
     import tarfile

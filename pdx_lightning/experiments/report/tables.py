@@ -43,8 +43,10 @@ def _elo(doc: dict | None, keys: set) -> tuple[str, dict | None]:
     label = _player(doc, keys)
     if label is None or "ratings" not in (doc or {}).get("elo", {}):
         return NM, None
-    r = next(r for r in doc["elo"]["ratings"] if r["player"] == label)
+    r = next((r for r in doc["elo"]["ratings"] if r["player"] == label), None)
     h2h = next((h for h in doc.get("head_to_head", []) if h["player"] == label), None)
+    if r is None:  # a player of the match block only (games added after the ladder was fitted)
+        return NM, h2h
     if label == doc["elo"].get("anchor"):
         return f"{r['elo']:+.1f} (anchor)", h2h
     lo, hi = r["ci95"]
@@ -196,8 +198,11 @@ def table_arena(runs: Runs) -> str:
     cells = {c["name"] for c in runs.sweep["cells"]}
     base = runs.sweep["base"]["name"]
     out = []
+    on_ladder = {r["player"] for r in arena["elo"]["ratings"]}
     for p in arena["players"]:
         label = p["label"]
+        if label not in on_ladder:  # match-block-only players: the across-seed tables show them
+            continue
         kind = ("base" if p["model"] == base or label == "base" else
                 "control" if label == "control" else "cell" if label in cells else "anchor")
         elo, h = _elo(arena, {label})
