@@ -270,3 +270,16 @@ def test_human_move_matching_section_reads_humans_json(tmp_path):
     assert row(md, "Human move-matching", "Reverse-KL anchor", "adaptive")[3] == "not measured"
     assert "### Top-1 (%) by the mover's rating" in md
     assert "## Human move-matching" not in render(RUNS, tmp_path / "out2")
+
+
+@pytest.mark.slow
+def test_the_paper_batch_comparison_rebuilds_from_its_records(tmp_path):
+    """reports/sweep_maia_1024/report.md is exactly what its compare.py makes of the committed records."""
+    import importlib.util
+
+    here = Path(__file__).parents[2] / "reports" / "sweep_maia_1024"
+    spec = importlib.util.spec_from_file_location("compare_1024", here / "compare.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(tmp_path / "report.md") == 0
+    assert (tmp_path / "report.md").read_text() == (here / "report.md").read_text()
