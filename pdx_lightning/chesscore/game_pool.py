@@ -11,7 +11,8 @@ implement it and agree move for move (``tests/chesscore/test_game_pool.py``):
   ``rules.game_end`` — the reference the core is checked against, and the fallback where no C compiler is.
 
 The legal indices come sorted ascending in both, so a sampler that picks the j-th legal move picks the same
-move in either engine.
+move in either engine. Both check every board, index, move and action alike (:mod:`chesscore.boundary`)
+and refuse a bad one with the same named exception.
 """
 from __future__ import annotations
 
@@ -20,9 +21,11 @@ from typing import Literal, Sequence
 import chess
 import numpy as np
 
+from pdx_lightning.chesscore.boundary import (LEGAL_STRIDE, IllegalMoveError, check_actions, check_board, check_cap,
+                                              check_games, check_index, check_move, check_pool_size)
 from pdx_lightning.chesscore.encoding import PACKED_WORDS, GameHistory, encode_rows, pack_planes
-from pdx_lightning.chesscore.moves import POLICY_SIZE, index_to_move, legal_indices
-from pdx_lightning.chesscore.native_core import LEGAL_STRIDE, R_CHECKMATE, REASONS
+from pdx_lightning.chesscore.moves import POLICY_SIZE, MoveIndexError, index_to_move, legal_indices
+from pdx_lightning.chesscore.native_core import R_CHECKMATE, REASONS
 from pdx_lightning.chesscore.rules import WIN, DRAW, RESULT_NONE, game_end
 
 Backend = Literal["native", "python-chess"]
@@ -68,8 +71,8 @@ class PythonChessPool:
     """The pool on python-chess boards (module docstring): today's reference engine."""
 
     def __init__(self, n: int, claim_draws: bool, max_plies: int | None) -> None:
-        self.n, self.claim_draws, self.max_plies = n, claim_draws, max_plies
-        self.boards = [chess.Board() for _ in range(n)]
+        self.n, self.claim_draws, self.max_plies = check_pool_size(n), claim_draws, check_cap(max_plies)
+        self.boards = [chess.Board() for _ in range(self.n)]
         self.hist = [GameHistory(b) for b in self.boards]
         self.legal_moves = [list(b.legal_moves) for b in self.boards]
 
@@ -77,26 +80,30 @@ class PythonChessPool:
         self.set_board(i, chess.Board())
 
     def set_board(self, i: int, board: chess.Board) -> None:
-        self.boards[i] = board.copy()
+        """Game ``i`` becomes ``board`` (root and move stack); ``boundary.InvalidBoardError`` if no pool plays it."""
+        i = check_index(i, self.n)
+        self.boards[i] = check_board(board, i).copy()
         self.hist[i] = GameHistory(self.boards[i])
         self.legal_moves[i] = list(self.boards[i].legal_moves)
 
     def board(self, i: int) -> chess.Board:
-        return self.boards[i].copy()
+        return self.boards[check_index(i, self.n)].copy()
 
     def moves(self, i: int) -> list[chess.Move]:
-        return list(self.boards[i].move_stack)
+        return list(self.boards[check_index(i, self.n)].move_stack)
 
     def n_moves(self, i: int) -> int:
-        return len(self.boards[i].move_stack)
+        return len(self.boards[check_index(i, self.n)].move_stack)
 
     def root_fen(self, i: int) -> str:
-        return self.boards[i].root().fen()
+        return self.boards[check_index(i, self.n)].root().fen()
 
     def push(self, i: int, move: chess.Move) -> None:
-        """Play ``move`` (python-chess's) in game ``i``; ValueError if it is not legal."""
-        if move not in self.legal_moves[i]:
-            raise ValueError(f"game {i}: {move.uci()} is not a legal move")
+        """Play ``move`` (python-chess's) in game ``i``; ``boundary.IllegalMoveError`` (a ValueError) if it
+        is not legal."""
+        i = check_index(i, self.n)
+        if check_move(move, i) not in self.legal_moves[i]:
+            raise IllegalMoveError(f"game {i}: {move.uci()} is not a legal move")
         self._advance(i, move)
 
     def _advance(self, i: int, move: chess.Move) -> None:
@@ -106,7 +113,7 @@ class PythonChessPool:
         self.legal_moves[i] = list(b.legal_moves)
 
     def plies(self, games: Sequence[int]) -> np.ndarray:
-        return np.array([self.boards[i].ply() for i in games], np.int32)
+        return np.array([self.boards[i].ply() for i in check_games(games, self.n)], np.int32)
 
     def _reason(self, i: int) -> int:
         b = self.boards[i]
@@ -114,14 +121,30 @@ class PythonChessPool:
                        claim_draws=self.claim_draws, max_plies=self.max_plies)
         return 0 if end is None else _CODE[end.reason]
 
+    def _move_of(self, i: int, action: int) -> chess.Move:
+        try:
+            move = index_to_move(action, self.boards[i])
+        except MoveIndexError:
+            move = None
+        if move is None or move not in self.legal_moves[i]:
+            raise IllegalMoveError(f"game {i}: policy slot {action} is not a legal move (legal: "
+                                   f"{', '.join(m.uci() for m in self.legal_moves[i])}); no game of this call "
+                                   f"was played")
+        return move
+
     def play(self, games: Sequence[int], actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """As ``NativePool.play``: distinct games, every slot checked before any game is played."""
+        games = check_games(games, self.n, distinct=True)
+        actions = check_actions(actions, len(games))
+        moves = [self._move_of(int(i), int(a)) for i, a in zip(games, actions)]
         reason, plies = np.zeros(len(games), np.int32), np.zeros(len(games), np.int32)
-        for r, i in enumerate(games):
-            self._advance(i, index_to_move(int(actions[r]), self.boards[i]))
+        for r, (i, move) in enumerate(zip(games.tolist(), moves)):
+            self._advance(i, move)
             reason[r], plies[r] = self._reason(i), self.boards[i].ply()
         return reason, plies
 
     def positions(self, games: Sequence[int], packed: bool = False) -> Positions:
+        games = check_games(games, self.n).tolist()
         x, mask, index, count = empty_positions(len(games))
         encode_rows([self.hist[i].row(self.boards[i]) for i in games], out=x)
         mask[:] = False

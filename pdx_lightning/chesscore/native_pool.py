@@ -3,9 +3,14 @@
 Each batch call splits its games into ``workers`` contiguous shards and runs one C call per shard on a
 thread (ctypes releases the GIL; a game belongs to one shard, so shards never touch the same state). A
 game's moves depend only on its own state and the actions it is given, so the games are the same for
-every worker count. A shard that raises stops the batch with :class:`SelfPlayWorkerError` naming it; one
-that does not return within ``timeout_s`` stops it too (a hang never becomes a silent stall). Threads
-share the process: a crash of the C code ends the run, and ``--ckpt_path last`` resumes it.
+every worker count. A shard that raises stops the batch with :class:`SelfPlayWorkerError` naming it (the
+failing shard played none of its games; the others may have played theirs); one that does not return
+within ``timeout_s`` stops it too (a hang never becomes a silent stall). Threads share the process: a
+crash of the C code ends the run, and ``--ckpt_path last`` resumes it.
+
+Arguments are checked (:mod:`chesscore.boundary`) before any shard starts, so a bad board, index or
+buffer raises its named exception here, not a worker error; a batch that plays names each game once,
+so no two shards ever touch one game.
 """
 from __future__ import annotations
 
@@ -15,8 +20,9 @@ from typing import Callable, Sequence
 import chess
 import numpy as np
 
+from pdx_lightning.chesscore.boundary import check_actions, check_cap, check_games, check_index, check_pool_size
 from pdx_lightning.chesscore.game_pool import Positions, empty_positions, trim
-from pdx_lightning.chesscore.native_core import NativeCore, NativeCoreError
+from pdx_lightning.chesscore.native_core import CoreMemoryError, NativeCore, ReversibleLimitError
 
 
 class SelfPlayWorkerError(RuntimeError):
@@ -30,27 +36,32 @@ class NativePool:
                  timeout_s: float = 600.0) -> None:
         if workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
-        self.n, self.claim_draws, self.max_plies = n, claim_draws, max_plies
-        self.core = NativeCore(n)
-        self._roots = [chess.STARTING_FEN] * n
+        self.n, self.claim_draws, self.max_plies = check_pool_size(n), claim_draws, check_cap(max_plies)
+        self.core = NativeCore(self.n)
+        self._roots = [chess.STARTING_FEN] * self.n
         self.workers, self.timeout_s = workers, timeout_s
         self._executor: ThreadPoolExecutor | None = None
 
     # ---- one game -------------------------------------------------------------------------
     def reset(self, i: int) -> None:
+        i = check_index(i, self.n)
         self.core.reset(i)
         self._roots[i] = chess.STARTING_FEN
 
     def set_board(self, i: int, board: chess.Board) -> None:
-        self.core.set_board(i, board)
+        """Game ``i`` becomes ``board`` (root and move stack); ``boundary.InvalidBoardError`` if no pool plays it."""
+        i = check_index(i, self.n)
+        try:
+            self.core.set_board(i, board)
+        except (ReversibleLimitError, CoreMemoryError):
+            self._roots[i] = chess.STARTING_FEN      # the core reset the game
+            raise
         self._roots[i] = board.root().fen()
 
     def push(self, i: int, move: chess.Move) -> None:
-        """Play ``move`` (python-chess's) in game ``i``; ValueError if it is not legal."""
-        try:
-            self.core.push(i, move)
-        except NativeCoreError as e:
-            raise ValueError(str(e)) from None
+        """Play ``move`` (python-chess's) in game ``i``; ``boundary.IllegalMoveError`` (a ValueError) if it
+        is not legal."""
+        self.core.push(i, move)
 
     def moves(self, i: int) -> list[chess.Move]:
         return self.core.moves(i)
@@ -59,14 +70,14 @@ class NativePool:
         return self.core.n_moves(i)
 
     def root_fen(self, i: int) -> str:
-        return self._roots[i]
+        return self._roots[check_index(i, self.n)]
 
     def plies(self, games: Sequence[int]) -> np.ndarray:
-        return self.core.status(np.asarray(games, np.int32), self.claim_draws, self.max_plies)[1]
+        return self.core.status(games, self.claim_draws, self.max_plies)[1]
 
     def board(self, i: int) -> chess.Board:
         """Game ``i`` as a python-chess board with its move stack (replayed: for callbacks and tests)."""
-        b = chess.Board(self._roots[i])
+        b = chess.Board(self._roots[check_index(i, self.n)])
         for m in self.core.moves(i):
             b.push(m)
         return b
@@ -92,8 +103,8 @@ class NativePool:
                                           f"failed: {e}") from e
 
     def play(self, games: Sequence[int], actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        games = np.asarray(games, np.int32)
-        actions = np.ascontiguousarray(actions, np.int64)
+        games = check_games(games, self.n, distinct=True)
+        actions = check_actions(actions, len(games))
         reason, plies = np.empty(len(games), np.int32), np.empty(len(games), np.int32)
 
         def run(s: slice) -> None:
@@ -102,7 +113,7 @@ class NativePool:
         return reason, plies
 
     def positions(self, games: Sequence[int], packed: bool = False) -> Positions:
-        games = np.asarray(games, np.int32)
+        games = check_games(games, self.n)
         x, mask, index, count = empty_positions(len(games), packed)
 
         def run(s: slice) -> None:

@@ -11,6 +11,21 @@
  * 0..5 = P N B R Q K (python-chess's minus one). A move is from | to << 6 | promo << 12 with promo
  * as python-chess's piece type (0 none, 2 N, 3 B, 4 R, 5 Q). Castling is the king's two-square
  * move (e1g1), as python-chess writes it in standard chess.
+ *
+ * Inputs are checked twice: chesscore/boundary.py validates every board, index and buffer before
+ * a call, and the core checks again what its memory safety rests on (game indices, and in
+ * pdx_core_set the root's structure: valid_root), answering with a PDX_E_* code, never writing out
+ * of bounds. Every entry point that can fail returns 0 or a PDX_E_* code (the counting ones a count
+ * or a code); a batch call names its failing row in *where, and a failed pdx_core_play changed no
+ * game (all rows are checked before any is played).
+ *
+ * Move buffers: a root passes valid_root only with one king and at most 16 men a side (no two
+ * pieces on a square), and play never adds men, so a position has at most 10 + 15 * 27 = 415
+ * pseudo-legal moves (a king's 8 steps and 2 castlings; any other man at most a queen's 27: a rook
+ * 14, a bishop 13, a knight 8, a pawn 12 = 3 squares x 4 promotions); MAXMOVES is above that.
+ * The clocks: a root's fullmove number is at most MAX_FULLMOVE and its halfmove clock at most
+ * MAX_HALFMOVE, and a game holds at most WINDOW positions between captures and pawn moves (at most
+ * 16 * 6 pawn moves + 30 captures), so ply() and the clocks stay far inside an int.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,9 +33,28 @@
 
 #define HIST 8
 #define WINDOW 200          /* positions since the last irreversible move (the 75-move rule ends at 151) */
-#define MAXMOVES 256
+#define MAXMOVES 416        /* > 415, the most pseudo-legal moves of a position (header) */
 #define POLICY 4288
-#define LEGAL_STRIDE 256
+#define LEGAL_STRIDE MAXMOVES
+#define MAX_MEN 16
+#define MAX_FULLMOVE 1000000
+#define MAX_HALFMOVE 1000000
+#define PDX_ABI 2           /* bumped when an entry point or a limit changes (native_core.py checks it) */
+
+/* a C99 static assertion: the move buffers hold the bound proven in the header */
+typedef char maxmoves_holds_the_bound[(MAXMOVES > 10 + (MAX_MEN - 1) * 27) ? 1 : -1];
+
+/* fault injection for the tests (a build with -DPDX_FAULTS only): the next n allocations fail */
+#ifdef PDX_FAULTS
+static int fail_allocs = 0;
+void pdx_fault_fail_allocs(int n) { fail_allocs = n; }
+#define ALLOC_FAILS() (fail_allocs > 0 && fail_allocs-- > 0)
+#else
+#define ALLOC_FAILS() 0
+#endif
+
+/* the codes of failing calls (native_core.py maps each to a named exception) */
+enum { PDX_OK = 0, PDX_E_ILLEGAL = -1, PDX_E_WINDOW = -2, PDX_E_NOMEM = -3, PDX_E_BOARD = -4, PDX_E_INDEX = -5 };
 
 enum { P, N, B, R, Q, K };
 enum { R_NONE = 0, R_CHECKMATE, R_INSUFFICIENT, R_STALEMATE, R_75, R_FIVEFOLD, R_FIFTY, R_THREEFOLD, R_CAP };
@@ -257,7 +291,8 @@ static void make_key(const Game *g, Key *k) {
     k->w[8] = (uint64_t)p->turn | rights << 1 | ep << 8;
 }
 
-/* after the position changed: legal moves, their indices, the key and its count */
+/* after the position changed: legal moves, their indices, the key and its count (the caller made
+   sure the window has room: setup, or push's check) */
 static int settle(Game *g, int irreversible) {
     g->nlegal = gen_legal(&g->pos, g->legal, &g->legal_ep);
     for (int i = 0; i < g->nlegal; i++) g->legal_index[i] = (int16_t)move_index(g->legal[i], g->pos.turn);
@@ -266,7 +301,7 @@ static int settle(Game *g, int irreversible) {
     if (irreversible) g->nwin = 0;
     int count = 0;
     for (int i = 0; i < g->nwin; i++) count += memcmp(&g->window[i], &k, sizeof k) == 0;
-    if (g->nwin >= WINDOW) return -1;
+    if (g->nwin >= WINDOW) return PDX_E_WINDOW;    /* unreachable: push checked */
     g->window[g->nwin++] = k;
     g->reps = count + 1;
     g->head = (g->head + HIST - 1) % HIST;
@@ -308,8 +343,24 @@ static int setup(Game *g, const Pos *root) {
     return 0;
 }
 
+/* the core's ABI version and limits: abi, MAXMOVES, LEGAL_STRIDE, WINDOW, MAX_FULLMOVE, MAX_HALFMOVE */
+void pdx_core_limits(int32_t *out) {
+    out[0] = PDX_ABI; out[1] = MAXMOVES; out[2] = LEGAL_STRIDE; out[3] = WINDOW;
+    out[4] = MAX_FULLMOVE; out[5] = MAX_HALFMOVE;
+}
+
+static int bad_game(const Core *c, int i) { return i < 0 || i >= c->n; }
+
+/* PDX_E_INDEX with *where = the first row whose game index is out of range, else 0 */
+static int check_games(const Core *c, int n, const int32_t *games, int32_t *where) {
+    for (int r = 0; r < n; r++)
+        if (bad_game(c, games[r])) { *where = r; return PDX_E_INDEX; }
+    return PDX_OK;
+}
+
 Core *pdx_core_new(int n) {
     pdx_init();
+    if (n < 1 || ALLOC_FAILS()) return NULL;
     Core *c = calloc(1, sizeof *c);
     if (!c) return NULL;
     c->n = n;
@@ -326,39 +377,84 @@ void pdx_core_free(Core *c) {
     free(c);
 }
 
-int pdx_core_reset(Core *c, int i) { return setup(&c->g[i], &START); }
+int pdx_core_reset(Core *c, int i) { return bad_game(c, i) ? PDX_E_INDEX : setup(&c->g[i], &START); }
+
+/* what the move buffers and the rules rest on (python-chess's Board.status() checks more): no two
+   pieces on a square, one king and at most MAX_MEN men a side, no pawn on a back rank, python-chess's
+   clean castling rights and valid en-passant square, the side not to move not in check, clocks in range */
+static int valid_root(const Pos *p) {
+    uint64_t seen = 0;
+    for (int col = 0; col < 2; col++)
+        for (int t = 0; t < 6; t++) {
+            if (seen & p->bb[col][t]) return 0;
+            seen |= p->bb[col][t];
+        }
+    for (int col = 0; col < 2; col++)
+        if (popcnt(p->bb[col][K]) != 1 || popcnt(p->occ[col]) > MAX_MEN) return 0;
+    if ((p->bb[0][P] | p->bb[1][P]) & 0xFF000000000000FFULL) return 0;
+    if (p->turn != 0 && p->turn != 1) return 0;
+    uint64_t rights = 0;
+    if (p->bb[0][K] & BIT(4)) rights |= p->bb[0][R] & (BIT(0) | BIT(7));
+    if (p->bb[1][K] & BIT(60)) rights |= p->bb[1][R] & (BIT(56) | BIT(63));
+    if (p->castling & ~rights) return 0;
+    if (p->ep != -1) {
+        int e = p->ep, white = p->turn == 0;
+        if (e < 0 || e > 63 || e / 8 != (white ? 5 : 2)) return 0;
+        int pushed = white ? e - 8 : e + 8, from = white ? e + 8 : e - 8;
+        if (!(p->bb[!p->turn][P] & BIT(pushed)) || (all_occ(p) & (BIT(e) | BIT(from)))) return 0;
+    }
+    if (in_check(p, !p->turn)) return 0;
+    return p->halfmove >= 0 && p->halfmove <= MAX_HALFMOVE && p->fullmove >= 1 && p->fullmove <= MAX_FULLMOVE;
+}
 
 /* an arbitrary root: 12 bitboards (White P..K, Black P..K), side to move, castling rook squares
-   (clean), python-chess's ep square or -1, the clocks */
+   (clean), python-chess's ep square or -1, the clocks; PDX_E_BOARD (game i unchanged) unless
+   valid_root */
 int pdx_core_set(Core *c, int i, const uint64_t *bb12, int turn, uint64_t castling, int ep, int halfmove,
                  int fullmove) {
+    if (bad_game(c, i)) return PDX_E_INDEX;
     Pos p;
     memset(&p, 0, sizeof p);
     for (int col = 0; col < 2; col++)
         for (int t = 0; t < 6; t++) { p.bb[col][t] = bb12[col * 6 + t]; p.occ[col] |= bb12[col * 6 + t]; }
     p.turn = turn; p.castling = castling; p.ep = ep; p.halfmove = halfmove; p.fullmove = fullmove;
+    if (!valid_root(&p)) return PDX_E_BOARD;
     return setup(&c->g[i], &p);
 }
 
-static int push(Game *g, uint16_t m) {
+/* whether legal move m of game g can be pushed: room in the window (a capture or pawn move empties
+   it) and in the move list (grown here); PDX_E_WINDOW / PDX_E_NOMEM change nothing */
+static int room(Game *g, uint16_t m) {
+    int from = m & 63, to = m >> 6 & 63, us = g->pos.turn;
+    int irreversible = (g->pos.bb[us][P] & BIT(from)) || (g->pos.occ[!us] & BIT(to));
+    if (!irreversible && g->nwin >= WINDOW) return PDX_E_WINDOW;
     if (g->nmoves == g->cap_moves) {
         int cap = g->cap_moves ? 2 * g->cap_moves : 256;
-        uint16_t *mv = realloc(g->moves, (size_t)cap * sizeof *mv);
-        if (!mv) return -2;
+        uint16_t *mv = ALLOC_FAILS() ? NULL : realloc(g->moves, (size_t)cap * sizeof *mv);
+        if (!mv) return PDX_E_NOMEM;
         g->moves = mv;
         g->cap_moves = cap;
     }
+    return PDX_OK;
+}
+
+/* play legal move m in game g; on a code, g is unchanged */
+static int push(Game *g, uint16_t m) {
+    int e = room(g, m);
+    if (e) return e;
     g->moves[g->nmoves++] = m;
     make(&g->pos, m);
     return settle(g, g->pos.halfmove == 0);
 }
 
-/* push a move given as from | to << 6 | promo << 12; -1 if it is not legal here */
+/* push a move given as from | to << 6 | promo << 12: 0, or PDX_E_ILLEGAL if it is not legal here,
+   PDX_E_WINDOW, PDX_E_NOMEM, PDX_E_INDEX (the game unchanged) */
 int pdx_core_push_move(Core *c, int i, int move) {
+    if (bad_game(c, i)) return PDX_E_INDEX;
     Game *g = &c->g[i];
     for (int k = 0; k < g->nlegal; k++)
         if (g->legal[k] == move) return push(g, g->legal[k]);
-    return -1;
+    return PDX_E_ILLEGAL;
 }
 
 static int ply(const Pos *p) { return 2 * (p->fullmove - 1) + p->turn; }
@@ -391,31 +487,46 @@ static int end_reason(const Game *g, int claim, int max_plies) {
     return R_NONE;
 }
 
-/* reason codes and plies of the current positions */
-void pdx_core_status(Core *c, int n, const int32_t *games, int claim, int max_plies, int32_t *reason,
-                     int32_t *plies) {
+/* reason codes and plies of the current positions; 0 or PDX_E_INDEX (*where: the row) */
+int pdx_core_status(Core *c, int n, const int32_t *games, int claim, int max_plies, int32_t *reason,
+                    int32_t *plies, int32_t *where) {
+    if (check_games(c, n, games, where)) return PDX_E_INDEX;
     for (int r = 0; r < n; r++) {
         const Game *g = &c->g[games[r]];
         reason[r] = end_reason(g, claim, max_plies);
         plies[r] = ply(&g->pos);
     }
+    return PDX_OK;
 }
 
-/* play policy slot actions[r] in games[r], then status as above; returns 0, or r + 1 for the first
-   row whose action is no legal move (that game and the later rows are left unplayed), or -(r + 1)
-   when game r ran out of memory */
+static int find_slot(const Game *g, int64_t action) {
+    for (int k = 0; k < g->nlegal; k++) if (g->legal_index[k] == action) return k;
+    return -1;
+}
+
+/* play policy slot actions[r] in games[r], then status as above. Returns 0, or a code with *where =
+   the first failing row: PDX_E_INDEX, PDX_E_ILLEGAL (no legal move has that slot), PDX_E_WINDOW,
+   PDX_E_NOMEM. Every row is checked before any is played, so a failed call changed no game (when
+   the rows name distinct games, as native_core.py makes sure: a repeated game is checked against its
+   position before the call, and is checked again, and may fail, when played) */
 int pdx_core_play(Core *c, int n, const int32_t *games, const int64_t *actions, int claim, int max_plies,
-                  int32_t *reason, int32_t *plies) {
+                  int32_t *reason, int32_t *plies, int32_t *where) {
+    if (check_games(c, n, games, where)) return PDX_E_INDEX;
     for (int r = 0; r < n; r++) {
         Game *g = &c->g[games[r]];
-        int k = 0;
-        while (k < g->nlegal && g->legal_index[k] != actions[r]) k++;
-        if (k == g->nlegal) return r + 1;
-        if (push(g, g->legal[k])) return -(r + 1);
+        int k = find_slot(g, actions[r]);
+        int e = k < 0 ? PDX_E_ILLEGAL : room(g, g->legal[k]);
+        if (e) { *where = r; return e; }
+    }
+    for (int r = 0; r < n; r++) {
+        Game *g = &c->g[games[r]];
+        int k = find_slot(g, actions[r]);
+        int e = k < 0 ? PDX_E_ILLEGAL : push(g, g->legal[k]);
+        if (e) { *where = r; return e; }
         reason[r] = end_reason(g, claim, max_plies);
         plies[r] = ply(&g->pos);
     }
-    return 0;
+    return PDX_OK;
 }
 
 /* one position's planes packed, 100 words (chesscore.encoding.pack_planes): 0..95 the 8 x 12 history
@@ -448,17 +559,21 @@ static void pack_one(const Game *g, uint64_t *o) {
     o[99] = (uint64_t)p->halfmove;
 }
 
-/* the packed planes of the games' current positions, (n, 100) words */
-void pdx_core_pack(Core *c, int n, const int32_t *games, uint64_t *out) {
+/* the packed planes of the games' current positions, (n, 100) words; 0 or PDX_E_INDEX */
+int pdx_core_pack(Core *c, int n, const int32_t *games, uint64_t *out, int32_t *where) {
+    if (check_games(c, n, games, where)) return PDX_E_INDEX;
     for (int r = 0; r < n; r++) pack_one(&c->g[games[r]], out + (size_t)r * 100);
+    return PDX_OK;
 }
 
 static void fill_plane(float *plane, float v) {
     for (int q = 0; q < 64; q++) plane[q] = v;
 }
 
-/* Lc0's classic 112 planes (chesscore.encoding), (n, 112, 64) float32, fully overwritten */
-void pdx_core_encode(Core *c, int n, const int32_t *games, float *out) {
+/* Lc0's classic 112 planes (chesscore.encoding), (n, 112, 64) float32, fully overwritten; 0 or
+   PDX_E_INDEX */
+int pdx_core_encode(Core *c, int n, const int32_t *games, float *out, int32_t *where) {
+    if (check_games(c, n, games, where)) return PDX_E_INDEX;
     uint64_t w[100];
     for (int r = 0; r < n; r++) {
         pack_one(&c->g[games[r]], w);
@@ -474,16 +589,19 @@ void pdx_core_encode(Core *c, int n, const int32_t *games, float *out) {
         fill_plane(o + 109 * 64, (float)w[99]);
         fill_plane(o + 111 * 64, 1.0f);
     }
+    return PDX_OK;
 }
 
 /* legal masks (n, 4288) uint8 (fully overwritten) and the legal policy indices in ascending order,
-   (n, 256) int64, padded with the row's first index; count (n,) */
-void pdx_core_legal(Core *c, int n, const int32_t *games, uint8_t *mask, int64_t *index, int32_t *count) {
+   (n, LEGAL_STRIDE) int64, padded with the row's first index; count (n,); 0 or PDX_E_INDEX */
+int pdx_core_legal(Core *c, int n, const int32_t *games, uint8_t *mask, int64_t *index, int32_t *count,
+                   int32_t *where) {
+    if (check_games(c, n, games, where)) return PDX_E_INDEX;
     for (int r = 0; r < n; r++) {
         const Game *g = &c->g[games[r]];
         int64_t *ix = index + (size_t)r * LEGAL_STRIDE;
         int k = g->nlegal;
-        for (int i = 0; i < k; i++) {      /* insertion sort: k <= 218 */
+        for (int i = 0; i < k; i++) {      /* insertion sort: k < MAXMOVES, 218 in reachable positions */
             int64_t v = g->legal_index[i];
             int j = i;
             while (j > 0 && ix[j - 1] > v) { ix[j] = ix[j - 1]; j--; }
@@ -497,24 +615,28 @@ void pdx_core_legal(Core *c, int n, const int32_t *games, uint8_t *mask, int64_t
             for (int i = 0; i < k; i++) m[ix[i]] = 1;
         }
     }
+    return PDX_OK;
 }
 
-/* the game's moves from its root; returns how many (at most cap are written) */
+/* the game's moves from its root; returns how many (at most cap are written), or PDX_E_INDEX */
 int pdx_core_moves(Core *c, int i, uint16_t *out, int cap) {
+    if (bad_game(c, i)) return PDX_E_INDEX;
     const Game *g = &c->g[i];
     for (int k = 0; k < g->nmoves && k < cap; k++) out[k] = g->moves[k];
     return g->nmoves;
 }
 
-/* the current position's legal moves, in generation order; returns how many */
+/* the current position's legal moves (out holds MAXMOVES), in generation order; returns how many, or
+   PDX_E_INDEX */
 int pdx_core_legal_moves(Core *c, int i, uint16_t *out) {
+    if (bad_game(c, i)) return PDX_E_INDEX;
     const Game *g = &c->g[i];
     memcpy(out, g->legal, (size_t)g->nlegal * sizeof *out);
     return g->nlegal;
 }
 
-/* occurrences of the current position since the last irreversible move, counting it */
-int pdx_core_repetitions(Core *c, int i) { return c->g[i].reps; }
+/* occurrences of the current position since the last irreversible move, counting it; or PDX_E_INDEX */
+int pdx_core_repetitions(Core *c, int i) { return bad_game(c, i) ? PDX_E_INDEX : c->g[i].reps; }
 
 static int64_t perft(const Pos *p, int depth) {
     uint16_t mv[MAXMOVES];
@@ -525,5 +647,8 @@ static int64_t perft(const Pos *p, int depth) {
     return total;
 }
 
-/* perft of game i's current position */
-int64_t pdx_core_perft(Core *c, int i, int depth) { return depth <= 0 ? 1 : perft(&c->g[i].pos, depth); }
+/* perft of game i's current position; or PDX_E_INDEX */
+int64_t pdx_core_perft(Core *c, int i, int depth) {
+    if (bad_game(c, i)) return PDX_E_INDEX;
+    return depth <= 0 ? 1 : perft(&c->g[i].pos, depth);
+}

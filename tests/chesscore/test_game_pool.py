@@ -9,30 +9,12 @@ import chess
 import numpy as np
 import pytest
 
-import torch
-
+from core_oracle import same_positions
 from pdx_lightning.chesscore import native_core
-from pdx_lightning.chesscore.encoding import expand_packed, pack_planes
 from pdx_lightning.chesscore.game_pool import PythonChessPool, open_pool, result_codes
 from pdx_lightning.chesscore.rules import DRAW, RESULT_NONE, WIN
 
 pytestmark = pytest.mark.skipif(not native_core.available(), reason="compiled chess core not built (pip install -e .)")
-
-
-def _same_positions(a, b, games):
-    pa, pb = a.positions(games), b.positions(games)
-    np.testing.assert_array_equal(pa.x, pb.x)
-    np.testing.assert_array_equal(pa.mask, pb.mask)
-    np.testing.assert_array_equal(pa.count, pb.count)
-    np.testing.assert_array_equal(pa.legal, pb.legal)
-    # packed for a device: the same words from both engines, and expand_packed gives the planes back
-    ka, kb = a.positions(games, packed=True), b.positions(games, packed=True)
-    assert ka.mask is None and kb.mask is None
-    np.testing.assert_array_equal(ka.x, kb.x)
-    np.testing.assert_array_equal(ka.x, pack_planes(pa.x))
-    np.testing.assert_array_equal(expand_packed(torch.from_numpy(ka.x)).numpy(), pa.x)
-    np.testing.assert_array_equal(ka.legal, pa.legal)
-    return pa
 
 
 @pytest.mark.parametrize("workers", [1, 3])
@@ -45,7 +27,7 @@ def test_native_and_python_chess_pools_play_the_same_games(workers, claim_draws,
     games = np.arange(n)
     ended = 0
     for ply in range(150):
-        pos = _same_positions(ref, pool, games)
+        pos = same_positions(ref, pool, games)
         # a random legal policy slot per game, favouring the lowest (quiet shuffles repeat positions)
         cols = [min(rng.randrange(c), rng.randrange(c)) if ply % 3 else rng.randrange(c) for c in pos.count]
         actions = pos.legal[np.arange(n), cols]
@@ -77,7 +59,7 @@ def test_set_board_push_and_roots_agree():
             p.push(1, chess.Move.from_uci("e1g1"))
     assert pool.root_fen(1) == ref.root_fen(1) == board.fen()
     assert pool.board(1) == ref.board(1) and pool.board(1).move_stack == ref.board(1).move_stack
-    _same_positions(ref, pool, [0, 1])
+    same_positions(ref, pool, [0, 1])
 
 
 def test_a_failing_worker_is_named():

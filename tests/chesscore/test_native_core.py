@@ -12,9 +12,11 @@ import chess
 import numpy as np
 import pytest
 
+from core_oracle import agree
 from pdx_lightning.chesscore import native_core
-from pdx_lightning.chesscore.encoding import GameHistory, encode_boards, encode_rows
-from pdx_lightning.chesscore.moves import legal_indices, legal_mask
+from pdx_lightning.chesscore.boundary import IllegalMoveError
+from pdx_lightning.chesscore.encoding import GameHistory, encode_boards
+from pdx_lightning.chesscore.moves import legal_indices
 from pdx_lightning.chesscore.rules import game_end, repetition_count
 
 pytestmark = pytest.mark.skipif(not native_core.available(), reason="compiled chess core not built (pip install -e .)")
@@ -45,31 +47,10 @@ def _suite_fens() -> list[str]:
     return fens
 
 
-def _agree(core: native_core.NativeCore, i: int, board: chess.Board, hist: GameHistory, max_plies: int) -> None:
-    """Everything the core says about game ``i`` equals python-chess's view of ``board``."""
-    legal = list(board.legal_moves)
-    assert sorted(m.uci() for m in core.legal_moves(i)) == sorted(m.uci() for m in legal), board.fen()
-    mask, index, count = (np.empty((1, 4288), bool), np.empty((1, native_core.LEGAL_STRIDE), np.int64),
-                          np.empty(1, np.int32))
-    core.legal(np.array([i]), mask, index, count)
-    assert count[0] == len(legal)
-    assert index[0, :count[0]].tolist() == sorted(legal_indices(board, legal).tolist())
-    assert np.array_equal(mask, legal_mask([board], [legal]).numpy())
-    planes = core.encode(np.array([i]), np.empty((1, 112, 8, 8), np.float32))
-    np.testing.assert_array_equal(planes, encode_rows([hist.row(board)]), err_msg=board.fen())
-    assert core.repetitions(i) == hist.repetitions()
-    for claim in (False, True):
-        for cap in (None, max_plies):
-            reason, plies = core.status(np.array([i]), claim, cap)
-            want = game_end(board, legal=legal, repetitions=hist.repetitions(), claim_draws=claim, max_plies=cap)
-            assert native_core.REASONS[reason[0]] == (want.reason if want else None), (board.fen(), claim, cap)
-            assert plies[0] == board.ply()
-
-
 def _walk(core, i, board, rng, plies, repeat_bias):
     """Random plies from ``board`` in game ``i`` of the core and in python-chess, checking after each."""
     hist = GameHistory(board)
-    _agree(core, i, board, hist, board.ply() + plies // 2)
+    agree(core, i, board, hist, board.ply() + plies // 2)
     for _ in range(plies):
         legal = list(board.legal_moves)
         if not legal or game_end(board, legal=legal, repetitions=hist.repetitions()) is not None:
@@ -80,7 +61,7 @@ def _walk(core, i, board, rng, plies, repeat_bias):
         reason, _ = core.play(np.array([i]), np.array([legal_indices(board, [move])[0]]), False, None)
         board.push(move)
         hist.push(board)
-        _agree(core, i, board, hist, board.ply() + 3)
+        agree(core, i, board, hist, board.ply() + 3)
 
 
 def test_random_games_from_the_start_agree_with_python_chess():
@@ -121,9 +102,9 @@ def test_set_board_replays_the_move_stack_and_moves_come_back():
 
 def test_an_illegal_policy_slot_is_refused_and_names_the_game():
     core = native_core.NativeCore(3)
-    with pytest.raises(native_core.NativeCoreError, match="game 2: policy slot 0 is not a legal move"):
+    with pytest.raises(IllegalMoveError, match="game 2: policy slot 0 is not a legal move"):
         core.play(np.array([2]), np.array([0]), False, None)
-    with pytest.raises(native_core.NativeCoreError, match="e2e5 is not a legal move"):
+    with pytest.raises(IllegalMoveError, match="e2e5 is not a legal move"):
         core.push(0, chess.Move.from_uci("e2e5"))
 
 
