@@ -1,6 +1,6 @@
 """Lc0's policy conventions in our 4,288-logit layout, for every family and the Lc0 format layer.
 
-Our layout (``chess/moves.py``): ``from*64+to`` for every square pair, then
+Our layout (``chesscore/moves.py``): ``from*64+to`` for every square pair, then
 ``4096 + from_file*24 + to_file*3 + {q,r,b}`` for the under/queen promotions, the knight
 promotion on the plain pair. Lc0's attention policy head outputs exactly this layout; Lc0's
 classic heads output its 1,858-move list, which :data:`POLICY_1858` / :data:`ATTN_TO_1858` map

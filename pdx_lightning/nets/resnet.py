@@ -1,9 +1,9 @@
 """Lc0's classic residual tower (the "classic" family): the SE-ResNets of the T-series and Maia,
 in PyTorch, computing what the Lc0 engine computes.
 
-Shapes: input ``x`` is ``(B, 112, 8, 8)``, Lc0's classic 112-plane input (``chess/encoding.py``;
+Shapes: input ``x`` is ``(B, 112, 8, 8)``, Lc0's classic 112-plane input (``chesscore/encoding.py``;
 the rule-50 plane 109 is the raw ply count, fed unscaled as Lc0 does). Outputs (``seam.NetOutput``)
-are policy logits ``(B, 4288)`` in the layout of ``chess/moves.py`` and WDL logits ``(B, 3)``.
+are policy logits ``(B, 4288)`` in the layout of ``chesscore/moves.py`` and WDL logits ``(B, 3)``.
 
 The computation (Lc0 ``network_legacy.cc`` and the BLAS/Eigen backend, read to learn):
 
@@ -153,7 +153,7 @@ PRESET_PARAMS = {"classic-tiny": 21_163, "classic-maia": 865_571}
 
 _QUEEN_DIRS = ((0, 1), (1, 1), (1, 0), (1, -1), (0, -1), (-1, -1), (-1, 0), (-1, 1))   # N NE E SE S SW W NW
 _KNIGHT_JUMPS = ((1, 2), (2, 1), (2, -1), (1, -2), (-1, -2), (-2, -1), (-2, 1), (-1, 2))
-_PROMO_SLOT = {"q": 0, "r": 1, "b": 2}   # chess/moves.py's order inside a promotion cell
+_PROMO_SLOT = {"q": 0, "r": 1, "b": 2}   # chesscore/moves.py's order inside a promotion cell
 
 
 @lru_cache(maxsize=1)

@@ -3,8 +3,8 @@
 Every network pdx trains or evaluates is an ``nn.Module`` of some *family* (the Chessformer,
 Lc0's classic residual tower, ...) that satisfies :class:`Network`:
 
-* ``forward(x)`` takes the 112 input planes ``(B, 112, 8, 8)`` (``chess/encoding.py``) and returns
-  a :class:`NetOutput`: policy logits ``(B, 4288)`` in the layout of ``chess/moves.py``, WDL
+* ``forward(x)`` takes the 112 input planes ``(B, 112, 8, 8)`` (``chesscore/encoding.py``) and returns
+  a :class:`NetOutput`: policy logits ``(B, 4288)`` in the layout of ``chesscore/moves.py``, WDL
   logits ``(B, 3)`` from the side to move's view, optionally moves-left ``(B,)`` in plies;
 * ``cfg`` is its config (:class:`NetConfig`): a ``family`` name and ``to_dict()``, with
   ``config_cls(**cfg.to_dict())`` rebuilding an equal config;
@@ -40,7 +40,7 @@ class ModelLoadError(UserError, ValueError):
 class NetOutput(NamedTuple):
     """What every network's ``forward`` returns."""
 
-    policy: torch.Tensor                      # (B, 4288) logits, chess/moves.py's layout
+    policy: torch.Tensor                      # (B, 4288) logits, chesscore/moves.py's layout
     wdl: torch.Tensor                         # (B, 3) logits, side to move's view: win, draw, loss
     moves_left: torch.Tensor | None = None    # (B,) expected plies to the end, if forward computes it
 

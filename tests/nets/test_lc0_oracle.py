@@ -137,7 +137,7 @@ def compare(model: torch.nn.Module, boards: list[chess.Board], lc0_out: list[dic
 
 @pytest.mark.skipif(not MAIA, reason=f"no Maia networks at {SHARED / 'maia'} (a backend needs a network)")
 def test_our_112_planes_are_lc0s_on_every_position(lb, positions):
-    """Every plane of chess/encoding.py equals Lc0's own encoder's (``GameState.as_input``): history,
+    """Every plane of chesscore/encoding.py equals Lc0's own encoder's (``GameState.as_input``): history,
     repetitions, castling, side to move, rule-50, and the history fill before a FEN root with an
     en-passant square (Lc0 undoes the double push there: the encoding fix of issue 14)."""
     ps, boards = positions

@@ -130,7 +130,7 @@ def config_from_net(net, fmt: NetFormat, where: str) -> ClassicConfig:
                         f"format")
     if inp != P.INPUT_CLASSICAL_112_PLANE:
         problems.append(f"input format {enum_name(P.INPUT_NAMES, inp)} (pdx encodes "
-                        f"INPUT_CLASSICAL_112_PLANE only: chess/encoding.py)")
+                        f"INPUT_CLASSICAL_112_PLANE only: chesscore/encoding.py)")
     if pol not in (POLICY_CLASSICAL, POLICY_CONVOLUTION):
         problems.append(f"policy format {enum_name(P.POLICY_NAMES, pol)} (the classic family has "
                         f"POLICY_CLASSICAL and POLICY_CONVOLUTION heads)")
