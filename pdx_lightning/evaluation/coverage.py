@@ -54,10 +54,10 @@ import numpy as np
 import torch
 
 from pdx_lightning.chesscore.encoding import encode_boards
-from pdx_lightning.evaluation.play import (TABIYAS, ModelCache, PlayModeError, add_model_arguments, device_of,
+from pdx_lightning.evaluation.play import (TABIYAS, ModelCache, PlayModeError, add_model_arguments,
                                            game_over, play_distribution, resolve_play_modes, root_board, write_json)
 from pdx_lightning.evaluation.puzzle_scoring import table
-from pdx_lightning.nets.inference import evaluate
+from pdx_lightning.nets.inference import device_of, evaluate
 from pdx_lightning.chesscore.moves import index_to_move, indices_mask, legal_indices
 from pdx_lightning.runtime.progress import progress
 

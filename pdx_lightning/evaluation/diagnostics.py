@@ -40,10 +40,10 @@ import numpy as np
 import torch
 
 from pdx_lightning.chesscore.encoding import GameHistory, encode_rows
-from pdx_lightning.evaluation.play import (ModelCache, PlayModeError, add_model_arguments, device_of,
+from pdx_lightning.evaluation.play import (ModelCache, PlayModeError, add_model_arguments,
                                            play_distribution, resolve_play_modes, write_json)
 from pdx_lightning.evaluation.puzzle_scoring import table
-from pdx_lightning.nets.inference import evaluate
+from pdx_lightning.nets.inference import device_of, evaluate
 from pdx_lightning.chesscore.moves import index_to_move, legal_mask
 from pdx_lightning.chesscore.policy import entropy, forward_kl, reverse_kl
 from pdx_lightning.chesscore.rules import game_end, ply_cap_reached

@@ -63,7 +63,7 @@ from pdx_lightning.chesscore.pgn_games import (TIME_CONTROLS, HumanGame, MoveFil
 from pdx_lightning.evaluation.puzzle_scoring import table
 from pdx_lightning.evaluation.stats import (bin_edges_labels, mcnemar_exact, mean_interval_moments,
                                             wilson_interval)
-from pdx_lightning.nets.inference import evaluate
+from pdx_lightning.nets.inference import device_of, evaluate
 from pdx_lightning.runtime.jsonio import write_json
 from pdx_lightning.runtime.progress import progress
 
@@ -369,7 +369,7 @@ def run(args: argparse.Namespace) -> int:
         bin_edges_labels(args.bins)
     except ValueError as e:
         raise HumansArgumentError(str(e)) from None
-    device = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device)
+    device = device_of(args.device)
     models = [load_model(name, weights=args.weights).to(device).eval() for name in args.model]
     read = ReadStats()
     res = evaluate_games(models, _games(args, read), filt, read, args.bins, args.batch, args.micro_batch,

@@ -154,10 +154,6 @@ def add_model_arguments(parser: argparse.ArgumentParser, play: bool = True) -> N
     parser.add_argument("--json", metavar="OUT", help="write the results as JSON (schema in the module docstring)")
 
 
-def device_of(spec: str) -> torch.device:
-    return torch.device(("cuda" if torch.cuda.is_available() else "cpu") if spec == "auto" else spec)
-
-
 class ModelCache:
     """Load each model name once (a name may appear with several play modes)."""
 

@@ -38,7 +38,7 @@ import torch
 from pdx_lightning.evaluation.stats import (RATING_BINS, assign_bins, bin_edges_labels, mcnemar_exact,
                                             mean_interval, wilson_interval)
 from pdx_lightning.evaluation.suite import Puzzle, Suite, load_suite
-from pdx_lightning.nets.inference import evaluate_boards
+from pdx_lightning.nets.inference import device_of, evaluate_boards
 from pdx_lightning.chesscore.moves import index_to_move, move_to_index
 from pdx_lightning.runtime.jsonio import write_json
 from pdx_lightning.runtime.progress import progress
@@ -299,7 +299,7 @@ def run_eval(args: argparse.Namespace, command: str, render: Callable[[list[str]
     if not suite.puzzles:
         print("no puzzles to score")
         return 1
-    device = torch.device(("cuda" if torch.cuda.is_available() else "cpu") if args.device == "auto" else args.device)
+    device = device_of(args.device)
     results = []
     for name in args.model:
         model = load_model(name, weights=args.weights).to(device).eval()

@@ -46,10 +46,11 @@ from typing import Sequence
 
 import numpy as np
 
-from pdx_lightning.evaluation.play import ModelCache, add_model_arguments, device_of, write_json
+from pdx_lightning.evaluation.play import ModelCache, add_model_arguments, write_json
 from pdx_lightning.evaluation.puzzle_scoring import (MULTI_SOLUTION_RULE, SuiteResult, add_suite_filter_arguments,
                                            load_from_args, score_suite, table)
 from pdx_lightning.evaluation.stats import assign_bins, bin_edges_labels, wilson_interval
+from pdx_lightning.nets.inference import device_of
 
 PROB_BINS: tuple[float, ...] = (0.05, 0.15, 0.3)
 RANK_BINS: tuple[int, ...] = (2, 3, 4, 6)

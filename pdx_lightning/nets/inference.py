@@ -12,6 +12,11 @@ from pdx_lightning.chesscore.moves import legal_mask
 from pdx_lightning.chesscore.policy import masked_log_softmax
 
 
+def device_of(spec: str) -> torch.device:
+    """The torch device a ``--device`` value names: ``auto`` is CUDA where available, else the CPU."""
+    return torch.device(("cuda" if torch.cuda.is_available() else "cpu") if spec == "auto" else spec)
+
+
 @torch.inference_mode()
 def evaluate(model: torch.nn.Module, x: torch.Tensor | np.ndarray, mask: torch.Tensor,
              micro_batch: int = 512, to_cpu: bool = True) -> tuple[torch.Tensor, torch.Tensor]:

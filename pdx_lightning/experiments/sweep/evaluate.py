@@ -49,10 +49,10 @@ class Evaluator:
 
         from pdx_lightning.evaluation.puzzle_scoring import score_suite  # noqa: PLC0415
         from pdx_lightning.nets import load_model  # noqa: PLC0415
+        from pdx_lightning.nets.inference import device_of  # noqa: PLC0415
 
         dev = self.cfg.eval.device
-        model = load_model(name, weights="ema").to(torch.device(
-            ("cuda" if torch.cuda.is_available() else "cpu") if dev == "auto" else dev)).eval()
+        model = load_model(name, weights="ema").to(device_of(dev)).eval()
         with torch.inference_mode():
             mb = self.cfg.eval.micro_batch
             return {k: score_suite(model, suite.puzzles, micro_batch=mb) if len(suite) else None
