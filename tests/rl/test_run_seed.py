@@ -9,14 +9,10 @@ import torch
 
 from pdx_lightning import cli
 from pdx_lightning.rl.selfplay import SelfPlayConfig, SelfPlayError, with_run_seed
+from tiny_fit import CONF, tiny_fit_args
 
 torch.set_num_threads(1)
-ROOT = Path(__file__).resolve().parents[2]
-CONF = str(ROOT / "conf" / "fit" / "pdx.yaml")
-TINY = ["--model.base", "random:tiny", "--model.warmup_steps", "1", "--model.selfplay.n_games", "4",
-        "--model.selfplay.micro_batch", "4", "--model.selfplay.opening_max_moves", "3",
-        "--model.selfplay.max_plies", "12", "--trainer.enable_progress_bar", "false",
-        "--trainer.enable_model_summary", "false", "--trainer.max_steps", "2"]
+TINY = tiny_fit_args(steps=2, opening_max_moves=3, max_plies=12)
 
 
 def test_explicit_seed_wins_else_the_run_seed_else_zero(monkeypatch):

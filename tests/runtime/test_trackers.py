@@ -14,15 +14,12 @@ import torch
 from pdx_lightning import cli
 from pdx_lightning.experiments.sweep.train import tracker_args
 from pdx_lightning.runtime.entry import tracker_line
+from tiny_fit import CONF, tiny_fit_args
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parents[2]
-CONF = str(ROOT / "conf" / "fit" / "pdx.yaml")
 # the default config at toy size; 8 steps: games of 6 plies finish, so the games' text has something
-TINY = ["--model.base", "random:tiny", "--model.warmup_steps", "1", "--model.selfplay.n_games", "4",
-        "--model.selfplay.micro_batch", "4", "--model.selfplay.opening_max_moves", "1",
-        "--model.selfplay.max_plies", "6", "--trainer.enable_progress_bar", "false",
-        "--trainer.enable_model_summary", "false", "--trainer.max_steps", "8"]
+TINY = tiny_fit_args(steps=8)
 
 
 def test_tracker_line_names_each_loggers_viewer():

@@ -16,15 +16,11 @@ import pytest
 import torch
 
 from pdx_lightning import cli
+from tiny_fit import CONF, tiny_fit_args
 
 wandb = pytest.importorskip("wandb", reason="wandb (the test extras) is not installed")
 torch.set_num_threads(1)
-ROOT = Path(__file__).resolve().parents[2]
-CONF = str(ROOT / "conf" / "fit" / "pdx.yaml")
-TINY = ["--model.base", "random:tiny", "--model.warmup_steps", "1", "--model.selfplay.n_games", "4",
-        "--model.selfplay.micro_batch", "4", "--model.selfplay.opening_max_moves", "1",
-        "--model.selfplay.max_plies", "6", "--trainer.enable_progress_bar", "false",
-        "--trainer.enable_model_summary", "false", "--trainer.max_steps", "6"]
+TINY = tiny_fit_args(steps=6)
 BLOCK, HEADER = 32768, 7
 FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
 
