@@ -93,16 +93,17 @@ def instrument_chess_side(m, timers: ExclusiveTimers):
     import pdx_lightning.rl.pdx_step as step_module  # noqa: PLC0415
 
     ds = m.dataset
-    for attr, part in zip(("_positions", "play", "successor_wdl", "_finish", "sample"), CHESS_PARTS):
+    for attr, part in zip(("_positions", "play", "successor_wdl", "_finish"), CHESS_PARTS):
         setattr(ds, attr, timers.wrap(part, getattr(ds, attr)))
     # the network work inside the step: the base/EMA passes, the online forward, the log-softmax, the
     # loss, backward and the AdamW step
     ds._eval = timers.wrap(NETWORK, ds._eval)
     m.online.forward = timers.wrap(NETWORK, m.online.forward)
     m.manual_backward = timers.wrap(NETWORK, m.manual_backward)
-    saved = {a: getattr(step_module, a) for a in ("masked_log_softmax", "pdx_loss_from_log_probs")}
+    parts = {"masked_log_softmax": NETWORK, "pdx_loss_terms": NETWORK, "sample_action": CHESS_PARTS[4]}
+    saved = {a: getattr(step_module, a) for a in parts}
     for attr, fn in saved.items():
-        setattr(step_module, attr, timers.wrap(NETWORK, fn))
+        setattr(step_module, attr, timers.wrap(parts[attr], fn))
     configure = m.configure_optimizers
 
     def configured():
@@ -124,7 +125,8 @@ class StepProbe:
     """Wraps the module's step and its dataset's evaluations and batches; the reference after each step."""
 
     def __init__(self, m, warmup: int, chess_side: bool = False, profile: bool = False, busy: bool = False) -> None:
-        from pdx_lightning.rl.objectives import masked_log_softmax, pdx_loss_from_log_probs  # noqa: PLC0415
+        from pdx_lightning.chesscore.policy import masked_log_softmax  # noqa: PLC0415
+        from pdx_lightning.rl.objectives import pdx_loss_from_log_probs  # noqa: PLC0415
         from pdx_lightning.runtime.optim import layerwise_adamw  # noqa: PLC0415
 
         self.m, self.warmup = m, warmup
@@ -217,7 +219,7 @@ class StepProbe:
             out = self.ref_online(batch.x[sl])
             log_p = self.masked_log_softmax(out.policy, batch.mask[sl])
             loss = self.loss_fn(log_p, out.wdl, batch.mask[sl], action[sl], rho[sl], adv[sl], target[sl],
-                                batch.log_p_base[sl], kind=m.hparams.exploration, beta=m.beta,
+                                batch.log_p_base[sl], exploration=m.hparams.exploration, beta=m.beta,
                                 c_v=m.hparams.c_v)
             (loss.total * ((sl.stop - sl.start) / n)).backward()
         self.ref_opt.step()

@@ -1,9 +1,9 @@
 """EMAUpdate: θ̄ ← αθ̄ + (1−α)θ after every optimizer step (paper Eq. 11), as a Lightning callback.
 
-For modules that optimize automatically (the puzzle-tuned control, ``supervised.control``).
-``PDXModule`` does not use it: its step (``rl.pdx_step``) calls the same
-:func:`pdx_lightning.runtime.optim.ema_update` right after the optimizer step, where Algorithm 1
-puts it.
+For modules that optimize automatically (the puzzle-tuned control, ``supervised.control``), whose
+optimizer step Lightning runs. ``PDXModule`` does not use it: its step (:func:`pdx_lightning.rl.pdx_step.pdx_step`)
+calls the same :func:`pdx_lightning.runtime.optim.ema_update` right after the optimizer step, where
+Algorithm 1 puts it (line 15).
 """
 from __future__ import annotations
 

@@ -34,14 +34,14 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import chess  # noqa: E402
-import lightning as L  # noqa: E402
-import torch  # noqa: E402
+import chess
+import lightning as L
+import torch
 
-import pdx_lightning.rl.pdx_step as pdx_step_module  # noqa: E402
-from pdx_lightning.rl.module import PDXModule  # noqa: E402
-from pdx_lightning.rl.objectives import TAU_MIN  # noqa: E402
-from pdx_lightning.rl.selfplay import SelfPlayConfig  # noqa: E402
+import pdx_lightning.rl.pdx_step as pdx_step_module
+from pdx_lightning.chesscore.policy import TAU_MIN
+from pdx_lightning.rl.module import PDXModule
+from pdx_lightning.rl.selfplay import SelfPlayConfig
 
 ARMS = ("none", "entropy", "reverse_kl", "forward_kl")
 TAU_EXTREMES = (0.0, 1e-30, 1e-7, TAU_MIN, 1.01 * TAU_MIN, 1e-3)
@@ -121,10 +121,10 @@ def run_arm(arm: str, steps: int, *, n_games: int = 8, seed: int = 0, lr: float 
             counts["tau_forced"] += len(rows)
         return batch
 
-    def complete_and_count(dataset, batch, games, logp, v, *wdl):
-        done = complete(dataset, batch, games, logp, v, *wdl)
-        counts["terminal_one_hot_targets"] += int(done.terminal.sum())
-        return done
+    def complete_and_count(games, batch, rows, logp, v, *wdl, **keywords):
+        completion = complete(games, batch, rows, logp, v, *wdl, **keywords)
+        counts["terminal_one_hot_targets"] += int(completion.terminal.sum())
+        return completion
 
     m.dataset._begin, pdx_step_module.collect = begin_and_force, complete_and_count
     watch = Watch()

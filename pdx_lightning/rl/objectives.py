@@ -1,9 +1,9 @@
-"""Pure math of prior-directed exploration (paper Sections 2.1-2.3, Appendices A, E).
+"""The RL-only math of prior-directed exploration (paper Sections 2.1-2.3, Appendices A, E).
 
-The policy math every layer needs (masked log-softmax, entropy, the KLs, the
-tempered μ, WDL entropy, score, flip, ``TAU_MIN``) lives in
-``pdx_lightning.chesscore.policy`` and the result codes in ``pdx_lightning.chesscore.rules``;
-both are re-exported here. This module keeps the RL-only math.
+The policy math every layer needs (masked log-softmax, entropy, the KLs, the tempered μ, WDL
+entropy, score, flip, ``TAU_MIN``) lives in :mod:`pdx_lightning.chesscore.policy` and the result codes
+in :mod:`pdx_lightning.chesscore.rules`; import them from there. This module keeps the RL-only math:
+ρ (Eq. 12), p̂ (App. E), the value loss (Eq. 15), the exploration term R and the PDX loss (Eq. 7).
 
 Conventions used by every function here:
 
@@ -33,15 +33,17 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-from pdx_lightning.chesscore.policy import (TAU_MIN, PolicyInputError, at_least_float32, bad_rows,  # noqa: F401
-                                        check_wdl, entropy, flip_wdl, forward_kl, masked_log_softmax,
-                                        reverse_kl, score, tempered_log_probs, wdl_entropy)
-from pdx_lightning.chesscore.rules import DRAW, LOSS, RESULT_NONE, WIN  # noqa: F401  (re-exported)
+from pdx_lightning.chesscore.policy import (PolicyInputError, at_least_float32, bad_rows, check_wdl, entropy,
+                                            flip_wdl, forward_kl, masked_log_softmax, reverse_kl)
+from pdx_lightning.chesscore.rules import LOSS, RESULT_NONE
+
+__all__ = ["EXPLORATION_TERMS", "ObjectiveInputError", "PDXLoss", "UnknownExplorationTerm", "base_wdl_kl",
+           "check_exploration", "check_loss_settings", "exploration_term", "importance_weight", "pdx_loss", "pdx_loss_from_log_probs",
+           "pdx_loss_terms", "value_loss", "value_target"]
 
 EXPLORATION_TERMS: tuple[str, ...] = ("none", "entropy", "reverse_kl", "forward_kl")
 
 ObjectiveInputError = PolicyInputError  # a tensor that violates an objective's contract (says which rows)
-_rows, _check_wdl = bad_rows, check_wdl
 
 
 class UnknownExplorationTerm(ValueError):
@@ -55,16 +57,6 @@ def importance_weight(log_pi_a: torch.Tensor, log_mu_a: torch.Tensor, cap: float
     return (at_least_float32(log_pi_a) - at_least_float32(log_mu_a)).clamp(max=math.log(cap)).exp()
 
 
-def td_advantage(v_ema_next: torch.Tensor, v_theta: torch.Tensor) -> torch.Tensor:
-    """A(s,a) = (1 − v_θ̄(s')) − v_θ(s), Eq. 4 (one-step TD residual). Returns (B,).
-
-    ``v_ema_next`` is the EMA score of s' from its own side to move. For a
-    terminal s' pass ``1 − score(result)``; equivalently A = score(p̂) − v_θ(s)
-    with p̂ from ``value_target``, since score(flip(p)) = 1 − score(p).
-    """
-    return (1.0 - at_least_float32(v_ema_next)) - at_least_float32(v_theta)
-
-
 def value_target(wdl_ema_next: torch.Tensor, terminal_result: torch.Tensor) -> torch.Tensor:
     """p̂(s) = flip(p_θ̄(s')), or the one-hot true result when s' is terminal (App. E, Alg. 1 l.10).
 
@@ -72,11 +64,11 @@ def value_target(wdl_ema_next: torch.Tensor, terminal_result: torch.Tensor) -> t
     ``WIN``/``DRAW``/``LOSS`` from the view of the player who moved at s. Rows
     of ``wdl_ema_next`` for terminal s' are ignored. Returns (B, 3).
     """
-    _check_wdl(wdl_ema_next)
+    check_wdl(wdl_ema_next)
     wdl_ema_next = at_least_float32(wdl_ema_next)
     bad = (terminal_result < RESULT_NONE) | (terminal_result > LOSS)
     if bad.any():
-        raise ObjectiveInputError(f"terminal_result rows {_rows(bad)} not in {{-1, 0, 1, 2}}")
+        raise ObjectiveInputError(f"terminal_result rows {bad_rows(bad)} not in {{-1, 0, 1, 2}}")
     terminal = terminal_result != RESULT_NONE  # (B,)
     one_hot = F.one_hot(terminal_result.clamp(min=0).long(), 3).to(wdl_ema_next.dtype)  # (B, 3)
     return torch.where(terminal[:, None], one_hot, flip_wdl(wdl_ema_next))
@@ -84,19 +76,31 @@ def value_target(wdl_ema_next: torch.Tensor, terminal_result: torch.Tensor) -> t
 
 def value_loss(wdl_logits: torch.Tensor, target: torch.Tensor, rho: torch.Tensor) -> torch.Tensor:
     """L_V = −E[ρ(s,a) Σ_o p̂^o(s) log p_θ^o(s)], Eq. 15 (ρ-weighted CE), mean over batch."""
-    _check_wdl(wdl_logits)
+    check_wdl(wdl_logits)
     log_p = torch.log_softmax(at_least_float32(wdl_logits), dim=-1)
     ce = -(at_least_float32(target) * log_p).sum(dim=-1)  # (B,)
     return (at_least_float32(rho) * ce).mean()
 
 
-def _check_kind(kind: str) -> None:
-    if kind not in EXPLORATION_TERMS:
+def check_exploration(exploration: str) -> None:
+    """Raise :class:`UnknownExplorationTerm` unless ``exploration`` is one of ``EXPLORATION_TERMS``."""
+    if exploration not in EXPLORATION_TERMS:
         raise UnknownExplorationTerm(
-            f"unknown exploration term {kind!r}; valid terms: {', '.join(EXPLORATION_TERMS)}")
+            f"unknown exploration term {exploration!r}; valid terms: {', '.join(EXPLORATION_TERMS)}")
 
 
-def exploration_term(kind: str, log_p_theta: torch.Tensor, log_p_base: torch.Tensor,
+def check_loss_settings(exploration: str, beta: float, c_v: float, value_anchor: float) -> None:
+    """The loss settings of Eq. 7 (and the optional anchor weight w), checked once by their owner."""
+    check_exploration(exploration)
+    if not beta >= 0:
+        raise ValueError(f"beta (β, weight of the exploration penalty in Eq. 7) must be >= 0, got {beta}")
+    if not c_v >= 0:
+        raise ValueError(f"c_v (value-loss weight in Eq. 7) must be >= 0, got {c_v}")
+    if not value_anchor >= 0:
+        raise ValueError(f"value_anchor must be >= 0, got {value_anchor} (w, the base-WDL anchor's weight; 0 = off)")
+
+
+def exploration_term(exploration: str, log_p_theta: torch.Tensor, log_p_base: torch.Tensor,
                      mask: torch.Tensor) -> torch.Tensor:
     """R(π_θ, π_base) per state, (B,): the penalty β weights in Eq. 7.
 
@@ -104,29 +108,29 @@ def exploration_term(kind: str, log_p_theta: torch.Tensor, log_p_base: torch.Ten
     D_KL(π_θ‖π_base) (the RLHF anchor); ``entropy`` = −H(π_θ) (Eq. 1's bonus as a
     penalty); ``none`` = 0.
     """
-    _check_kind(kind)
+    check_exploration(exploration)
     log_p_theta = at_least_float32(log_p_theta)
-    if kind == "none":
+    if exploration == "none":
         return log_p_theta.new_zeros(log_p_theta.shape[0])
-    if kind == "entropy":
+    if exploration == "entropy":
         return -entropy(log_p_theta, mask)
-    if kind == "reverse_kl":
+    if exploration == "reverse_kl":
         return reverse_kl(log_p_theta, log_p_base, mask)
     return forward_kl(log_p_base, log_p_theta, mask)
 
 
-def value_anchor(wdl_logits: torch.Tensor, wdl_base: torch.Tensor, *, reverse: bool = False) -> torch.Tensor:
+def base_wdl_kl(wdl_logits: torch.Tensor, wdl_base: torch.Tensor, *, reverse: bool = False) -> torch.Tensor:
     """R_V(s) = D_KL(p_base(s) ‖ p_θ(s)) = Σ_o p_base^o(s) log(p_base^o(s)/p_θ^o(s)) per state, (B,).
 
     The base-WDL anchor of the paper's public reference implementation, **not in Eq. 7**: that
-    code adds c_v·w·E_s[R_V] to the loss (its w = 0.1 by default, i.e. 0.02·KL at c_v = 0.2).
-    p_θ = softmax(``wdl_logits``) (B, 3) is the online value head at s (with grad); ``wdl_base``
-    (B, 3) holds the frozen base's WDL probabilities p_base at s, a constant (detached here).
-    ``reverse=True`` gives D_KL(p_θ ‖ p_base), the direction the reference code takes with its
+    code adds c_v·w·E_s[R_V] to the loss (its w = ``value_anchor`` = 0.1 by default, i.e. 0.02·KL at
+    c_v = 0.2). p_θ = softmax(``wdl_logits``) (B, 3) is the online value head at s (with grad);
+    ``wdl_base`` (B, 3) holds the frozen base's WDL probabilities p_base at s, a constant (detached
+    here). ``reverse=True`` gives D_KL(p_θ ‖ p_base), the direction the reference code takes with its
     reverse-KL exploration arm. Unweighted by ρ, as there.
     """
-    _check_wdl(wdl_logits)
-    _check_wdl(wdl_base)
+    check_wdl(wdl_logits)
+    check_wdl(wdl_base)
     log_p_theta = torch.log_softmax(at_least_float32(wdl_logits), dim=-1)  # (B, 3)
     log_p_base = at_least_float32(wdl_base.detach()).log()                 # (B, 3), -inf where p = 0
     every = torch.ones_like(log_p_theta, dtype=torch.bool)                # all three outcomes count
@@ -138,7 +142,7 @@ def value_anchor(wdl_logits: torch.Tensor, wdl_base: torch.Tensor, *, reverse: b
 class PDXLoss(NamedTuple):
     """Scalar components; total = policy + β·explore + c_v·value + c_v·w·anchor (the last three unweighted).
 
-    ``anchor`` is E_s[R_V] of :func:`value_anchor` (0 unless its weight w > 0: Eq. 7 has none).
+    ``anchor`` is E_s[R_V] of :func:`base_wdl_kl` (0 unless its weight w > 0: Eq. 7 has none).
     """
 
     total: torch.Tensor
@@ -151,68 +155,61 @@ class PDXLoss(NamedTuple):
 def pdx_loss(policy_logits: torch.Tensor, wdl_logits: torch.Tensor, mask: torch.Tensor,
              action: torch.Tensor, rho: torch.Tensor, advantage: torch.Tensor,
              wdl_target: torch.Tensor, log_p_base: torch.Tensor, *,
-             kind: str = "forward_kl", beta: float, c_v: float,
-             wdl_base: torch.Tensor | None = None, value_anchor_weight: float = 0.0) -> PDXLoss:
+             exploration: str = "forward_kl", beta: float, c_v: float,
+             wdl_base: torch.Tensor | None = None, value_anchor: float = 0.0) -> PDXLoss:
     """L(θ) = −E[ρ·A·log π_θ(a|s)] + β·E_s[R(π_θ, π_base)] + c_v·L_V(θ) [+ c_v·w·E_s[R_V]], Eqs. 7, 14.
 
     ``policy_logits`` (B, P) and ``wdl_logits`` (B, 3) are the online network's
     outputs at s (with grad); ``action`` (B,) int policy slots of a;
     ``rho``, ``advantage`` (B,), ``wdl_target`` p̂ (B, 3) and ``log_p_base``
     (B, P) are stop-gradient constants and are detached here.
-    The bracketed term is the reference code's base-WDL anchor (:func:`value_anchor`, weight
-    w = ``value_anchor_weight``, 0 = off = Eq. 7); it needs ``wdl_base`` (B, 3), p_base at s.
+    The bracketed term is the reference code's base-WDL anchor (:func:`base_wdl_kl`, weight
+    w = ``value_anchor``, 0 = off = Eq. 7); it needs ``wdl_base`` (B, 3), p_base at s.
     Its direction follows the exploration term as in that code: reverse KL with ``reverse_kl``,
     forward KL otherwise.
     """
     return pdx_loss_from_log_probs(masked_log_softmax(policy_logits, mask), wdl_logits, mask, action, rho,
-                                   advantage, wdl_target, log_p_base, kind=kind, beta=beta, c_v=c_v,
-                                   wdl_base=wdl_base, value_anchor_weight=value_anchor_weight)
+                                   advantage, wdl_target, log_p_base, exploration=exploration, beta=beta,
+                                   c_v=c_v, wdl_base=wdl_base, value_anchor=value_anchor)
 
 
 def pdx_loss_from_log_probs(log_p_theta: torch.Tensor, wdl_logits: torch.Tensor, mask: torch.Tensor,
                             action: torch.Tensor, rho: torch.Tensor, advantage: torch.Tensor,
                             wdl_target: torch.Tensor, log_p_base: torch.Tensor, *,
-                            kind: str = "forward_kl", beta: float, c_v: float,
-                            wdl_base: torch.Tensor | None = None,
-                            value_anchor_weight: float = 0.0) -> PDXLoss:
+                            exploration: str = "forward_kl", beta: float, c_v: float,
+                            wdl_base: torch.Tensor | None = None, value_anchor: float = 0.0) -> PDXLoss:
     """:func:`pdx_loss` from ``log_p_theta = masked_log_softmax(policy_logits, mask)`` (with grad).
 
     For a caller that needs log π_θ itself (the self-play step samples from it), so the masked
-    log-softmax is computed once per step.
+    log-softmax is computed once per step. Checks the settings (:func:`check_loss_settings`) first;
+    :func:`pdx_loss_terms` is the same loss for a caller that checked them once (the step).
     """
-    _check_kind(kind)
-    if not beta >= 0:
-        raise ValueError(f"beta (β, weight of the exploration penalty in Eq. 7) must be >= 0, got {beta}")
-    if not c_v >= 0:
-        raise ValueError(f"c_v (value-loss weight in Eq. 7) must be >= 0, got {c_v}")
-    if not value_anchor_weight >= 0:
-        raise ValueError(f"value_anchor (weight w of the base-WDL anchor) must be >= 0, got {value_anchor_weight}")
-    if value_anchor_weight > 0 and wdl_base is None:
+    check_loss_settings(exploration, beta, c_v, value_anchor)
+    return pdx_loss_terms(log_p_theta, wdl_logits, mask, action, rho, advantage, wdl_target, log_p_base,
+                          exploration=exploration, beta=beta, c_v=c_v, wdl_base=wdl_base, value_anchor=value_anchor)
+
+
+def pdx_loss_terms(log_p_theta: torch.Tensor, wdl_logits: torch.Tensor, mask: torch.Tensor,
+                   action: torch.Tensor, rho: torch.Tensor, advantage: torch.Tensor,
+                   wdl_target: torch.Tensor, log_p_base: torch.Tensor, *,
+                   exploration: str, beta: float, c_v: float,
+                   wdl_base: torch.Tensor | None, value_anchor: float) -> PDXLoss:
+    """:func:`pdx_loss_from_log_probs` with settings already checked (:func:`check_loss_settings`)."""
+    if value_anchor > 0 and wdl_base is None:
         raise ValueError("value_anchor > 0 needs wdl_base, the base's WDL probabilities at s")
     log_p_theta = at_least_float32(log_p_theta)
     rho, advantage = at_least_float32(rho.detach()), at_least_float32(advantage.detach())
     wdl_target, log_p_base = wdl_target.detach(), at_least_float32(log_p_base.detach())
     log_pi_a = log_p_theta.gather(1, action.long()[:, None]).squeeze(1)  # (B,)
     if not bool(torch.isfinite(log_pi_a).all()):
-        raise ObjectiveInputError(f"rows {_rows(~torch.isfinite(log_pi_a))}: action is illegal")
+        raise ObjectiveInputError(f"rows {bad_rows(~torch.isfinite(log_pi_a))}: action is illegal")
     policy = -(rho * advantage * log_pi_a).mean()
-    explore = exploration_term(kind, log_p_theta, log_p_base, mask).mean()
+    explore = exploration_term(exploration, log_p_theta, log_p_base, mask).mean()
     value = value_loss(wdl_logits, wdl_target, rho)
     total = policy + beta * explore + c_v * value
-    if value_anchor_weight > 0:
-        anchor = value_anchor(wdl_logits, wdl_base, reverse=kind == "reverse_kl").mean()
-        total = total + c_v * value_anchor_weight * anchor
+    if value_anchor > 0:
+        anchor = base_wdl_kl(wdl_logits, wdl_base, reverse=exploration == "reverse_kl").mean()
+        total = total + c_v * value_anchor * anchor
     else:  # off (Eq. 7): not computed, so the default loss is exactly the paper's
         anchor = policy.new_zeros(())
     return PDXLoss(total, policy, explore, value, anchor)
-
-
-def ppo_clipped_surrogate(log_pi: torch.Tensor, log_pi_old: torch.Tensor, adv: torch.Tensor,
-                          eps: float = 0.2) -> torch.Tensor:
-    """−L^PPO = −E[min(r·Â, clip(r, 1−ε, 1+ε)·Â)], r = π_θ/π_θold, Eq. 13, as a loss.
-
-    With Â = ρ·A and one update per batch (log_pi_old = log_pi.detach()), r ≡ 1
-    and its gradient equals that of Eq. 14's −E[ρ·A·log π_θ] (Appendix E).
-    """
-    ratio = (at_least_float32(log_pi) - at_least_float32(log_pi_old)).exp()  # r(θ), (B,)
-    return -torch.minimum(ratio * adv, ratio.clamp(1.0 - eps, 1.0 + eps) * adv).mean()

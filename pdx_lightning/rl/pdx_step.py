@@ -1,39 +1,126 @@
-"""One PDX training step, paper Algorithm 1 lines 6–15, read top to bottom.
+"""One PDX training step, paper Algorithm 1 lines 6–15, in one file, read top to bottom.
 
-:func:`pdx_step` is ``PDXModule.training_step``'s body: per micro-batch of games, the online pass
-at s (line 6), then :func:`collect` (lines 7–12: τ, μ, a, ρ, s', p̂, A, in the order of the
-algorithm; the dataset only plays the moves and evaluates the EMA at s'), then the loss of Eq. 7 and
-its backward; after the last micro-batch the optimizer step (line 14). The EMA update (line 15,
-Eq. 11, ``runtime.optim.ema_update``) runs in the ``EMAUpdate`` callback the module registers, as
-soon as this function returns: there it keeps its place among Lightning's per-step hooks (after the
-user's callbacks, before the step's checkpoint), and registering a callback keeps Lightning's
-checkpoint-callbacks-last ordering, which the CLI's log-continuity callback relies on.
+Every input is an argument: :func:`pdx_step` receives the online and EMA networks, the optimizer
+and its scheduler, the backward function, the step's settings (:class:`StepConfig`), β, the sampler's
+generator and the games (:class:`Games`), and returns what changed (:class:`StepResult`: the metrics,
+the transitions' ρ, A and τ, and the new parameter version). ``PDXModule.training_step`` only hands
+them over and logs the result.
+
+Per micro-batch of games: the online pass at s (line 6); then :func:`collect` (lines 7–12): τ(s)
+(:func:`temperature`, Eq. 5), μ and a ~ μ (:func:`sample_action`, Eq. 6), ρ (Eq. 12), s' = T(s, a) and
+the EMA's p_θ̄(s') (the games), p̂ (App. E) and A (Eq. 4); then the loss of Eq. 7 and its backward.
+After the last micro-batch: the optimizer step (line 14; ``grad_clip_norm`` clips inside it, see
+:func:`clip_gradients`) and the EMA update θ̄ ← αθ̄ + (1−α)θ (line 15, Eq. 11), here, where the step ends.
 
 :func:`collect` is its own function because the tests drive it with hand-made online outputs (a
 forced move, a uniform policy); the step calls it exactly once per micro-batch.
 
-Random numbers: one uniform per game of the micro-batch on the dataset's generator (Eq. 6,
-``SelfPlayDataset.sample``), then whatever the restarts of finished games draw
-(``SelfPlayDataset.end_games``), in game order.
+Random numbers: one uniform per game of the micro-batch on the sampler's generator (Eq. 6), then
+whatever the restarts of finished games draw (``Games.end_games``), in game order.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Literal, Protocol
 
 import torch
 
-from pdx_lightning.chesscore.policy import gather_legal, legal_valid
+from pdx_lightning.chesscore.policy import (at_least_float32, entropy, forward_kl, gather_legal, legal_valid,
+                                            masked_log_softmax, reverse_kl, sample_legal, score,
+                                            tempered_log_probs, wdl_entropy)
+from pdx_lightning.chesscore.rules import RESULT_NONE
+from pdx_lightning.rl.errors import SelfPlayError
 from pdx_lightning.rl.guards import check_finite, check_finite_gradients
-from pdx_lightning.rl.objectives import (RESULT_NONE, at_least_float32, entropy, forward_kl, importance_weight,
-                                         masked_log_softmax, pdx_loss_from_log_probs, reverse_kl, score,
-                                         value_target, wdl_entropy)
-from pdx_lightning.rl.selfplay import PendingBatch, SelfPlayDataset, SelfPlayError
+from pdx_lightning.rl.objectives import check_loss_settings, importance_weight, pdx_loss_terms, value_target
+from pdx_lightning.runtime.optim import check_ema_decay, ema_update
 
-if TYPE_CHECKING:
-    from pdx_lightning.rl.module import PDXModule
+TemperatureMode = Literal["adaptive", "fixed"]
 
 
+# ---- the step's inputs ----------------------------------------------------------------------------
+@dataclass
+class PendingBatch:
+    """Positions s of this step, awaiting the online network's outputs (made by the self-play dataset);
+    every tensor on the networks' device."""
+
+    x: torch.Tensor           # (n, 112, 8, 8)
+    mask: torch.Tensor        # (n, 4288) bool
+    log_p_base: torch.Tensor  # (n, 4288)
+    tau: torch.Tensor | None  # (n,); None: τ(s) comes from the online WDL, in the step
+    version: int              # the parameter version that began the batch
+    wdl_base: torch.Tensor    # (n, 3) p_base(s), for the base-WDL value anchor
+    legal: torch.Tensor       # (n, L) int64 sorted legal policy indices, padded with the row's first
+    legal_count: torch.Tensor  # (n,) int64 legal moves per row (the valid columns of ``legal``)
+
+    @property
+    def size(self) -> int:
+        return self.x.shape[0]
+
+
+class Games(Protocol):
+    """What the step asks of the games in flight (``rl.selfplay.SelfPlayDataset``): play, bootstrap, restart."""
+
+    def play(self, games: Iterable[int], actions: torch.Tensor) -> torch.Tensor:
+        """s' = T(s, a) for policy slots ``actions`` (b,); the result codes (b,) on the CPU."""
+        ...
+
+    def successor_wdl(self, games: Iterable[int], results: torch.Tensor) -> torch.Tensor:
+        """p_θ̄(s') (b, 3), the EMA pass at the new positions (rows of ended games carry nothing)."""
+        ...
+
+    def end_games(self, games: Iterable[int], results: torch.Tensor) -> None:
+        """Record the games that ended (or reached the cap) and restart their slots (line 12)."""
+        ...
+
+
+@dataclass(frozen=True)
+class StepConfig:
+    """The step's fixed settings, checked once here (β may change per step: :func:`pdx_step`'s argument).
+
+    Attributes:
+        exploration: the exploration term R of Eq. 7 (``rl.objectives.EXPLORATION_TERMS``).
+        c_v: the value-loss weight c_v of Eq. 7.
+        ema_decay: α of the EMA update θ̄ ← αθ̄ + (1−α)θ (Eq. 11).
+        value_anchor: w of the reference code's base-WDL anchor c_v·w·KL (0 = off = Eq. 7).
+        micro_batch: games per online pass (gradients accumulate over the micro-batches).
+    """
+
+    exploration: str
+    c_v: float
+    ema_decay: float
+    value_anchor: float = 0.0
+    micro_batch: int = 256
+
+    def __post_init__(self) -> None:
+        check_loss_settings(self.exploration, 0.0, self.c_v, self.value_anchor)
+        check_ema_decay(self.ema_decay)
+        if self.micro_batch < 1:
+            raise ValueError(f"micro_batch must be >= 1, got {self.micro_batch}")
+
+
+# ---- Eq. 5 and Eq. 6: the sampling temperature and the behaviour policy ----------------------------
+def temperature(wdl: torch.Tensor, mode: TemperatureMode) -> torch.Tensor:
+    """τ(s) (b,), Eq. 5: H(p(s)) of the WDL probabilities ``wdl`` (b, 3) in the adaptive arm, 1 in the fixed one."""
+    return wdl_entropy(wdl) if mode == "adaptive" else torch.ones(wdl.shape[0], device=wdl.device)
+
+
+def sample_action(log_p: torch.Tensor, legal: torch.Tensor, count: torch.Tensor, tau: torch.Tensor,
+                  generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Eq. 6, a ~ μ ∝ π^{1/τ(s)} over the legal moves, from the masked log-policy ``log_p`` (b, P).
+
+    Returns the policy slots a (b,) and log π(a|s), log μ(a|s) (b,), computed in the compact legal
+    layout (``legal`` (b, L) sorted indices, ``count`` (b,) legal moves per row). One uniform per row
+    from ``generator`` (a CPU generator, so checkpoints carry it across devices)."""
+    valid = legal_valid(legal, count)
+    log_p_c = gather_legal(log_p, legal, valid)                                   # (b, L)
+    log_mu_c = tempered_log_probs(log_p_c, valid, tau)                            # (b, L)
+    u = torch.rand(log_p.shape[0], generator=generator).to(log_p.device, non_blocking=True)
+    col = sample_legal(log_mu_c, u)[:, None]
+    return legal.gather(1, col).squeeze(1), log_p_c.gather(1, col).squeeze(1), log_mu_c.gather(1, col).squeeze(1)
+
+
+# ---- lines 7–12 -----------------------------------------------------------------------------------
 @dataclass
 class Completion:
     """What :func:`collect` makes of one micro-batch (all stop-gradient, on the networks' device)."""
@@ -46,116 +133,134 @@ class Completion:
     tau: torch.Tensor         # (b,) τ(s) that tempered μ
 
 
-@dataclass
-class StepResult:
-    """What one :func:`pdx_step` hands to the module's logging."""
-
-    sums: dict[str, float]    # loss terms and policy metrics, averaged over the micro-batches
-    rho: torch.Tensor         # (n,) ρ of every transition
-    advantage: torch.Tensor   # (n,) A of every transition
-    tau: torch.Tensor         # (n,) τ(s) of every transition
-    size: int                 # n, transitions (games) this rank stepped
-
-
 def check_fresh(batch: PendingBatch, version: int) -> None:
     """Zero staleness: ``batch`` must be completed at the parameter version that began it."""
     if batch.version != version:
         raise SelfPlayError(f"stale batch: begun at parameter version {batch.version}, completed at {version}")
 
 
-def collect(dataset: SelfPlayDataset, batch: PendingBatch, games: slice, log_p_theta: torch.Tensor,
-            v_theta: torch.Tensor, wdl_theta: torch.Tensor | None = None) -> Completion:
-    """Algorithm 1 lines 7–12 for the micro-batch ``games`` of ``batch``: sample, play, bootstrap.
+def collect(games: Games, batch: PendingBatch, rows: slice, log_p_theta: torch.Tensor, v_theta: torch.Tensor,
+            wdl_theta: torch.Tensor | None = None, *, generator: torch.Generator, version: int) -> Completion:
+    """Algorithm 1 lines 7–12 for the micro-batch ``rows`` of ``batch``: sample, play, bootstrap.
 
     ``log_p_theta`` (b, P) and ``v_theta`` (b,) are the online network's masked log-policy and
     score at s (detached here); ``wdl_theta`` (b, 3) its WDL probabilities, needed only when
-    τ(s) = H(p_θ(s)) (``temperature_wdl_source="online"``). Everything stays on their device except
-    the sampled policy slots, which go to the games.
+    τ(s) = H(p_θ(s)) (``temperature_wdl_source="online"``). ``generator`` draws a ~ μ; ``version`` is
+    the online parameters' version now. Everything stays on the networks' device except the sampled
+    policy slots, which go to the games.
     Raises :class:`SelfPlayError` if the parameters moved since the batch was begun.
     """
-    check_fresh(batch, dataset.networks.version())
+    check_fresh(batch, version)
     logp, v_theta = log_p_theta.detach(), v_theta.detach()
-    idx = range(batch.size)[games]
+    idx = range(batch.size)[rows]
     # Eq. 5, τ(s) = H(p_θ̄(s)): from the EMA's WDL when the batch was begun (τ ≡ 1 in the fixed arm),
     # or here from the online WDL (temperature_wdl_source="online")
     if batch.tau is not None:
-        tau = batch.tau[games]
+        tau = batch.tau[rows]
     elif wdl_theta is None:
         raise SelfPlayError("temperature_wdl_source='online' needs the online WDL at s: "
                             "pass wdl_theta to collect()")
     else:
-        tau = wdl_entropy(wdl_theta.detach())                                           # (b,)
+        tau = temperature(wdl_theta.detach(), "adaptive")                              # (b,)
     # Eq. 6: μ ∝ π_θ^{1/τ(s)} over the legal moves and a ~ μ (the compact legal layout, one uniform per row)
-    action, log_pi_a, log_mu_a = dataset.sample(logp, batch.legal[games], batch.legal_count[games], tau)
+    action, log_pi_a, log_mu_a = sample_action(logp, batch.legal[rows], batch.legal_count[rows], tau, generator)
     rho = importance_weight(log_pi_a, log_mu_a)                     # Eq. 12: ρ = min(1, π_θ/μ)
-    results = dataset.play(idx, action)                             # line 8: s' = T(s, a), results (CPU)
-    wdl_next = dataset.successor_wdl(idx, results)                  # line 8: p_θ̄(s'), the EMA pass
+    results = games.play(idx, action)                               # line 8: s' = T(s, a), results (CPU)
+    wdl_next = games.successor_wdl(idx, results)                    # line 8: p_θ̄(s'), the EMA pass
     terminal_result = results.to(wdl_next.device)
     target = value_target(wdl_next, terminal_result)  # App. E (line 10): p̂ = flip(p_θ̄(s')) or the result
     advantage = score(target) - v_theta            # Eq. 4: A = (1 − v_θ̄(s')) − v_θ(s) = score(p̂) − v_θ(s)
-    dataset.end_games(idx, results)                                 # line 12: finished games restart
+    games.end_games(idx, results)                                   # line 12: finished games restart
     return Completion(action, rho, advantage, target, terminal_result != RESULT_NONE, tau)
 
 
-def pdx_step(module: PDXModule, batch: PendingBatch) -> StepResult:
-    """Algorithm 1 lines 6–15 on this step's ``batch``: one ply of every game and one AdamW step."""
-    online, hp, step, device = module.online, module.hparams, module.global_step, module.device
-    beta = module.beta  # β of Eq. 7: hparams.beta, or what a BetaSchedule callback set for this step
-    opt, sched = module.optimizers(), module.lr_schedulers()
-    opt.zero_grad()
-    n, mb = batch.size, module.dataset.cfg.micro_batch
-    sums: dict[str, float] = {}
+# ---- lines 6–15 -----------------------------------------------------------------------------------
+@dataclass
+class StepResult:
+    """What one :func:`pdx_step` changed and measured."""
+
+    metrics: dict[str, float]  # loss terms and policy metrics, averaged over the micro-batches
+    rho: torch.Tensor         # (n,) ρ of every transition
+    advantage: torch.Tensor   # (n,) A of every transition
+    tau: torch.Tensor         # (n,) τ(s) of every transition
+    size: int                 # n, transitions (games) this rank stepped
+    version: int              # the online parameters' version after the step (one more than before)
+
+
+def pdx_step(batch: PendingBatch, *, online: torch.nn.Module, ema: torch.nn.Module,
+             optimizer: torch.optim.Optimizer, scheduler: torch.optim.lr_scheduler.LRScheduler,
+             backward: Callable[[torch.Tensor], None], config: StepConfig, beta: float,
+             generator: torch.Generator, games: Games, version: int, step: int) -> StepResult:
+    """Algorithm 1 lines 6–15 on this step's ``batch``: one ply of every game, one AdamW step, one EMA update.
+
+    ``backward`` back-propagates a loss (Lightning's ``manual_backward``: precision and DDP hooks);
+    ``optimizer``/``scheduler`` step θ and its learning rates; β weights the exploration term (a
+    BetaSchedule may change it per step); ``version`` is the online parameters' version that began
+    ``batch``; ``step`` the global step, named in error messages.
+    """
+    device = batch.x.device
+    optimizer.zero_grad()
+    n, mb = batch.size, config.micro_batch
+    metrics: dict[str, float] = {}
     rhos, advs, taus = [], [], []
     for start in range(0, n, mb):
-        games = slice(start, min(n, start + mb))
+        rows = slice(start, min(n, start + mb))
         # line 6: π_θ(·|s) and v_θ(s), with gradient (π_base(·|s) came with the batch)
-        x, mask = batch.x[games].to(device), batch.mask[games].to(device)
+        x, mask = batch.x[rows].to(device), batch.mask[rows].to(device)
         out = online(x)  # bfloat16 logits under bf16-mixed: the math below upcasts to float32
-        log_p_base = batch.log_p_base[games].to(device)
-        legal = batch.legal[games].to(device)
-        valid = legal_valid(legal, batch.legal_count[games])
+        log_p_base = batch.log_p_base[rows].to(device)
+        legal = batch.legal[rows].to(device)
+        valid = legal_valid(legal, batch.legal_count[rows])
         # the inputs on the legal moves (the compact layout: ≤ 218 columns, not 4,288)
         check_finite(step, {"online policy logits (π_θ)": (out.policy.gather(1, legal), valid),
                             "online WDL logits (p_θ)": out.wdl,
                             "π_base log-probabilities": (log_p_base.gather(1, legal), valid),
-                            **({} if batch.tau is None else {"τ(s) from the EMA's WDL": batch.tau[games]})})
+                            **({} if batch.tau is None else {"τ(s) from the EMA's WDL": batch.tau[rows]})})
         log_p = masked_log_softmax(out.policy, mask)  # log π_θ once: it samples a, enters the loss and metrics
         wdl_theta = torch.softmax(at_least_float32(out.wdl), dim=-1)                        # (b, 3)
         # p_θ(s) goes along only when τ(s) comes from it (temperature_wdl_source="online")
         online_tau = () if batch.tau is not None else (wdl_theta,)
         # lines 7–12 (collect, above): Eq. 5 τ, Eq. 6 μ and a, Eq. 12 ρ, s' and p_θ̄(s'), App. E p̂, Eq. 4 A
-        done = collect(module.dataset, batch, games, log_p, score(wdl_theta), *online_tau)
-        check_finite(step, {"advantage A": done.advantage, "importance weight ρ": done.rho,
-                            "value target p̂": done.target})
+        completion = collect(games, batch, rows, log_p, score(wdl_theta), *online_tau,
+                             generator=generator, version=version)
+        check_finite(step, {"advantage A": completion.advantage, "importance weight ρ": completion.rho,
+                            "value target p̂": completion.target})
         # Eq. 7: −E[ρ·A·log π_θ(a|s)] + β·E[R(π_θ, π_base)] + c_v·L_V (+ the optional base-WDL anchor)
-        loss = pdx_loss_from_log_probs(log_p, out.wdl, mask, action=done.action.to(device),
-                                       rho=done.rho.to(device), advantage=done.advantage.to(device),
-                                       wdl_target=done.target.to(device), log_p_base=log_p_base,
-                                       kind=hp.exploration, beta=beta, c_v=hp.c_v,
-                                       wdl_base=batch.wdl_base[games].to(device),
-                                       value_anchor_weight=hp.value_anchor)
+        loss = pdx_loss_terms(log_p, out.wdl, mask, action=completion.action.to(device),
+                              rho=completion.rho.to(device), advantage=completion.advantage.to(device),
+                              wdl_target=completion.target.to(device), log_p_base=log_p_base,
+                              exploration=config.exploration, beta=beta, c_v=config.c_v,
+                              wdl_base=batch.wdl_base[rows].to(device), value_anchor=config.value_anchor)
         check_finite(step, {f"loss/{name}": value for name, value in loss._asdict().items()})
-        frac = (games.stop - games.start) / n
-        module.manual_backward(loss.total * frac)  # gradients accumulate over the micro-batches
+        frac = (rows.stop - rows.start) / n
+        backward(loss.total * frac)  # gradients accumulate over the micro-batches
         terms = loss._asdict()
-        if not hp.value_anchor:  # off: Eq. 7's terms only, as the runs before the option logged
+        if not config.value_anchor:  # off: Eq. 7's terms only, as the runs before the option logged
             del terms["anchor"]
-        metrics = {**{"loss/" + k: v for k, v in terms.items()},
-                   **policy_metrics(gather_legal(log_p, legal, valid), gather_legal(log_p_base, legal, valid), valid)}
-        for name, value in metrics.items():
-            sums[name] = sums.get(name, 0.0) + float(value.detach()) * frac
-        rhos.append(done.rho)
-        advs.append(done.advantage)
-        taus.append(done.tau)
-    # line 14: one optimizer step on θ (clips first when grad_clip_norm is set: on_before_optimizer_step)
+        step_metrics = {**{"loss/" + k: v for k, v in terms.items()},
+                        **policy_metrics(gather_legal(log_p, legal, valid), gather_legal(log_p_base, legal, valid),
+                                         valid)}
+        for name, value in step_metrics.items():
+            metrics[name] = metrics.get(name, 0.0) + float(value.detach()) * frac
+        rhos.append(completion.rho)
+        advs.append(completion.advantage)
+        taus.append(completion.tau)
+    # line 14: one optimizer step on θ (grad_clip_norm clips inside it: clip_gradients, through Lightning's
+    # on_before_optimizer_step hook, which sees the gradients unscaled under 16-bit AMP)
     check_finite_gradients(step, online)
-    opt.step()
-    sched.step()
-    module.param_version += 1
-    # line 15, Eq. 11: θ̄ ← αθ̄ + (1−α)θ (α = hparams.ema_decay) is runtime.optim.ema_update, run by the
-    # EMAUpdate callback PDXModule registers (configure_callbacks) as soon as this step returns, before
-    # any checkpoint of the step is written and before the next batch is begun.
-    return StepResult(sums, torch.cat(rhos), torch.cat(advs), torch.cat(taus), n)
+    optimizer.step()
+    scheduler.step()
+    # line 15, Eq. 11: θ̄ ← αθ̄ + (1−α)θ, before any checkpoint of the step and before the next batch is begun
+    ema_update(ema, online, config.ema_decay)
+    return StepResult(metrics, torch.cat(rhos), torch.cat(advs), torch.cat(taus), n, version + 1)
+
+
+def clip_gradients(online: torch.nn.Module, max_norm: float | None) -> float | None:
+    """Clip the online gradients' total L2 norm to ``max_norm`` (None: no clipping, Table 2); their norm
+    before clipping, or None. Called inside line 14's optimizer step (``on_before_optimizer_step``)."""
+    if max_norm is None:
+        return None
+    return float(torch.nn.utils.clip_grad_norm_(online.parameters(), max_norm))
 
 
 @torch.no_grad()

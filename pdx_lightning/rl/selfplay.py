@@ -37,24 +37,20 @@ import torch
 from torch.utils.data import IterableDataset
 
 from pdx_lightning.chesscore.encoding import expand_packed
-from pdx_lightning.chesscore.game_pool import BACKENDS, Backend, open_pool, result_codes
+from pdx_lightning.chesscore.game_pool import BACKENDS, Backend, GamePool, open_pool, result_codes
 from pdx_lightning.chesscore.moves import POLICY_SIZE
 from pdx_lightning.chesscore.opening_files import read_opening_lines
-from pdx_lightning.chesscore.policy import gather_legal, legal_valid, sample_legal
+from pdx_lightning.chesscore.rules import DRAW, RESULT_NONE, WIN
 from pdx_lightning.nets.inference import evaluate
-from pdx_lightning.rl.objectives import DRAW, RESULT_NONE, WIN, tempered_log_probs, wdl_entropy
+from pdx_lightning.rl.errors import SelfPlayError
+from pdx_lightning.rl.pdx_step import PendingBatch, TemperatureMode, sample_action, temperature
 from pdx_lightning.runtime.progress import progress
 from pdx_lightning.runtime.ranks import rank_world
 
 
-TemperatureMode = Literal["adaptive", "fixed"]
 TEMPERATURE_MODES: tuple[str, ...] = TemperatureMode.__args__  # the sweep's temperature arms, in this order
 TemperatureSource = Literal["ema", "online"]
 TEMPERATURE_WDL_SOURCES: tuple[str, ...] = TemperatureSource.__args__
-
-
-class SelfPlayError(RuntimeError):
-    """Self-play used wrongly (a stale batch, a state of another shape, too few games for a rank)."""
 
 
 @dataclass(frozen=True)
@@ -116,7 +112,7 @@ class SelfPlayConfig:
             backend; 1 = in the training process's thread). The games are the same for every worker
             count. Worth raising where cores outnumber the network's threads (a GPU machine).
         worker_timeout_s: a worker that has not finished its shard of a batch call in this many seconds
-            stops the run with ``SelfPlayWorkerError`` (before the step's optimizer update; resume with
+            stops the run with ``ChessWorkerError`` (``chesscore.pool_interface``) (before the step's optimizer update; resume with
             ``--ckpt_path last``).
     """
 
@@ -171,25 +167,6 @@ def with_run_seed(config: SelfPlayConfig) -> SelfPlayConfig:
         raise SelfPlayError(f"PL_GLOBAL_SEED={seed!r} is not an integer seed (set --model.selfplay.seed)") from None
 
 
-@dataclass
-class PendingBatch:
-    """Positions s of this step, awaiting the online network's outputs; every tensor on the networks'
-    device."""
-
-    x: torch.Tensor           # (n, 112, 8, 8)
-    mask: torch.Tensor        # (n, 4288) bool
-    log_p_base: torch.Tensor  # (n, 4288)
-    tau: torch.Tensor | None  # (n,); None: τ(s) comes from the online WDL, in the step
-    version: int              # the parameter version that began the batch
-    wdl_base: torch.Tensor    # (n, 3) p_base(s), for the base-WDL value anchor
-    legal: torch.Tensor       # (n, L) int64 sorted legal policy indices, padded with the row's first
-    legal_count: torch.Tensor  # (n,) int64 legal moves per row (the valid columns of ``legal``)
-
-    @property
-    def size(self) -> int:
-        return self.x.shape[0]
-
-
 class SelfPlayDataset(IterableDataset):
     """This rank's share of N games, advanced one ply per yielded batch (infinite).
 
@@ -204,7 +181,7 @@ class SelfPlayDataset(IterableDataset):
         super().__init__()
         self.cfg = with_run_seed(config)
         self.networks = networks
-        self.pool = None  # made when iteration starts (the rank, hence the number of games, is known then)
+        self.pool: GamePool | None = None  # made when iteration starts (the rank, hence the number of games, is known then)
         self.stats = {"games_finished": 0, "white_win": 0, "draw": 0, "black_win": 0, "length_sum": 0}
         self._pending_state: dict | None = None
         # this rank's generators, seeded when iteration starts (the rank is known only then)
@@ -324,19 +301,8 @@ class SelfPlayDataset(IterableDataset):
         return x, mask, legal, count
 
     def _tau(self, wdl: torch.Tensor) -> torch.Tensor:
-        return wdl_entropy(wdl) if self.cfg.temperature == "adaptive" else torch.ones(wdl.shape[0], device=wdl.device)
-
-    def sample(self, log_p: torch.Tensor, legal: torch.Tensor, count: torch.Tensor,
-               tau: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Eq. 6, a ~ μ ∝ π^{1/τ(s)} over the legal moves, from the masked log-policy ``log_p`` (b, P): the
-        policy slots a (b,) and, in the compact legal layout, log π(a|s) and log μ(a|s) (b,). One uniform
-        per row from this rank's generator (on the CPU, so checkpoints carry it across devices)."""
-        valid = legal_valid(legal, count)
-        log_p_c = gather_legal(log_p, legal, valid)                                   # (b, L)
-        log_mu_c = tempered_log_probs(log_p_c, valid, tau)                            # (b, L)
-        u = torch.rand(log_p.shape[0], generator=self.gen).to(log_p.device, non_blocking=True)
-        col = sample_legal(log_mu_c, u)[:, None]
-        return legal.gather(1, col).squeeze(1), log_p_c.gather(1, col).squeeze(1), log_mu_c.gather(1, col).squeeze(1)
+        """τ(s) of the config's temperature arm (Eq. 5, :func:`~pdx_lightning.rl.pdx_step.temperature`)."""
+        return temperature(wdl, self.cfg.temperature)
 
     def _randomize(self, games: list[int], full_moves: list[int], desc: str | None = None) -> None:
         """Play ``full_moves[j]`` full moves from π_base (tempered in the adaptive arm) in ``games[j]``.
@@ -356,7 +322,7 @@ class SelfPlayDataset(IterableDataset):
                     return
                 x, mask, legal, count = self._positions(live)
                 logp, wdl = self._eval("base", x, mask)
-                actions = self.sample(logp, legal, count, self._tau(wdl))[0]
+                actions = sample_action(logp, legal, count, self._tau(wdl), self.gen)[0]
                 reason, _ = self.pool.play(live, actions.cpu().numpy())
                 for r, i in enumerate(live):
                     played[i] += 1

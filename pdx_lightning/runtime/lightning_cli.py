@@ -33,7 +33,7 @@ import warnings
 from typing import Any
 
 import torch
-from lightning.pytorch.callbacks import ModelCheckpoint, ProgressBar
+from lightning.pytorch.callbacks import Checkpoint, ModelCheckpoint, ProgressBar
 from lightning.pytorch.cli import LightningCLI
 from lightning.pytorch.plugins.io import CheckpointIO
 
@@ -169,7 +169,12 @@ class PDXLightningCLI(LightningCLI):
             kwargs["callbacks"] = [*callbacks, FitProgressBar()]
         trainer = super().instantiate_trainer(**kwargs)
         if not any(isinstance(cb, LogContinuity) for cb in trainer.callbacks):
-            trainer.callbacks.append(LogContinuity())
+            # Before the first checkpoint callback, explicitly: its on_train_batch_end must run before
+            # ModelCheckpoint writes the step's checkpoint (the order Lightning gives checkpoint callbacks,
+            # last, is not re-applied to a callback added after the Trainer was built)
+            cbs = trainer.callbacks
+            first_checkpoint = next((i for i, cb in enumerate(cbs) if isinstance(cb, Checkpoint)), len(cbs))
+            cbs.insert(first_checkpoint, LogContinuity())
         return trainer
 
     def _load_safely(self, subcommand: str) -> None:

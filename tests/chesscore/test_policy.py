@@ -1,4 +1,5 @@
-"""chess.policy is the one home of the policy math; rl.objectives re-exports it unchanged."""
+"""chesscore.policy is the one home of the policy math: rl.objectives uses it without re-exporting it,
+and the package root's ``forward_kl`` & co. are these objects."""
 from __future__ import annotations
 
 import math
@@ -6,6 +7,7 @@ import math
 import pytest
 import torch
 
+import pdx_lightning
 from pdx_lightning.chesscore import policy, rules
 from pdx_lightning.chesscore.moves import POLICY_SIZE
 from pdx_lightning.rl import objectives
@@ -14,13 +16,15 @@ SHARED = ("TAU_MIN", "masked_log_softmax", "entropy", "forward_kl", "reverse_kl"
           "wdl_entropy", "score", "flip_wdl")
 
 
-def test_rl_objectives_re_exports_the_same_objects():
+def test_policy_math_has_one_home():
     for name in SHARED:
-        assert getattr(objectives, name) is getattr(policy, name), name
+        assert name not in objectives.__all__, name
+        assert getattr(pdx_lightning, name) is getattr(policy, name), name
     for name in ("WIN", "DRAW", "LOSS", "RESULT_NONE"):
-        assert getattr(objectives, name) == getattr(rules, name)
+        assert name not in objectives.__all__, name
     assert (rules.WIN, rules.DRAW, rules.LOSS, rules.RESULT_NONE) == (0, 1, 2, -1)
     assert objectives.ObjectiveInputError is policy.PolicyInputError
+    assert pdx_lightning.pdx_loss is objectives.pdx_loss
 
 
 def test_policy_math_on_a_hand_example():

@@ -16,7 +16,7 @@ from pdx_lightning.evaluation.diagnostics import _ended, clustered_mean, policy_
 from pdx_lightning.evaluation.play import (PlayModeError, checkpoint_play_mode, play_distribution, play_log_probs,
                                           resolve_play_modes)
 from pdx_lightning.nets import load_model
-from pdx_lightning.rl.objectives import tempered_log_probs, wdl_entropy
+from pdx_lightning.chesscore.policy import tempered_log_probs, wdl_entropy
 
 NEG = float("-inf")
 

@@ -15,9 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pdx_lightning.rl.module import PDXModule
-from pdx_lightning.rl.objectives import (EXPLORATION_TERMS, TAU_MIN, ObjectiveInputError, entropy, forward_kl,
-                                      importance_weight, masked_log_softmax, pdx_loss, reverse_kl,
-                                      tempered_log_probs, value_loss, value_target, wdl_entropy)
+from pdx_lightning.chesscore.policy import TAU_MIN, entropy, forward_kl, masked_log_softmax, reverse_kl, tempered_log_probs, wdl_entropy
+from pdx_lightning.rl.objectives import EXPLORATION_TERMS, ObjectiveInputError, importance_weight, pdx_loss, value_loss, value_target
 from pdx_lightning.rl.selfplay import SelfPlayConfig
 
 torch.set_num_threads(1)
@@ -77,7 +76,7 @@ def test_single_legal_move_beta_one_every_term_is_finite_with_zero_kl(kind):
     assert (forward_kl(base, log_p, mask) == 0).all() and (reverse_kl(log_p, base, mask) == 0).all()
     assert (entropy(log_p, mask) == 0).all()
     loss = pdx_loss(logits, wdl_logits, mask, torch.full((3,), 4), torch.ones(3), torch.tensor([1.0, -1.0, 0.5]),
-                    torch.eye(3), base, kind=kind, beta=1.0, c_v=1.0)
+                    torch.eye(3), base, exploration=kind, beta=1.0, c_v=1.0)
     loss.total.backward()
     assert all(torch.isfinite(v) for v in loss)
     assert torch.isfinite(logits.grad).all() and torch.isfinite(wdl_logits.grad).all()
@@ -128,7 +127,7 @@ def test_loss_and_gradients_are_finite_for_extreme_inputs(inputs):
     v = torch.softmax(wdl_logits.detach(), -1)
     advantage = (target[:, 0] + 0.5 * target[:, 1]) - (v[:, 0] + 0.5 * v[:, 1])
     loss = pdx_loss(logits, wdl_logits, mask, action, rho, advantage, target, masked_log_softmax(base_logits, mask),
-                    kind=kind, beta=beta, c_v=1.0)
+                    exploration=kind, beta=beta, c_v=1.0)
     assert all(torch.isfinite(x) for x in loss), loss
     loss.total.backward()
     assert torch.isfinite(logits.grad).all() and torch.isfinite(wdl_logits.grad).all()

@@ -7,11 +7,10 @@ import torch.nn.functional as F
 from torch.testing import assert_close
 
 from pdx_lightning.chesscore.moves import POLICY_SIZE
-from pdx_lightning.rl.objectives import (
-    DRAW, EXPLORATION_TERMS, LOSS, RESULT_NONE, TAU_MIN, WIN, ObjectiveInputError,
-    UnknownExplorationTerm, entropy, exploration_term, flip_wdl, forward_kl, importance_weight,
-    masked_log_softmax, pdx_loss, pdx_loss_from_log_probs, ppo_clipped_surrogate, reverse_kl, score,
-    td_advantage, tempered_log_probs, value_anchor, value_loss, value_target, wdl_entropy)
+from pdx_lightning.chesscore.policy import TAU_MIN, entropy, flip_wdl, forward_kl, masked_log_softmax, reverse_kl, score, tempered_log_probs, wdl_entropy
+from pdx_lightning.chesscore.rules import DRAW, LOSS, RESULT_NONE, WIN
+from reference_math import ppo_clipped_surrogate, td_advantage
+from pdx_lightning.rl.objectives import EXPLORATION_TERMS, ObjectiveInputError, UnknownExplorationTerm, base_wdl_kl, exploration_term, importance_weight, pdx_loss, pdx_loss_from_log_probs, value_loss, value_target
 
 INF, LN2, LN3 = math.inf, math.log(2), math.log(3)
 F64 = torch.float64
@@ -260,13 +259,13 @@ def test_value_anchor_hand():
     # forward KL(p_base‖p_θ) = ½ln(½/⅓) + 2·¼ln(¼/⅓) = ½ln1.5 + ½ln0.75 = 0.0588915
     # reverse KL(p_θ‖p_base) = ⅓[ln(⅓/½) + 2ln(⅓/¼)] = ⅓[ln(2/3) + 2ln(4/3)] = 0.0566330
     base = T(0.5, 0.25, 0.25, 1 / 3, 1 / 3, 1 / 3).view(2, 3)  # second row: p_base = p_θ, KL = 0
-    fwd = value_anchor(torch.zeros(2, 3, dtype=F64), base)
-    rev = value_anchor(torch.zeros(2, 3, dtype=F64), base, reverse=True)
+    fwd = base_wdl_kl(torch.zeros(2, 3, dtype=F64), base)
+    rev = base_wdl_kl(torch.zeros(2, 3, dtype=F64), base, reverse=True)
     assert fwd.tolist() == pytest.approx([0.5 * math.log(1.5) + 0.5 * math.log(0.75), 0.0], abs=1e-12)
     assert rev.tolist() == pytest.approx([(math.log(2 / 3) + 2 * math.log(4 / 3)) / 3, 0.0], abs=1e-12)
     assert fwd[0].item() == pytest.approx(0.0588915, abs=1e-7) and rev[0].item() == pytest.approx(0.0566330, abs=1e-7)
     # a base outcome of probability 0 contributes 0 forward (0·log 0), no NaN
-    assert value_anchor(torch.zeros(1, 3), torch.tensor([[0.5, 0.5, 0.0]])).item() == pytest.approx(math.log(1.5))
+    assert base_wdl_kl(torch.zeros(1, 3), torch.tensor([[0.5, 0.5, 0.0]])).item() == pytest.approx(math.log(1.5))
 
 
 def test_value_anchor_matches_loop_and_its_gradient_reaches_only_the_online_head():
@@ -275,7 +274,7 @@ def test_value_anchor_matches_loop_and_its_gradient_reaches_only_the_online_head
     p_base = zb.softmax(-1).requires_grad_()  # as if carrying grad: must be treated as a constant
     logits = z.clone().requires_grad_()
     for reverse in (False, True):
-        out = value_anchor(logits, p_base, reverse=reverse)
+        out = base_wdl_kl(logits, p_base, reverse=reverse)
         ref = []
         for zr, br in zip(z.tolist(), p_base.tolist()):  # one state at a time, python floats
             lp = ref_log_softmax(zr, [1] * 3)
@@ -283,7 +282,7 @@ def test_value_anchor_matches_loop_and_its_gradient_reaches_only_the_online_head
             ref.append(sum(pi * (lpi - math.log(bi)) for pi, lpi, bi in zip(p, lp, br)) if reverse
                        else sum(bi * (math.log(bi) - lpi) for bi, lpi in zip(br, lp)))
         assert_close(out, torch.tensor(ref, dtype=F64))
-    value_anchor(logits, p_base).sum().backward()
+    base_wdl_kl(logits, p_base).sum().backward()
     assert p_base.grad is None and torch.isfinite(logits.grad).all() and logits.grad.abs().sum() > 0
     # d/dz KL(p_base‖softmax z) = softmax z − p_base
     assert_close(logits.grad, z.softmax(-1) - p_base.detach())
@@ -295,16 +294,16 @@ def test_pdx_loss_adds_the_anchor_weighted_by_c_v_times_w_in_the_arms_direction(
     p_base = torch.randn(5, 3, generator=g, dtype=F64).softmax(-1)
     wdl = args[1]
     for kind in EXPLORATION_TERMS:
-        off = pdx_loss(*args, kind=kind, beta=0.3, c_v=0.7)
-        on = pdx_loss(*args, kind=kind, beta=0.3, c_v=0.7, wdl_base=p_base, value_anchor_weight=0.1)
-        anchor = value_anchor(wdl, p_base, reverse=kind == "reverse_kl").mean()
+        off = pdx_loss(*args, exploration=kind, beta=0.3, c_v=0.7)
+        on = pdx_loss(*args, exploration=kind, beta=0.3, c_v=0.7, wdl_base=p_base, value_anchor=0.1)
+        anchor = base_wdl_kl(wdl, p_base, reverse=kind == "reverse_kl").mean()
         assert off.anchor.item() == 0 and on.anchor.item() == pytest.approx(anchor.item()) and anchor > 0
         assert on.total.item() == pytest.approx(off.total.item() + 0.7 * 0.1 * anchor.item())
         assert on[1:4] == off[1:4]  # Eq. 7's terms unchanged
     with pytest.raises(ValueError, match="needs wdl_base"):
-        pdx_loss(*args, beta=0.3, c_v=0.7, value_anchor_weight=0.1)
+        pdx_loss(*args, beta=0.3, c_v=0.7, value_anchor=0.1)
     with pytest.raises(ValueError, match=r"value_anchor .* >= 0, got -0.1"):
-        pdx_loss(*args, beta=0.3, c_v=0.7, wdl_base=p_base, value_anchor_weight=-0.1)
+        pdx_loss(*args, beta=0.3, c_v=0.7, wdl_base=p_base, value_anchor=-0.1)
 
 
 # ---- the total loss -------------------------------------------------------------------------
@@ -323,7 +322,7 @@ def test_pdx_loss_hand():
     zeros = torch.zeros(1, 3, dtype=F64)  # policy logits, WDL logits
     out = pdx_loss(zeros, zeros.clone(), torch.ones(1, 3, dtype=torch.bool),
                    torch.tensor([2]), T(0.5), T(0.2), T(1, 0, 0)[None], T(0.5, 0.5, 0).log()[None],
-                   kind="forward_kl", beta=0.1, c_v=2.0)
+                   exploration="forward_kl", beta=0.1, c_v=2.0)
     expect = (0.1 * LN3 + 0.1 * math.log(1.5) + LN3, 0.1 * LN3, math.log(1.5), 0.5 * LN3, 0.0)  # no anchor
     assert [x.item() for x in out] == pytest.approx(expect, rel=1e-6)
 
@@ -332,9 +331,9 @@ def test_pdx_loss_hand():
 def test_pdx_loss_from_log_probs_is_pdx_loss_of_the_logits_with_the_same_gradient(kind):
     logits, wdl, mask, action, rho, adv, tgt, base = _loss_inputs(3)
     a, b = logits.clone().requires_grad_(True), logits.clone().requires_grad_(True)
-    ref = pdx_loss(a, wdl, mask, action, rho, adv, tgt, base, kind=kind, beta=0.3, c_v=0.7)
+    ref = pdx_loss(a, wdl, mask, action, rho, adv, tgt, base, exploration=kind, beta=0.3, c_v=0.7)
     out = pdx_loss_from_log_probs(masked_log_softmax(b, mask), wdl, mask, action, rho, adv, tgt, base,
-                                  kind=kind, beta=0.3, c_v=0.7)
+                                  exploration=kind, beta=0.3, c_v=0.7)
     for x, y in zip(ref, out):
         assert_close(x, y)
     ref.total.backward()
@@ -345,7 +344,7 @@ def test_pdx_loss_from_log_probs_is_pdx_loss_of_the_logits_with_the_same_gradien
 @pytest.mark.parametrize("kind", EXPLORATION_TERMS)
 def test_pdx_loss_matches_loop(kind):
     logits, wdl, mask, action, rho, adv, tgt, base = _loss_inputs(7)
-    out = pdx_loss(logits, wdl, mask, action, rho, adv, tgt, base, kind=kind, beta=0.3, c_v=0.7)
+    out = pdx_loss(logits, wdl, mask, action, rho, adv, tgt, base, exploration=kind, beta=0.3, c_v=0.7)
     pol = ex = val = 0.0
     for i, lp_ in enumerate(masked_log_softmax(logits, mask).tolist()):  # one position at a time
         legal, lb = mask[i].tolist(), base[i].tolist()
@@ -367,7 +366,7 @@ def test_no_gradient_through_constants(kind):
         lg, wl = logits.clone().requires_grad_(), wdl.clone().requires_grad_()
         c = consts if live else [x.detach() for x in consts]
         lb = masked_log_softmax(base_logits, mask) if live else base
-        pdx_loss(lg, wl, mask, action, *c, lb, kind=kind, beta=0.3, c_v=0.7).total.backward()
+        pdx_loss(lg, wl, mask, action, *c, lb, exploration=kind, beta=0.3, c_v=0.7).total.backward()
         assert torch.isfinite(lg.grad).all() and (lg.grad[~mask] == 0).all()
         grads.append((lg.grad, wl.grad))
     assert all(x.grad is None for x in [*consts, base_logits])
@@ -377,7 +376,7 @@ def test_no_gradient_through_constants(kind):
 def test_single_step_ppo_reduction():
     logits, wdl, mask, action, rho, adv, tgt, base = _loss_inputs(9)
     logits.requires_grad_()
-    eq14 = pdx_loss(logits, wdl, mask, action, rho, adv, tgt, base, kind="none", beta=0.0, c_v=0.0)
+    eq14 = pdx_loss(logits, wdl, mask, action, rho, adv, tgt, base, exploration="none", beta=0.0, c_v=0.0)
     (g14,) = torch.autograd.grad(eq14.total, logits)
     log_pi = masked_log_softmax(logits, mask).gather(1, action[:, None]).squeeze(1)  # (5,)
     for eps in (0.01, 0.2):  # r ≡ 1: clip inert, same gradient for every ε
@@ -397,20 +396,20 @@ def test_ppo_clipped_surrogate_hand():
 
 def test_every_exploration_kind_changes_the_loss():
     args = _loss_inputs(10)
-    base = pdx_loss(*args, kind="none", beta=0.3, c_v=0.7)
+    base = pdx_loss(*args, exploration="none", beta=0.3, c_v=0.7)
     assert base.explore.item() == 0
     for kind in EXPLORATION_TERMS[1:]:
-        out = pdx_loss(*args, kind=kind, beta=0.3, c_v=0.7)
+        out = pdx_loss(*args, exploration=kind, beta=0.3, c_v=0.7)
         assert out.total.item() != pytest.approx(base.total.item()) and out.explore.item() != 0
-        assert pdx_loss(*args, kind=kind, beta=0.6, c_v=0.7).total != out.total  # β acts too
-    assert pdx_loss(*args, kind="none", beta=0.3, c_v=0.0).total != base.total  # c_v acts
+        assert pdx_loss(*args, exploration=kind, beta=0.6, c_v=0.7).total != out.total  # β acts too
+    assert pdx_loss(*args, exploration="none", beta=0.3, c_v=0.0).total != base.total  # c_v acts
 
 
 def test_bad_configuration_raises_named_errors():
     args = _loss_inputs(11)
     logits, wdl, mask, action, *rest = args
     for call in (lambda: exploration_term("kl", logits, rest[-1], mask),
-                 lambda: pdx_loss(*args, kind="kl", beta=0.1, c_v=1.0)):
+                 lambda: pdx_loss(*args, exploration="kl", beta=0.1, c_v=1.0)):
         with pytest.raises(UnknownExplorationTerm, match="'kl'; valid terms: none, entropy, reverse_kl"):
             call()
     with pytest.raises(ValueError, match=r"beta .* >= 0, got -0.1"):

@@ -10,6 +10,10 @@ import lightning as L
 import pytest
 import torch
 
+import reference_math
+
+from pdx_lightning.chesscore import policy
+from pdx_lightning.chesscore.rules import RESULT_NONE
 from pdx_lightning.rl import objectives as O
 from pdx_lightning.rl.module import PDXModule
 from pdx_lightning.rl.selfplay import SelfPlayConfig
@@ -25,7 +29,7 @@ def _inputs(b: int = 6, seed: int = 0) -> dict:
     logits = 3.0 * torch.randn(b, P, generator=g)
     base_logits = 3.0 * torch.randn(b, P, generator=g)
     action = torch.multinomial(torch.where(mask, 1.0, 0.0), 1, generator=g).squeeze(1)
-    return {"logits": logits, "mask": mask, "log_p_base": O.masked_log_softmax(base_logits, mask),
+    return {"logits": logits, "mask": mask, "log_p_base": policy.masked_log_softmax(base_logits, mask),
             "wdl": torch.randn(b, 3, generator=g), "action": action,
             "rho": torch.rand(b, generator=g), "advantage": torch.randn(b, generator=g) * 0.3,
             "target": torch.softmax(torch.randn(b, 3, generator=g), -1)}
@@ -36,27 +40,27 @@ def test_every_objective_returns_float32_for_half_precision_inputs(half):
     """bf16/fp16 logits in, float32 out: each function upcasts before its log-softmax, sum or exp."""
     t = _inputs()
     lo, mask = t["logits"].to(half), t["mask"]
-    lp = O.masked_log_softmax(lo, mask)
+    lp = policy.masked_log_softmax(lo, mask)
     assert lp.dtype == torch.float32
     lp_half, base_half = lp.to(half), t["log_p_base"].to(half)
     wdl_half = torch.softmax(t["wdl"], -1).to(half)
-    outs = {"entropy": O.entropy(lp_half, mask), "forward_kl": O.forward_kl(base_half, lp_half, mask),
-            "reverse_kl": O.reverse_kl(lp_half, base_half, mask), "wdl_entropy (τ)": O.wdl_entropy(wdl_half),
-            "score": O.score(wdl_half),
-            "tempered": O.tempered_log_probs(lp_half, mask, O.wdl_entropy(wdl_half)),
+    outs = {"entropy": policy.entropy(lp_half, mask), "forward_kl": policy.forward_kl(base_half, lp_half, mask),
+            "reverse_kl": policy.reverse_kl(lp_half, base_half, mask), "wdl_entropy (τ)": policy.wdl_entropy(wdl_half),
+            "score": policy.score(wdl_half),
+            "tempered": policy.tempered_log_probs(lp_half, mask, policy.wdl_entropy(wdl_half)),
             "importance_weight": O.importance_weight(lp_half[:, 0], lp_half[:, 0] - 0.5),
-            "td_advantage": O.td_advantage(O.score(wdl_half).to(half), O.score(wdl_half).to(half)),
-            "value_target": O.value_target(wdl_half, torch.full((6,), O.RESULT_NONE)),
+            "td_advantage": reference_math.td_advantage(policy.score(wdl_half).to(half), policy.score(wdl_half).to(half)),
+            "value_target": O.value_target(wdl_half, torch.full((6,), RESULT_NONE)),
             "value_loss": O.value_loss(t["wdl"].to(half), t["target"].to(half), t["rho"].to(half)),
-            "ppo": O.ppo_clipped_surrogate(lp_half[:, 0], lp_half[:, 0], t["advantage"].to(half))}
+            "ppo": reference_math.ppo_clipped_surrogate(lp_half[:, 0], lp_half[:, 0], t["advantage"].to(half))}
     for kind in O.EXPLORATION_TERMS:
         outs[f"exploration_term[{kind}]"] = O.exploration_term(kind, lp_half, base_half, mask)
         loss = O.pdx_loss(lo, t["wdl"].to(half), mask, t["action"], t["rho"].to(half),
                           t["advantage"].to(half), t["target"].to(half), base_half,
-                          kind=kind, beta=0.1, c_v=0.2)
+                          exploration=kind, beta=0.1, c_v=0.2)
         outs.update({f"pdx_loss[{kind}].{k}": v for k, v in loss._asdict().items()})
     assert {k: v.dtype for k, v in outs.items()} == {k: torch.float32 for k in outs}
-    assert O.masked_log_softmax(t["logits"].double(), mask).dtype == torch.float64  # wider stays wider
+    assert policy.masked_log_softmax(t["logits"].double(), mask).dtype == torch.float64  # wider stays wider
 
 
 def test_the_loss_on_bf16_logits_is_the_float32_loss_of_the_rounded_logits():
@@ -65,7 +69,7 @@ def test_the_loss_on_bf16_logits_is_the_float32_loss_of_the_rounded_logits():
     gradient reaches the bf16 logits in float32 precision (finite, same sign pattern)."""
     t = _inputs(b=16, seed=3)
     for kind in O.EXPLORATION_TERMS:
-        kw = dict(kind=kind, beta=0.1, c_v=0.2)
+        kw = dict(exploration=kind, beta=0.1, c_v=0.2)
         args = (t["mask"], t["action"], t["rho"], t["advantage"], t["target"], t["log_p_base"])
         lo16 = t["logits"].bfloat16().requires_grad_(True)
         wdl16 = t["wdl"].bfloat16()

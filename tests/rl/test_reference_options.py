@@ -30,11 +30,17 @@ from pdx_lightning.chesscore.rules import RESULT_NONE
 from pdx_lightning.nets import load_model
 from pdx_lightning.nets.inference import evaluate_boards
 from pdx_lightning.rl.module import PDXModule
-from pdx_lightning.rl.objectives import EXPLORATION_TERMS, masked_log_softmax, pdx_loss, wdl_entropy
-from pdx_lightning.rl.pdx_step import collect
+from pdx_lightning.chesscore.policy import masked_log_softmax, wdl_entropy
+from pdx_lightning.rl.objectives import EXPLORATION_TERMS, pdx_loss
+from pdx_lightning.rl import pdx_step
 from pdx_lightning.rl.selfplay import SelfPlayConfig, SelfPlayDataset, SelfPlayError, SelfPlayNetworks
 
 torch.set_num_threads(1)
+
+
+def collect(ds, *args):
+    """``pdx_step.collect`` on the dataset's games, sampler generator and parameter version, as the step passes them."""
+    return pdx_step.collect(ds, *args, generator=ds.gen, version=ds.networks.version())
 ROOT = Path(__file__).resolve().parents[2]
 FAST = dict(lr_backbone=1e-3, lr_final_block=1e-3, lr_policy_head=1e-3, lr_value_head=1e-3, warmup_steps=1)
 F64 = torch.float64
@@ -115,8 +121,8 @@ def test_temperature_wdl_source_online_takes_tau_from_the_online_wdl_and_skips_t
         boards = [b.copy() for b in ds.boards]
         logp, wdl = evaluate_boards(online, boards)
         assert_close(batch.wdl_base, evaluate_boards(base, boards)[1])   # p_base(s) rides along
-        done = collect(ds, batch, slice(0, 6), logp, wdl[:, 0] + wdl[:, 1] / 2, wdl)
-        taus[source] = (batch.tau, done.tau, wdl_entropy(wdl), wdl_entropy(evaluate_boards(ema, boards)[1]))
+        completion = collect(ds, batch, slice(0, 6), logp, wdl[:, 0] + wdl[:, 1] / 2, wdl)
+        taus[source] = (batch.tau, completion.tau, wdl_entropy(wdl), wdl_entropy(evaluate_boards(ema, boards)[1]))
         if source == "ema":
             assert calls == ["base", "ema", "ema"]                # base(s), ema(s), ema(s')
         else:
@@ -399,8 +405,8 @@ def test_pdx_loss_with_the_reference_options_matches_the_reference_step_loss(kin
     total = 0.0
     for sl in (slice(0, 4), slice(4, 8)):
         out = pdx_loss(z[sl], w[sl], mask[sl], action[sl], rho[sl], adv[sl], target[sl],
-                       base_policy[sl].log(), kind=kind, beta=beta, c_v=c_v, wdl_base=base_wdl[sl],
-                       value_anchor_weight=w_base)
+                       base_policy[sl].log(), exploration=kind, beta=beta, c_v=c_v, wdl_base=base_wdl[sl],
+                       value_anchor=w_base)
         total = total + out.total * 0.5
     total.backward()
     h_target = -(target * torch.where(target > 0, target.log(), torch.zeros_like(target))).sum(-1)
@@ -416,6 +422,6 @@ def test_pdx_loss_with_the_reference_options_matches_the_reference_step_loss(kin
     assert_close(w.grad, w_ref.grad, rtol=1e-6, atol=tol)
     # and the anchor is what closes the gap: without it pdx's gradient differs
     w_off = wdl.clone().requires_grad_()
-    pdx_loss(logits, w_off, mask, action, rho, adv, target, base_policy.log(), kind=kind, beta=beta,
+    pdx_loss(logits, w_off, mask, action, rho, adv, target, base_policy.log(), exploration=kind, beta=beta,
              c_v=c_v).total.backward()
     assert (w_off.grad - w.grad).abs().max() > 1e-4

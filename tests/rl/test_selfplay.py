@@ -13,11 +13,16 @@ from pdx_lightning.chesscore.encoding import GameHistory
 from pdx_lightning.chesscore.moves import POLICY_SIZE, index_to_move, move_to_index
 from pdx_lightning.nets import load_model
 from pdx_lightning.nets.inference import evaluate_boards
-from pdx_lightning.rl.objectives import score, wdl_entropy
-from pdx_lightning.rl.pdx_step import collect
+from pdx_lightning.chesscore.policy import score, wdl_entropy
+from pdx_lightning.rl import pdx_step
 from pdx_lightning.rl.selfplay import SelfPlayConfig, SelfPlayDataset, SelfPlayError, SelfPlayNetworks
 
 torch.set_num_threads(1)
+
+
+def collect(ds, *args):
+    """``pdx_step.collect`` on the dataset's games, sampler generator and parameter version, as the step passes them."""
+    return pdx_step.collect(ds, *args, generator=ds.gen, version=ds.networks.version())
 LN3 = math.log(3)
 # value-head output biases (W, D, L logits) that make the three networks' WDLs far apart
 BIAS = {"online": (0.3, 1.0, -0.2), "ema": (1.5, 0.0, -1.0), "base": (-1.0, 0.5, 1.5)}
@@ -113,20 +118,20 @@ def test_non_terminal_target_is_the_flipped_ema_wdl_at_the_successor_and_advanta
     batch = next(it)
     before = [b.copy() for b in ds.boards]
     logp, v_theta = online_outputs(nets["online"], before)
-    done = collect(ds, batch, slice(0, 6), logp, v_theta)
-    assert not done.terminal.any()
+    completion = collect(ds, batch, slice(0, 6), logp, v_theta)
+    assert not completion.terminal.any()
     after = []
-    for b, a in zip(before, done.action.tolist()):
+    for b, a in zip(before, completion.action.tolist()):
         b.push(index_to_move(a, b))
         after.append(b)
     assert [b.move_stack for b in ds.boards] == [b.move_stack for b in after]
     p_next = evaluate_boards(nets["ema"], after)[1]                       # p_θ̄(s'), side to move at s'
-    assert_close(done.target, p_next[:, [2, 1, 0]])                       # p̂ = flip(p_θ̄(s')) = (L, D, W)
-    assert (done.target[:, 0] - p_next[:, 0]).abs().min() > 1e-2         # the flip matters here
-    assert_close(done.advantage, (1 - score(p_next)) - v_theta)   # A = (1 − v_θ̄(s')) − v_θ(s), Eq. 4
+    assert_close(completion.target, p_next[:, [2, 1, 0]])                       # p̂ = flip(p_θ̄(s')) = (L, D, W)
+    assert (completion.target[:, 0] - p_next[:, 0]).abs().min() > 1e-2         # the flip matters here
+    assert_close(completion.advantage, (1 - score(p_next)) - v_theta)   # A = (1 − v_θ̄(s')) − v_θ(s), Eq. 4
     for other in ("online", "base"):                                      # v(s') is the EMA's, not another's
         v_other = score(evaluate_boards(nets[other], after)[1])
-        assert ((1 - v_other) - v_theta - done.advantage).abs().min() > 1e-2
+        assert ((1 - v_other) - v_theta - completion.advantage).abs().min() > 1e-2
 
 
 # White mates, Black mates, stalemate, and a game that goes on, in one micro-batch
@@ -147,13 +152,13 @@ def test_terminal_rows_take_the_true_result_from_the_movers_view_for_either_colo
     v_theta = torch.tensor([0.9, 0.2, 0.7, 0.4])
     successor = chess.Board(GOES_ON[0])
     successor.push_uci(GOES_ON[1])
-    done = collect(ds, batch, slice(0, 4), logp, v_theta)
-    assert done.terminal.tolist() == [True, True, True, False]
-    assert done.target[:3].tolist() == [[1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]  # mover's view
+    completion = collect(ds, batch, slice(0, 4), logp, v_theta)
+    assert completion.terminal.tolist() == [True, True, True, False]
+    assert completion.target[:3].tolist() == [[1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]  # mover's view
     p_next = evaluate_boards(nets["ema"], [successor])[1][0]
-    assert_close(done.target[3], p_next.flip(0))
+    assert_close(completion.target[3], p_next.flip(0))
     expect = torch.tensor([1.0 - 0.9, 1.0 - 0.2, 0.5 - 0.7, (1 - score(p_next)).item() - 0.4])
-    assert_close(done.advantage, expect)                                  # A = score(p̂) − v_θ(s)
+    assert_close(completion.advantage, expect)                                  # A = score(p̂) − v_θ(s)
     assert (ds.stats["white_win"], ds.stats["black_win"], ds.stats["draw"]) == (1, 1, 1)
     assert [b.fen() for b in ds.boards[:3]] == [chess.STARTING_FEN] * 3   # finished games restart
     assert ds.boards[3].fen() == successor.fen()
@@ -168,13 +173,13 @@ def test_game_reaching_the_ply_cap_is_a_draw_and_bootstrap_option_keeps_the_ema_
             b.push_uci(uci)
         set_position(ds, 0, b.copy())
         batch = next(it)
-        done = collect(ds, batch, slice(0, 1), forced(batch, ds, {0: "f3g1"}), torch.tensor([0.5]))
-        assert done.terminal.item() is terminal
+        completion = collect(ds, batch, slice(0, 1), forced(batch, ds, {0: "f3g1"}), torch.tensor([0.5]))
+        assert completion.terminal.item() is terminal
         if terminal:
-            assert done.target[0].tolist() == [0.0, 1.0, 0.0]
+            assert completion.target[0].tolist() == [0.0, 1.0, 0.0]
         else:
             b.push_uci("f3g1")
-            assert_close(done.target[0], evaluate_boards(nets["ema"], [b])[1][0].flip(0))
+            assert_close(completion.target[0], evaluate_boards(nets["ema"], [b])[1][0].flip(0))
         assert ds.stats["draw"] == 1 and len(ds.boards[0].move_stack) == 0  # restarted either way
     assert SelfPlayConfig().max_plies == 512
 
@@ -187,8 +192,8 @@ def test_claimed_threefold_is_a_draw(nets):
         b.push_uci(uci)
     set_position(ds, 0, b)
     batch = next(it)
-    done = collect(ds, batch, slice(0, 1), forced(batch, ds, {0: "f6g8"}), torch.tensor([0.5]))
-    assert done.terminal.item() and done.target[0].tolist() == [0.0, 1.0, 0.0]
+    completion = collect(ds, batch, slice(0, 1), forced(batch, ds, {0: "f6g8"}), torch.tensor([0.5]))
+    assert completion.terminal.item() and completion.target[0].tolist() == [0.0, 1.0, 0.0]
 
 
 def _play(it, ds, steps, n):
@@ -216,8 +221,8 @@ def test_fixed_temperature_gives_unit_tau_and_rho_one(nets):
     batch = next(it)
     assert torch.all(batch.tau == 1)
     logp = torch.log_softmax(torch.where(batch.mask, torch.randn(batch.mask.shape), float("-inf")), 1)
-    done = collect(ds, batch, slice(0, 4), logp, torch.zeros(4))
-    assert torch.allclose(done.rho, torch.ones(4))
+    completion = collect(ds, batch, slice(0, 4), logp, torch.zeros(4))
+    assert torch.allclose(completion.rho, torch.ones(4))
 
 
 def test_adaptive_temperature_sharpens_and_rho_below_one_on_favoured_moves():
@@ -241,8 +246,8 @@ def test_adaptive_temperature_sharpens_and_rho_below_one_on_favoured_moves():
     mu = torch.softmax(logits / tau, 0)                    # Eq. 6 by hand
     h = lambda p: -(p[legal] * p[legal].log()).sum()       # noqa: E731
     assert h(mu) < h(pi) and mu.max() > pi.max()           # sharper
-    done = collect(ds, batch, slice(0, n), logp, torch.zeros(n))
-    a = done.action
+    completion = collect(ds, batch, slice(0, n), logp, torch.zeros(n))
+    a = completion.action
     assert batch.mask[torch.arange(n), a].all()
     top = legal[-1]
     freq = (a == top).float().mean().item()
@@ -251,8 +256,8 @@ def test_adaptive_temperature_sharpens_and_rho_below_one_on_favoured_moves():
     assert abs(freq - pi[top].item()) > 8 * sd             # ... not π_θ
     favoured = mu[a] > pi[a]
     assert favoured.any() and (~favoured).any()            # both kinds of move were sampled
-    assert torch.equal(done.rho < 1, favoured)             # ρ < 1 exactly where μ favours the move
-    assert_close(done.rho, torch.clamp(pi[a] / mu[a], max=1.0))
+    assert torch.equal(completion.rho < 1, favoured)             # ρ < 1 exactly where μ favours the move
+    assert_close(completion.rho, torch.clamp(pi[a] / mu[a], max=1.0))
 
 
 def test_restart_policies(nets, tmp_path):

@@ -13,7 +13,7 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 
 from pdx_lightning.chesscore import native_core
 from pdx_lightning.chesscore.native_core import NativeCore
-from pdx_lightning.chesscore.native_pool import SelfPlayWorkerError
+from pdx_lightning.chesscore.pool_interface import ChessWorkerError
 from pdx_lightning.rl.module import PDXModule
 from pdx_lightning.rl.selfplay import SelfPlayConfig
 
@@ -66,7 +66,7 @@ def test_a_failing_or_hung_worker_stops_the_step_and_last_resumes_exactly(tmp_pa
     L.seed_everything(0)
     broken = _module(timeout=0.3)
     why = "failed: injected fault" if fault == "raises" else "did not finish within 0.3 s"
-    with pytest.raises(SelfPlayWorkerError, match=rf"chess worker 1 \(games 3\.\.5\) {why}"):
+    with pytest.raises(ChessWorkerError, match=rf"chess worker 1 \(games 3\.\.5\) {why}"):
         _fit(broken, 5, ckpt_dir=tmp_path, callbacks=[Arm(3, armed)])
     assert broken.param_version == 3                   # no optimizer step for the failed one
     monkeypatch.setattr(NativeCore, "play", real_play)

@@ -1,0 +1,113 @@
+"""Bit-level fingerprint of a few real ``pdx fit`` steps per arm: metrics, games, weights, RNG.
+
+A refactor that claims to change no behaviour runs this before and after and compares the two JSON
+files: every logged metric (exact float text), every game's moves, every tensor of the online, EMA
+and frozen networks and of AdamW's state, and the self-play generators' states must be identical.
+
+    .venv/bin/python tests/fingerprint_steps.py OUT.json [--steps 3]
+
+Each arm is the tiny default fit (``tests/tiny_fit.py``: the random tiny network, 4 games) run for
+``--steps`` steps in a fresh directory on one thread. Bit-identity holds for one machine, torch
+build and thread count; the JSON records the torch version and the platform it was made on.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tiny_fit import CONF, tiny_fit_args  # noqa: E402
+
+ARMS: dict[str, list[str]] = {
+    "none": ["--model.exploration", "none"],
+    "entropy": ["--model.exploration", "entropy"],
+    "forward_kl": ["--model.exploration", "forward_kl"],
+    "reverse_kl": ["--model.exploration", "reverse_kl"],
+    "forward_kl-fixed": ["--model.exploration", "forward_kl", "--model.selfplay.temperature", "fixed"],
+    "forward_kl-reference": ["--model.exploration", "forward_kl", "--model.value_anchor", "0.5",
+                             "--model.selfplay.temperature_wdl_source", "online"],
+}
+
+
+def _digest(obj: object) -> str:
+    """sha256 of a tensor's bytes, or of a canonical rendering of anything else."""
+    h = hashlib.sha256()
+    if isinstance(obj, torch.Tensor):
+        t = obj.detach().cpu().contiguous().reshape(-1)
+        h.update(f"{t.dtype}{tuple(t.shape)}".encode())
+        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    else:
+        h.update(repr(obj).encode())
+    return h.hexdigest()[:16]
+
+
+def _metric(name: str, value: str) -> str:
+    """A logged value as compared: exact text, except the puzzle callback's scores, which vary in their
+    ~10th significant digit between two runs of the same code (float summation order in the scorer), so
+    they are compared to 8 significant digits. Timings (``perf/``, ``time/``) are left out."""
+    if name.startswith(("puzzles/", "mates/")):
+        return f"{float(value):.8g}"
+    return value
+
+
+def _optimizer_digest(states: list[dict]) -> str:
+    h = hashlib.sha256()
+    for opt in states:
+        for key in sorted(opt["state"]):
+            for name, value in sorted(opt["state"][key].items()):
+                h.update(f"{key}{name}{_digest(value)}".encode())
+        h.update(repr([{k: v for k, v in g.items() if k != "params"} for g in opt["param_groups"]]).encode())
+    return h.hexdigest()[:16]
+
+
+def fingerprint_arm(flags: list[str], steps: int, work: Path) -> dict:
+    """Run the tiny fit with ``flags`` for ``steps`` steps in ``work``; fingerprint what it left."""
+    cmd = [sys.executable, "-m", "pdx_lightning.cli", "fit", "--config", CONF, *tiny_fit_args(steps), *flags,
+           "--trainer.logger", "lightning.pytorch.loggers.CSVLogger", "--trainer.logger.save_dir", str(work),
+           "--trainer.logger.name", "fp", "--trainer.default_root_dir", str(work)]
+    env = {**os.environ, "PDX_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"pdx fit failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    ckpt_path = next(work.rglob("last.ckpt"))
+    ckpt = torch.load(ckpt_path, map_location="cpu", weights_only=False)
+    weights = {name: _digest(t) for name, t in sorted(ckpt["state_dict"].items())}
+    selfplay = ckpt["pdx_selfplay"]
+    games = [{"roots": s["roots"], "moves": s["moves"], "stats": s["stats"]} for s in selfplay]
+    rng = [{"torch": _digest(s["torch_rng"]), "python": _digest(s["py_rng"])} for s in selfplay]
+    with open(next(work.rglob("metrics.csv")), newline="") as f:
+        rows = [{k: _metric(k, v) for k, v in row.items() if v != "" and not k.startswith(("time/", "perf/"))}
+                for row in csv.DictReader(f)]
+    return {"global_step": ckpt["global_step"], "metrics": rows, "games": games, "rng": rng,
+            "weights": weights, "weights_all": _digest("".join(weights.values())),
+            "optimizer": _optimizer_digest(ckpt["optimizer_states"])}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out", type=Path, help="where the fingerprint JSON goes")
+    parser.add_argument("--steps", type=int, default=3, help="steps per arm (default 3)")
+    parser.add_argument("--arms", nargs="*", default=list(ARMS), choices=list(ARMS), help="arms (default all)")
+    args = parser.parse_args(argv)
+    result = {"torch": torch.__version__, "platform": platform.platform(), "machine": platform.machine(),
+              "steps": args.steps, "arms": {}}
+    for arm in args.arms:
+        with tempfile.TemporaryDirectory() as tmp:
+            result["arms"][arm] = fingerprint_arm(ARMS[arm], args.steps, Path(tmp))
+        print(f"{arm}: weights {result['arms'][arm]['weights_all']}", flush=True)
+    args.out.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
