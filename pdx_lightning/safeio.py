@@ -20,7 +20,6 @@ import struct
 import zipfile
 import zlib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
@@ -292,24 +291,6 @@ def load_npz_bounded(path: str | os.PathLike, max_bytes: int, override: str | No
             arr = np.frombuffer(data, dtype=dtype)
             out[name] = arr.reshape(shape, order="F" if fortran else "C")
     return out
-
-
-def text_lines_bounded(path: str | os.PathLike, max_line: int = 64 * 1024, max_lines: int | None = None,
-                       override: str | None = None, encoding: str = "utf-8"):
-    """Yield ``(line_no, line)`` of a text file, streaming; a line longer than ``max_line`` bytes or
-    more than ``max_lines`` lines is refused instead of read into memory."""
-    path = Path(path)
-    with open(path, "rb") as f:
-        for no, raw in enumerate(iter(lambda: f.readline(max_line + 1), b""), 1):
-            if len(raw) > max_line and not raw.endswith(b"\n"):
-                raise FileLimitError(f"{path}:{no}", f"line longer than {human(max_line)}", human(max_line),
-                                     override)
-            if max_lines is not None and no > max_lines:
-                raise FileLimitError(path, f"more than {max_lines:,} lines", f"{max_lines:,} lines", override)
-            try:
-                yield no, raw.decode(encoding)
-            except UnicodeDecodeError as e:
-                raise FileLimitError(f"{path}:{no}", f"not {encoding} text ({e.reason})") from None
 
 
 # ---------------------------------------------------------------- streams

@@ -11,9 +11,19 @@ import pytest
 
 from hostile_files import gzip_of_zeros, peak_rss_mb, zstd_of_zeros
 from pdx_lightning.errors import UserError
-from pdx_lightning.safeio import (LIMITS, MiB, BoundedLines, FileLimitError, LimitSettingError, check_zip,
-                                  env_limit, gunzip_bounded, load_npz_bounded, load_torch_bounded,
-                                  open_zstd_bounded, text_lines_bounded)
+from pdx_lightning.safeio import (
+    LIMITS,
+    BoundedLines,
+    FileLimitError,
+    LimitSettingError,
+    MiB,
+    check_zip,
+    env_limit,
+    gunzip_bounded,
+    load_npz_bounded,
+    load_torch_bounded,
+    open_zstd_bounded,
+)
 
 
 def _gzip_of_zeros(path, n_bytes):
@@ -86,11 +96,11 @@ def test_npz_zip_bomb_refused_with_bounded_memory(tmp_path):
     p = tmp_path / "bomb.npz"
     buf = io.BytesIO()
     np.lib.format.write_array_header_1_0(buf, {"descr": "|u1", "fortran_order": False, "shape": (512 * MiB,)})
-    with zipfile.ZipFile(p, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        with zf.open("game.npy", "w", force_zip64=True) as f:
-            f.write(buf.getvalue())
-            for _ in range(512):
-                f.write(bytes(MiB))
+    with (zipfile.ZipFile(p, "w", compression=zipfile.ZIP_DEFLATED) as zf,
+          zf.open("game.npy", "w", force_zip64=True) as f):
+        f.write(buf.getvalue())
+        for _ in range(512):
+            f.write(bytes(MiB))
     assert p.stat().st_size < 4 * MiB
     code = (f"from pdx_lightning.safeio import load_npz_bounded, FileLimitError\n"
             f"try:\n    load_npz_bounded({str(p)!r}, 1 << 30)\nexcept FileLimitError as e:\n    print(e)\n"
@@ -98,21 +108,6 @@ def test_npz_zip_bomb_refused_with_bounded_memory(tmp_path):
     rc, peak, err = _peak_rss_mb(code)
     assert rc == 0, err
     assert peak < 200, f"peak RSS {peak:.0f} MB"
-
-
-def test_text_lines_bounded(tmp_path):
-    p = tmp_path / "a.epd"
-    p.write_bytes(b"short line\n" + b"x" * 5000 + b"\nend\n")
-    it = text_lines_bounded(p, max_line=1000, override="pass --max-line")
-    assert next(it) == (1, "short line\n")
-    with pytest.raises(FileLimitError, match=r"a.epd:2: line longer than.*--max-line"):
-        next(it)
-    p.write_bytes(b"a\nb\nc\n")
-    with pytest.raises(FileLimitError, match="more than 2 lines"):
-        list(text_lines_bounded(p, max_lines=2))
-    p.write_bytes(b"ok\n\xff\xfe\n")
-    with pytest.raises(FileLimitError, match=r":2: not utf-8"):
-        list(text_lines_bounded(p))
 
 
 def test_env_limit(monkeypatch):

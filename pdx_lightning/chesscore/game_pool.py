@@ -1,9 +1,10 @@
 """N games advanced in batches: the chess side of self-play behind one interface, two engines.
 
-A pool holds ``n`` games (slots ``0..n-1``) and, per batch of slots, plays policy-slot moves and reports
-each game's end (``REASONS`` codes of :mod:`chesscore.native_core`, ``rules.game_end`` in its order), and
-writes the current positions' 112 planes, legal masks and **sorted** legal policy indices. Two engines
-implement it and agree move for move (``tests/chesscore/test_game_pool.py``):
+A pool (the :class:`~pool_interface.GamePool` protocol of :mod:`chesscore.pool_interface`) holds ``n`` games
+(slots ``0..n-1``) and, per batch of slots, plays policy-slot moves and reports each game's end (``REASONS``
+codes of :mod:`chesscore.native_core`, ``rules.game_end`` in its order), and writes the current positions'
+112 planes, legal masks and **sorted** legal policy indices. Two engines implement it and agree move for
+move (``tests/chesscore/test_game_pool.py``):
 
 * ``"native"`` (:class:`native_pool.NativePool`, the default): the compiled core, optionally sharded over
   worker threads;
@@ -21,11 +22,13 @@ from typing import Literal, Sequence
 import chess
 import numpy as np
 
-from pdx_lightning.chesscore.boundary import (LEGAL_STRIDE, IllegalMoveError, check_actions, check_board, check_cap,
-                                              check_games, check_index, check_move, check_pool_size)
-from pdx_lightning.chesscore.encoding import PACKED_WORDS, GameHistory, encode_rows, pack_planes
-from pdx_lightning.chesscore.moves import POLICY_SIZE, MoveIndexError, index_to_move, legal_indices
+from pdx_lightning.chesscore.boundary import (IllegalMoveError, check_actions, check_board, check_cap, check_games,
+                                              check_index, check_move, check_pool_size)
+from pdx_lightning.chesscore.encoding import GameHistory, encode_rows, pack_planes
+from pdx_lightning.chesscore.moves import MoveIndexError, index_to_move, legal_indices
 from pdx_lightning.chesscore.native_core import R_CHECKMATE, REASONS
+from pdx_lightning.chesscore.native_pool import NativePool
+from pdx_lightning.chesscore.pool_interface import GamePool, Positions, empty_positions, trim
 from pdx_lightning.chesscore.rules import WIN, DRAW, RESULT_NONE, game_end
 
 Backend = Literal["native", "python-chess"]
@@ -41,34 +44,9 @@ def result_codes(reason: np.ndarray) -> np.ndarray:
     return out
 
 
-class Positions:
-    """One batch of current positions: planes (``(b, 112, 8, 8)`` float32, or with ``packed`` the
-    ``(b, 100)`` int64 of ``encoding.pack_planes``), legal masks (None when packed: the device rebuilds
-    them from the indices), sorted legal indices (``(b, L)``, L = the batch's largest legal count, padded
-    with each row's first index) and legal counts, as numpy arrays."""
-
-    __slots__ = ("x", "mask", "legal", "count")
-
-    def __init__(self, x: np.ndarray, mask: np.ndarray, legal: np.ndarray, count: np.ndarray) -> None:
-        self.x, self.mask, self.legal, self.count = x, mask, legal, count
-
-
-def empty_positions(b: int, packed: bool = False) -> tuple:
-    """Buffers for :class:`Positions` of ``b`` games (the legal-index buffer is ``LEGAL_STRIDE`` wide)."""
-    if packed:
-        return (np.empty((b, PACKED_WORDS), np.int64), None, np.empty((b, LEGAL_STRIDE), np.int64),
-                np.empty(b, np.int32))
-    return (np.empty((b, 112, 8, 8), np.float32), np.empty((b, POLICY_SIZE), np.bool_),
-            np.empty((b, LEGAL_STRIDE), np.int64), np.empty(b, np.int32))
-
-
-def trim(x, mask, index, count) -> Positions:
-    width = max(1, int(count.max())) if len(count) else 1
-    return Positions(x, mask, index[:, :width], count)
-
-
 class PythonChessPool:
-    """The pool on python-chess boards (module docstring): today's reference engine."""
+    """The pool (:class:`~pool_interface.GamePool`) on python-chess boards (module docstring): the reference
+    engine."""
 
     def __init__(self, n: int, claim_draws: bool, max_plies: int | None) -> None:
         self.n, self.claim_draws, self.max_plies = check_pool_size(n), claim_draws, check_cap(max_plies)
@@ -161,11 +139,10 @@ class PythonChessPool:
 
 
 def open_pool(backend: str, n: int, *, claim_draws: bool, max_plies: int | None, workers: int = 1,
-              timeout_s: float = 600.0):
+              timeout_s: float = 600.0) -> GamePool:
     """A pool of ``n`` games at the standard position: ``"native"`` (compiled core, ``workers`` threads, each
     shard of a call given ``timeout_s``) or ``"python-chess"`` (one thread; ``workers`` must be 1)."""
     if backend == "native":
-        from pdx_lightning.chesscore.native_pool import NativePool  # noqa: PLC0415  (loads the C library)
         return NativePool(n, claim_draws=claim_draws, max_plies=max_plies, workers=workers, timeout_s=timeout_s)
     if backend == "python-chess":
         if workers != 1:
@@ -174,4 +151,4 @@ def open_pool(backend: str, n: int, *, claim_draws: bool, max_plies: int | None,
     raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
 
 
-__all__ = ["BACKENDS", "Positions", "PythonChessPool", "open_pool", "result_codes"]
+__all__ = ["BACKENDS", "GamePool", "Positions", "PythonChessPool", "open_pool", "result_codes"]

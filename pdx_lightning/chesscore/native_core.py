@@ -44,7 +44,7 @@ MAX_PERFT_DEPTH = 32
 REASONS: tuple[Reason | None, ...] = (None, Reason.CHECKMATE, Reason.INSUFFICIENT_MATERIAL, Reason.STALEMATE,
                                       Reason.SEVENTY_FIVE_MOVES, Reason.FIVEFOLD, Reason.FIFTY_MOVES,
                                       Reason.THREEFOLD, Reason.PLY_CAP)
-R_CHECKMATE, R_CAP = 1, 8
+R_CHECKMATE = 1
 # the core's error codes (pdx_core.c, enum PDX_E_*)
 E_ILLEGAL, E_WINDOW, E_NOMEM, E_BOARD, E_INDEX = -1, -2, -3, -4, -5
 

@@ -3,9 +3,9 @@
 Each batch call splits its games into ``workers`` contiguous shards and runs one C call per shard on a
 thread (ctypes releases the GIL; a game belongs to one shard, so shards never touch the same state). A
 game's moves depend only on its own state and the actions it is given, so the games are the same for
-every worker count. A shard that raises stops the batch with :class:`SelfPlayWorkerError` naming it (the
-failing shard played none of its games; the others may have played theirs); one that does not return
-within ``timeout_s`` stops it too (a hang never becomes a silent stall). Threads share the process: a
+every worker count. A shard that raises stops the batch with :class:`~pool_interface.ChessWorkerError`
+naming it (the failing shard played none of its games; the others may have played theirs); one that does
+not return within ``timeout_s`` stops it too (a hang never becomes a silent stall). Threads share the process: a
 crash of the C code ends the run, and ``--ckpt_path last`` resumes it.
 
 Arguments are checked (:mod:`chesscore.boundary`) before any shard starts, so a bad board, index or
@@ -21,16 +21,12 @@ import chess
 import numpy as np
 
 from pdx_lightning.chesscore.boundary import check_actions, check_cap, check_games, check_index, check_pool_size
-from pdx_lightning.chesscore.game_pool import Positions, empty_positions, trim
 from pdx_lightning.chesscore.native_core import CoreMemoryError, NativeCore, ReversibleLimitError
-
-
-class SelfPlayWorkerError(RuntimeError):
-    """A chess worker failed or hung during a batch (which worker, which games, why)."""
+from pdx_lightning.chesscore.pool_interface import ChessWorkerError, Positions, empty_positions, trim
 
 
 class NativePool:
-    """The pool interface of :mod:`chesscore.game_pool` on the compiled core."""
+    """The pool (:class:`~pool_interface.GamePool`) on the compiled core."""
 
     def __init__(self, n: int, *, claim_draws: bool, max_plies: int | None, workers: int = 1,
                  timeout_s: float = 600.0) -> None:
@@ -96,11 +92,11 @@ class NativePool:
             try:
                 fut.result(timeout=self.timeout_s)
             except FutureTimeout:
-                raise SelfPlayWorkerError(f"chess worker {w} (games {games[shard.start]}..{games[shard.stop - 1]}) "
-                                          f"did not finish within {self.timeout_s:g} s") from None
+                raise ChessWorkerError(f"chess worker {w} (games {games[shard.start]}..{games[shard.stop - 1]}) "
+                                       f"did not finish within {self.timeout_s:g} s") from None
             except Exception as e:
-                raise SelfPlayWorkerError(f"chess worker {w} (games {games[shard.start]}..{games[shard.stop - 1]}) "
-                                          f"failed: {e}") from e
+                raise ChessWorkerError(f"chess worker {w} (games {games[shard.start]}..{games[shard.stop - 1]}) "
+                                       f"failed: {e}") from e
 
     def play(self, games: Sequence[int], actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         games = check_games(games, self.n, distinct=True)

@@ -32,14 +32,17 @@ from pdx_lightning.evaluation.arena_game import MAX_PLIES, ArenaError, Game, to_
 from pdx_lightning.evaluation.arena_loop import play_games, round_robin
 from pdx_lightning.evaluation.arena_players import Player, StockfishPlayer, UciPlayer, make_player
 from pdx_lightning.evaluation.arena_report import ArenaRun, SprtMonitor, arena_report
+from pdx_lightning.nets.arguments import add_network_arguments
 from pdx_lightning.runtime.jsonio import write_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     a = parser.add_argument
-    a("--model", action="append", required=True, help="a model (base:small, .ckpt, .pt, random:tiny) or a "
-      "Stockfish anchor (sf:nodes=1000, sf:elo=1500), or any UCI engine ('uci:lc0 --weights=F.pb.gz', "
-      "default go nodes 1; 'uci[nodes=800]:CMD' for a search); repeat for every player (>= 2)")
+    add_network_arguments(parser, "a model (base:small, .ckpt, .pt, random:tiny) or a Stockfish anchor "
+                          "(sf:nodes=1000, sf:elo=1500), or any UCI engine ('uci:lc0 --weights=F.pb.gz', default go "
+                          "nodes 1; 'uci[nodes=800]:CMD' for a search); repeat for every player (>= 2)",
+                          weights_help=None, micro_batch=False, device="cpu",
+                          device_help="torch device of the networks")
     a("--label", action="append", help="display names, one per --model (default: the model strings)")
     a("--openings", default=str(DEFAULT_SUITE), help="opening suite: EPD/FEN/UCI lines (.epd or any text "
       "file) or a PGN book (.pgn; each game's end position, with its moves as history); default: the "
@@ -58,7 +61,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     a("--adjudicate-win", type=float, default=0.97, help="expected score for one side both heads must exceed")
     a("--concurrency", type=int, default=1024, help="games in flight (the networks' batch size)")
     a("--seed", type=int, default=0, help="opening order and sampling seed")
-    a("--device", default="cpu", help="torch device of the networks")
     a("--threads", type=int, help="torch CPU threads (default: torch's; use 1 on a shared, oversubscribed "
       "machine, where intra-op threads stall)")
     a("--stockfish", help="Stockfish binary for sf: players")

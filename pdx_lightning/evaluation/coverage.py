@@ -56,7 +56,7 @@ import torch
 from pdx_lightning.chesscore.encoding import encode_boards
 from pdx_lightning.evaluation.play import (TABIYAS, ModelCache, PlayModeError, add_model_arguments,
                                            game_over, play_distribution, resolve_play_modes, root_board, write_json)
-from pdx_lightning.evaluation.puzzle_scoring import table
+from pdx_lightning.evaluation.markdown import markdown_table
 from pdx_lightning.nets.inference import device_of, evaluate
 from pdx_lightning.chesscore.moves import index_to_move, indices_mask, legal_indices
 from pdx_lightning.runtime.progress import progress
@@ -359,8 +359,8 @@ def render(results: list[dict], target: float) -> str:
         rows.append([r.get("depth", ""), r["position"], r["model"], r["play"], draws_cell(r),
                      *[f"{om[k]:.3g}" if k in om else "" for k in ("1", "10", "100", "1000")],
                      r["tree"]["nodes_expanded"], f"{sec['expand']:.1f} + {sec['draw']:.1f}"])
-    out.append(table(["N", "Position", "Model", "Samp.", "Draws to target", "Ω_1", "Ω_10", "Ω_100", "Ω_1000",
-                      "Nodes", "Seconds (expand + draw)"], rows))
+    out.append(markdown_table(["N", "Position", "Model", "Samp.", "Draws to target", "Ω_1", "Ω_10", "Ω_100",
+                               "Ω_1000", "Nodes", "Seconds (expand + draw)"], rows))
     return "\n".join(out)
 
 

@@ -42,7 +42,7 @@ import torch
 from pdx_lightning.chesscore.encoding import GameHistory, encode_rows
 from pdx_lightning.evaluation.play import (ModelCache, PlayModeError, add_model_arguments,
                                            play_distribution, resolve_play_modes, write_json)
-from pdx_lightning.evaluation.puzzle_scoring import table
+from pdx_lightning.evaluation.markdown import markdown_table
 from pdx_lightning.nets.inference import device_of, evaluate
 from pdx_lightning.chesscore.moves import index_to_move, legal_mask
 from pdx_lightning.chesscore.policy import entropy, forward_kl, reverse_kl
@@ -155,10 +155,10 @@ def render(base: str, rows: list[dict], top_k: int) -> str:
 
     return "\n".join([
         f"## Single-state diagnostics over self-play positions (Table 5 style; base = {base}, raw)", "",
-        table(["Configuration", "Samp.", "Games", "Positions", "Ent(p)", "KL(π_base‖p)", "KL(p‖π_base)",
-               f"cov{top_k}"],
-              [[r["name"], r["play"], r["games"], r["positions"], cell(r["entropy"]), cell(r["forward_kl"]),
-                cell(r["reverse_kl"]), cell(r["cov_k"])] for r in rows])])
+        markdown_table(["Configuration", "Samp.", "Games", "Positions", "Ent(p)", "KL(π_base‖p)", "KL(p‖π_base)",
+                        f"cov{top_k}"],
+                       [[r["name"], r["play"], r["games"], r["positions"], cell(r["entropy"]), cell(r["forward_kl"]),
+                         cell(r["reverse_kl"]), cell(r["cov_k"])] for r in rows])])
 
 
 def run(args: argparse.Namespace) -> int:

@@ -46,6 +46,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.optimize
 
+from pdx_lightning.evaluation.markdown import markdown_table
+
 C_ELO = math.log(10.0) / 400.0  # natural-logit units per Elo point
 Z95 = 1.959963984540054
 MODELS = ("bayeselo", "davidson")
@@ -399,30 +401,32 @@ def ladder_markdown(fit: EloFit, counts: np.ndarray, base: str | None = None) ->
            f"Ladder Elo: the {fit.model} model fitted to every game of the pool (its Elo scale spreads wider "
            f"than a plain score Elo when there are many draws). The pairs table's ΔElo is the logistic score "
            f"Elo of that pair's direct record alone, so the two differ by construction.",
-           "", "| # | player | Elo | 95% CI | games |", "|---|---|---:|---|---:|"]
+           ""]
     lo, hi = fit.ci95.T
-    for rank, i in enumerate(order, 1):
-        ci = "anchor" if players[i] == fit.anchor else f"[{lo[i]:+.1f}, {hi[i]:+.1f}]"
-        out.append(f"| {rank} | {players[i]} | {fit.ratings[i]:+.1f} | {ci} | {fit.games[i]} |")
-    out += ["", "### Pairs", "", "| A | B | games | W–D–L (A) | score | LOS | ΔElo (score, this pair) |",
-            "|---|---|---:|---|---:|---:|---|"]
+    ladder = [[rank, players[i], f"{fit.ratings[i]:+.1f}",
+               "anchor" if players[i] == fit.anchor else f"[{lo[i]:+.1f}, {hi[i]:+.1f}]", fit.games[i]]
+              for rank, i in enumerate(order, 1)]
+    out.append(markdown_table(["#", "player", "Elo", "95% CI", "games"], ladder, right={2, 4}))
+    pairs = []
     for i in range(len(players)):
         for j in range(i + 1, len(players)):
             w, d, l_ = pair_record(counts, i, j)
             n = w + d + l_
             if n:
                 e, e_lo, e_hi = score_elo(w, d, l_)
-                out.append(f"| {players[i]} | {players[j]} | {n} | {w}–{d}–{l_} | {(w + d / 2) / n:.3f} | "
-                           f"{los(w, l_):.3f} | {_f(e)} [{_f(e_lo)}, {_f(e_hi)}] |")
+                pairs.append([players[i], players[j], n, f"{w}–{d}–{l_}", f"{(w + d / 2) / n:.3f}",
+                              f"{los(w, l_):.3f}", f"{_f(e)} [{_f(e_lo)}, {_f(e_hi)}]"])
+    out += ["", "### Pairs", "",
+            markdown_table(["A", "B", "games", "W–D–L (A)", "score", "LOS", "ΔElo (score, this pair)"], pairs,
+                           right={2, 4, 5})]
     if base is not None:
-        out += ["", f"### Head-to-head vs {base}", "", "| player | games | W–D–L | score | LOS |",
-                "|---|---:|---|---:|---:|"]
-        for r in head_to_head(players, counts, base):
-            out.append(f"| {r['player']} | {r['games']} | {r['w']}–{r['d']}–{r['l']} | {r['score']:.3f} | "
-                       f"{r['los']:.3f} |")
+        out += ["", f"### Head-to-head vs {base}", "",
+                markdown_table(["player", "games", "W–D–L", "score", "LOS"],
+                               [[r["player"], r["games"], f"{r['w']}–{r['d']}–{r['l']}", f"{r['score']:.3f}",
+                                 f"{r['los']:.3f}"] for r in head_to_head(players, counts, base)], right={1, 3, 4})]
     m = fit.los_matrix()
     out += ["", "### LOS matrix (row better than column, from the fit)", "",
-            "| | " + " | ".join(players[j] for j in order) + " |", "|---|" + "---:|" * len(players)]
-    for i in order:
-        out.append(f"| {players[i]} | " + " | ".join(_f(m[i, j], "{:.3f}") for j in order) + " |")
+            markdown_table(["", *(players[j] for j in order)],
+                           [[players[i], *(_f(m[i, j], "{:.3f}") for j in order)] for i in order],
+                           right=range(1, len(players) + 1))]
     return "\n".join(out) + "\n"

@@ -60,9 +60,10 @@ from pdx_lightning.chesscore.moves import indices_mask, legal_indices, move_to_i
 from pdx_lightning.errors import UserError
 from pdx_lightning.chesscore.pgn_games import (TIME_CONTROLS, HumanGame, MoveFilter, ReadStats, add_filter_arguments,
                                            read_games)
-from pdx_lightning.evaluation.puzzle_scoring import table
+from pdx_lightning.evaluation.markdown import markdown_table
 from pdx_lightning.evaluation.stats import (bin_edges_labels, mcnemar_exact, mean_interval_moments,
                                             wilson_interval)
+from pdx_lightning.nets.arguments import add_network_arguments
 from pdx_lightning.nets.inference import device_of, evaluate
 from pdx_lightning.runtime.jsonio import write_json
 from pdx_lightning.runtime.progress import progress
@@ -290,10 +291,10 @@ def render(labels: list[str], summaries: list[dict], paired: list[dict]) -> str:
     """Markdown: overall, then each breakdown (top-1 % per model), then the pairings with the first."""
     out = ["## Human move matching (top-k: % of human moves in the model's k most probable; ± half the 95% "
            "Wilson interval; NLL in nats)", "",
-           table(["Model", "positions", "top-1 (%)", "top-3 (%)", "top-5 (%)", "NLL"],
-                 [[lab, s["overall"]["positions"], fmt_rate(s["overall"], "top1"), fmt_rate(s["overall"], "top3"),
-                   fmt_rate(s["overall"], "top5"), f"{s['overall']['nll']:.3f}"]
-                  for lab, s in zip(labels, summaries)])]
+           markdown_table(["Model", "positions", "top-1 (%)", "top-3 (%)", "top-5 (%)", "NLL"],
+                          [[lab, s["overall"]["positions"], fmt_rate(s["overall"], "top1"),
+                            fmt_rate(s["overall"], "top3"), fmt_rate(s["overall"], "top5"),
+                            f"{s['overall']['nll']:.3f}"] for lab, s in zip(labels, summaries)])]
     titles = {"rating": "mover's rating", "time_control": "time control (Lichess speed)",
               "clock": "mover's clock before the move", "phase": "ply of the position"}
     for axis, title in titles.items():
@@ -301,16 +302,17 @@ def render(labels: list[str], summaries: list[dict], paired: list[dict]) -> str:
         bins = [b["bin"] for b in summaries[0][key]]
         cell = {(i, b["bin"]): b for i, s in enumerate(summaries) for b in s[key]}
         out += ["", f"### By {title}: top-1 (%) / NLL", "",
-                table(["Bin", "positions", *labels],
-                      [[b, cell[0, b]["positions"], *[f"{100 * cell[i, b]['top1']:.1f} / {cell[i, b]['nll']:.2f}"
-                                                      for i in range(len(labels))]] for b in bins])]
+                markdown_table(["Bin", "positions", *labels],
+                               [[b, cell[0, b]["positions"], *[f"{100 * cell[i, b]['top1']:.1f} / "
+                                                               f"{cell[i, b]['nll']:.2f}" for i in range(len(labels))]]
+                                for b in bins])]
     if paired:
         out += ["", f"### Paired with {labels[0]} on the same positions (top-1: exact McNemar; ΔNLL: 95% t)", "",
-                table(["Model", "Δtop-1 (pts)", "gained", "lost", "McNemar p", "ΔNLL (nats)"],
-                      [[p["label"], f"{100 * p['overall']['top1_diff']:+.2f}", p["overall"]["gained"],
-                        p["overall"]["lost"], f"{p['overall']['mcnemar_p']:.3g}",
-                        f"{p['overall']['nll_diff']:+.3f} [{p['overall']['nll_diff_ci'][0]:+.3f}, "
-                        f"{p['overall']['nll_diff_ci'][1]:+.3f}]"] for p in paired])]
+                markdown_table(["Model", "Δtop-1 (pts)", "gained", "lost", "McNemar p", "ΔNLL (nats)"],
+                               [[p["label"], f"{100 * p['overall']['top1_diff']:+.2f}", p["overall"]["gained"],
+                                 p["overall"]["lost"], f"{p['overall']['mcnemar_p']:.3g}",
+                                 f"{p['overall']['nll_diff']:+.3f} [{p['overall']['nll_diff_ci'][0]:+.3f}, "
+                                 f"{p['overall']['nll_diff_ci'][1]:+.3f}]"] for p in paired])]
     return "\n".join(out)
 
 
@@ -321,9 +323,8 @@ def _floats(text: str) -> list[float]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", action="append", required=True,
-                        help="model name or file (base:maia-1900, base:small, .ckpt, .pt, .pb.gz); repeat to "
-                             "compare (paired statistics are against the first)")
+    add_network_arguments(parser, "model name or file (base:maia-1900, base:small, .ckpt, .pt, .pb.gz); repeat to "
+                                  "compare (paired statistics are against the first)")
     parser.add_argument("--label", action="append",
                         help="a name per --model for the tables and JSON, same order (default: the model string)")
     parser.add_argument("--pgn", action="append", required=True,
@@ -341,11 +342,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bins", type=_floats, default=list(RATING_BINS),
                         help="inner edges of the mover's-rating bins, comma-separated (default: 1000,1100,...,"
                              "2500)")
-    parser.add_argument("--weights", choices=("ema", "online"), default="ema",
-                        help="which weights of a Lightning checkpoint to score")
     parser.add_argument("--batch", type=int, default=1024, help="positions encoded and scored together")
-    parser.add_argument("--micro-batch", type=int, default=512, help="positions per network call")
-    parser.add_argument("--device", default="auto", help="torch device (default: cuda if available, else cpu)")
     parser.add_argument("--json", metavar="OUT", help="write the results as JSON (schema in the module docstring)")
 
 

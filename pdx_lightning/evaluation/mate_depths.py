@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import argparse
 
+from pdx_lightning.evaluation.markdown import markdown_table
 from pdx_lightning.evaluation.puzzle_scoring import add_arguments as _add_arguments
-from pdx_lightning.evaluation.puzzle_scoring import fmt_acc, fmt_ratio, run_eval, table
+from pdx_lightning.evaluation.puzzle_scoring import fmt_acc, fmt_ratio, run_eval
 
 __all__ = ["add_arguments", "run", "render_mates"]
 
@@ -26,18 +27,18 @@ def render_mates(names: list[str], summaries: list[dict], paired: list[dict]) ->
     cell = {(i, d["depth"]): d for i, s in enumerate(summaries) for d in s["by_depth"]}
     n_row = ["n", *[cell[0, d]["n"] for d in depths]]
     out = ["## Mate-in-N accuracy (%), 95% Wilson intervals (Table 3 style)", "",
-           table(["Model", *map(str, depths)], [n_row, *[[n, *[fmt_acc(cell[i, d]) for d in depths]]
-                                                         for i, n in enumerate(names)]]),
+           markdown_table(["Model", *map(str, depths)],
+                          [n_row, *[[n, *[fmt_acc(cell[i, d]) for d in depths]] for i, n in enumerate(names)]]),
            "", "## Solution probability p* by depth: geometric mean (arithmetic) (Table 4 style)", "",
-           table(["Model", *map(str, depths)],
-                 [[n, *[f"{cell[i, d]['p_star_geo']:.3f} ({cell[i, d]['p_star_arith']:.3f})" for d in depths]]
-                  for i, n in enumerate(names)])]
+           markdown_table(["Model", *map(str, depths)],
+                          [[n, *[f"{cell[i, d]['p_star_geo']:.3f} ({cell[i, d]['p_star_arith']:.3f})"
+                                 for d in depths]] for i, n in enumerate(names)])]
     if paired:
         pc = {(j, d["depth"]): d for j, c in enumerate(paired) for d in c["by_depth"]}
         out += ["", f"## Paired p* ratio vs {names[0]} by depth (95% t-interval); Δacc (pts)", "",
-                table(["Model", *map(str, depths)],
-                      [[c["model"], *[f"{fmt_ratio(pc[j, d])}; {100 * pc[j, d]['acc_diff']:+.2f}" for d in depths]]
-                       for j, c in enumerate(paired)])]
+                markdown_table(["Model", *map(str, depths)],
+                               [[c["model"], *[f"{fmt_ratio(pc[j, d])}; {100 * pc[j, d]['acc_diff']:+.2f}"
+                                               for d in depths]] for j, c in enumerate(paired)])]
     return "\n".join(out)
 
 

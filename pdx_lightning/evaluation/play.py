@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from pdx_lightning.chesscore.encoding import encode_boards
+from pdx_lightning.nets.arguments import add_network_arguments
 from pdx_lightning.nets.inference import evaluate
 from pdx_lightning.chesscore.moves import legal_mask
 from pdx_lightning.runtime.jsonio import json_safe, write_json  # noqa: F401  (the tools' JSON writer)
@@ -140,17 +141,13 @@ def root_board(spec: str) -> tuple[str, chess.Board]:
 # ---------------------------------------------------------------- CLI plumbing shared by the three tools
 
 def add_model_arguments(parser: argparse.ArgumentParser, play: bool = True) -> None:
-    parser.add_argument("--model", action="append", required=True,
-                        help="model name or file (base:small, random:<preset>, .ckpt, .pt, .pb.gz); repeatable")
+    add_network_arguments(parser, "model name or file (base:small, random:<preset>, .ckpt, .pt, .pb.gz); repeatable",
+                          weights_help="which weights of a Lightning checkpoint to use")
     if play:
         parser.add_argument("--play", action="append", choices=(*PLAY_MODES, "auto"),
                             help="play distribution per --model, same order (once = all models): adaptive "
                                  "(μ ∝ π^(1/τ), τ = H(own WDL)), raw (π), auto (default: a pdx fit "
                                  "checkpoint's self-play temperature, else raw)")
-    parser.add_argument("--weights", choices=("ema", "online"), default="ema",
-                        help="which weights of a Lightning checkpoint to use")
-    parser.add_argument("--micro-batch", type=int, default=512, help="positions per network call")
-    parser.add_argument("--device", default="auto", help="torch device (default: cuda if available, else cpu)")
     parser.add_argument("--json", metavar="OUT", help="write the results as JSON (schema in the module docstring)")
 
 

@@ -35,9 +35,11 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
+from pdx_lightning.evaluation.markdown import markdown_table
 from pdx_lightning.evaluation.stats import (RATING_BINS, assign_bins, bin_edges_labels, mcnemar_exact,
                                             mean_interval, wilson_interval)
 from pdx_lightning.evaluation.suite import Puzzle, Suite, load_suite
+from pdx_lightning.nets.arguments import add_network_arguments
 from pdx_lightning.nets.inference import device_of, evaluate_boards
 from pdx_lightning.chesscore.moves import index_to_move, move_to_index
 from pdx_lightning.runtime.jsonio import write_json
@@ -258,17 +260,12 @@ def add_suite_filter_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags of ``pdx eval puzzles`` (``pdx eval mates`` uses the same)."""
-    parser.add_argument("--model", action="append", required=True,
-                        help="model name or file (repeat to compare; paired stats are against the first)")
-    parser.add_argument("--weights", choices=("ema", "online"), default="ema",
-                        help="which weights of a Lightning checkpoint to score")
+    add_network_arguments(parser, "model name or file (repeat to compare; paired stats are against the first)")
     parser.add_argument("--suite", action="append", required=True,
                         help="puzzle CSV or .csv.zst (Lichess, Ruoss or generated format); repeatable")
     add_suite_filter_arguments(parser)
     parser.add_argument("--bins", type=lambda s: [float(v) for v in s.split(",")], default=list(RATING_BINS),
                         help="inner rating/difficulty bin edges, comma-separated (default: 600,800,...,2600)")
-    parser.add_argument("--micro-batch", type=int, default=512, help="positions per network call")
-    parser.add_argument("--device", default="auto", help="torch device (default: cuda if available, else cpu)")
     parser.add_argument("--json", metavar="OUT", help="write summaries, paired comparisons and per-puzzle arrays")
 
 
@@ -339,28 +336,23 @@ def fmt_ratio(c: dict) -> str:
     return f"{c['p_star_ratio']:.3f} ({lo:.3f}-{hi:.3f})" if math.isfinite(lo) else f"{c['p_star_ratio']:.3f}"
 
 
-def table(header: list[str], rows: list[list]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return "\n".join(lines + ["| " + " | ".join(str(c) for c in r) + " |" for r in rows])
-
-
 def render_puzzles(names: list[str], summaries: list[dict], paired: list[dict]) -> str:
     out = ["## Puzzle accuracy (multi-solution scored, 95% Wilson intervals) and solution probability p*", "",
-           table(["Model", "n", "Acc. (%)", "p* geo", "p* arith", "ℓ (nats)", "positions/s"],
-                 [[n, s["n"], fmt_acc(s), f"{s['p_star_geo']:.3f}", f"{s['p_star_arith']:.3f}", f"{s['nll']:.3f}",
-                   f"{s['positions_per_s']:.0f}"] for n, s in zip(names, summaries)])]
+           markdown_table(["Model", "n", "Acc. (%)", "p* geo", "p* arith", "ℓ (nats)", "positions/s"],
+                          [[n, s["n"], fmt_acc(s), f"{s['p_star_geo']:.3f}", f"{s['p_star_arith']:.3f}",
+                            f"{s['nll']:.3f}", f"{s['positions_per_s']:.0f}"] for n, s in zip(names, summaries)])]
     bins = [b["bin"] for b in summaries[0]["by_bin"]]
     if bins:
         cell = {(i, b["bin"]): b for i, s in enumerate(summaries) for b in s["by_bin"]}
         out += ["", "## By rating/difficulty bin: Acc. (%) / p* geo", "",
-                table(["Bin", "n", *names], [[b, cell[0, b]["n"], *[
+                markdown_table(["Bin", "n", *names], [[b, cell[0, b]["n"], *[
                     f"{100 * cell[i, b]['acc']:.1f} / {cell[i, b]['p_star_geo']:.3f}" for i in range(len(names))]]
                     for b in bins])]
     if paired:
         out += ["", f"## Paired vs {names[0]} (p* ratio = exp mean per-puzzle log-ratio, 95% t-interval)", "",
-                table(["Model", "Δacc (pts)", "gained", "lost", "McNemar p", "p* ratio"],
-                      [[c["model"], f"{100 * c['acc_diff']:+.2f}", c["gained"], c["lost"], f"{c['mcnemar_p']:.3g}",
-                        fmt_ratio(c)] for c in paired])]
+                markdown_table(["Model", "Δacc (pts)", "gained", "lost", "McNemar p", "p* ratio"],
+                               [[c["model"], f"{100 * c['acc_diff']:+.2f}", c["gained"], c["lost"],
+                                 f"{c['mcnemar_p']:.3g}", fmt_ratio(c)] for c in paired])]
     return "\n".join(out)
 
 

@@ -46,9 +46,10 @@ from typing import Sequence
 
 import numpy as np
 
+from pdx_lightning.evaluation.markdown import markdown_table
 from pdx_lightning.evaluation.play import ModelCache, add_model_arguments, write_json
 from pdx_lightning.evaluation.puzzle_scoring import (MULTI_SOLUTION_RULE, SuiteResult, add_suite_filter_arguments,
-                                           load_from_args, score_suite, table)
+                                                     load_from_args, score_suite)
 from pdx_lightning.evaluation.stats import assign_bins, bin_edges_labels, wilson_interval
 from pdx_lightning.nets.inference import device_of
 
@@ -164,15 +165,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def render(base: str, names: list[str], analyses: list[dict]) -> str:
     out = [f"## Recovery vs {base} (Section 3.5): recovered = base wrong, fine-tuned right; "
            f"given back = base right, fine-tuned wrong", "",
-           table(["Model", "Unit", "Base wrong", "Recovered (%)", "Base right", "Given back", "Net"],
-                 [[n, u, a[u]["base_wrong"], f"{a[u]['recovered']} ({100 * a[u]['recovered_share']:.1f})"
-                   if a[u]["base_wrong"] else "0", a[u]["base_right"], a[u]["given_back"], f"{a[u]['net']:+d}"]
-                  for n, a in zip(names, analyses) for u in ("puzzle", "position")])]
+           markdown_table(["Model", "Unit", "Base wrong", "Recovered (%)", "Base right", "Given back", "Net"],
+                          [[n, u, a[u]["base_wrong"], f"{a[u]['recovered']} ({100 * a[u]['recovered_share']:.1f})"
+                            if a[u]["base_wrong"] else "0", a[u]["base_right"], a[u]["given_back"],
+                            f"{a[u]['net']:+d}"] for n, a in zip(names, analyses) for u in ("puzzle", "position")])]
     for unit, where in (("puzzle", "at the first failed solver ply"), ("position", "at the position")):
         for key, what in (("by_prob", "base solution probability"), ("by_rank", "solution rank under the base")):
             bins = analyses[0][unit][key]
             out += ["", f"### {unit.capitalize()} unit: recovered / base-wrong by {what} {where}", "",
-                    table(["Bin", "n", *names], [[b["bin"], b["n"], *[
+                    markdown_table(["Bin", "n", *names], [[b["bin"], b["n"], *[
                         f"{a[unit][key][j]['recovered']} ({100 * a[unit][key][j]['share']:.0f}%)" if b["n"] else "–"
                         for a in analyses]] for j, b in enumerate(bins)])]
     return "\n".join(out)

@@ -7,6 +7,7 @@
 * ``files.py``: model names (``base:``, ``random:``, ``.pt``, ``.ckpt``, ``.pb.gz``), ``load_model``,
   ``save_network`` and what checkpoints record (``network_record``, ``base_reference``);
 * ``bundled.py``: the ``base:<name>`` files; ``inference.py``: batched masked evaluation;
+* ``arguments.py``: the tools' network flags (``--model``, ``--weights``, ``--micro-batch``, ``--device``);
 * ``blend.py``: network arithmetic, (1 − α)·A + α·B of two networks of one shape
   (``pdx export lc0|network --blend B --alpha α``; ``export_network.py``: ``pdx export network``);
 * ``lc0/``: Lc0 ``.pb.gz`` import and export (``export_cli.py``: ``pdx export lc0``);

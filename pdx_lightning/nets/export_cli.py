@@ -12,6 +12,7 @@ import sys
 
 import torch
 
+from pdx_lightning.nets.arguments import add_network_arguments
 from pdx_lightning.nets.blend import NetworkBlendError, blend_networks
 from pdx_lightning.nets.files import ModelLoadError, load_model
 from pdx_lightning.nets.lc0 import Lc0ExportError, export_lc0
@@ -20,16 +21,15 @@ from pdx_lightning.nets.lc0 import schema as P
 
 def add_source_arguments(parser: argparse.ArgumentParser) -> None:
     """The network to write: ``--model`` A, or with ``--blend B --alpha α`` the blend of A and B."""
-    parser.add_argument("--model", required=True,
-                        help="network to export (base:<name>, a .pt/.ckpt, an Lc0 .pb.gz); A of a blend")
+    add_network_arguments(parser, "network to export (base:<name>, a .pt/.ckpt, an Lc0 .pb.gz); A of a blend",
+                          repeat=False, weights_help="which weights of a checkpoint (A's and B's)", micro_batch=False,
+                          device=None)
     parser.add_argument("--blend", metavar="B", default=None,
                         help="a second network of A's family and shape: write (1 - alpha)*A + alpha*B "
                              "(every floating tensor), e.g. A = the base, B = its fine-tuned checkpoint")
     parser.add_argument("--alpha", type=float, default=None,
                         help="blend weight of B with --blend: 0 = A, 1 = B, 0.5 = the midpoint; values "
                              "outside [0, 1] extrapolate (2 = B + (B - A), -1 = A - (B - A))")
-    parser.add_argument("--weights", default="ema", choices=("ema", "online"),
-                        help="which weights of a checkpoint (A's and B's)")
 
 
 def load_source(args: argparse.Namespace) -> tuple[torch.nn.Module, str]:

@@ -258,7 +258,7 @@ def test_inputs_that_crashed_the_process_are_refused_in_a_subprocess():
 def test_a_threaded_pool_names_bad_arguments_before_any_shard_runs():
     pool = open_pool("native", 8, claim_draws=False, max_plies=None, workers=2)
     e2e4 = np.full(8, move_to_index(E2E4, chess.WHITE))
-    with pytest.raises(GameIndexError, match=r"game index 8 \(row 7\)"):          # not a SelfPlayWorkerError
+    with pytest.raises(GameIndexError, match=r"game index 8 \(row 7\)"):          # not a ChessWorkerError
         pool.play(np.array([0, 1, 2, 3, 4, 5, 6, 8]), e2e4)
     with pytest.raises(CoreArgumentError, match="game 3 appears more than once"):  # two shards, one game
         pool.play(np.array([0, 1, 2, 3, 4, 5, 6, 3]), e2e4)

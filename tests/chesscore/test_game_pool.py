@@ -12,6 +12,7 @@ import pytest
 from core_oracle import same_positions
 from pdx_lightning.chesscore import native_core
 from pdx_lightning.chesscore.game_pool import PythonChessPool, open_pool, result_codes
+from pdx_lightning.chesscore.pool_interface import ChessWorkerError
 from pdx_lightning.chesscore.rules import DRAW, RESULT_NONE, WIN
 
 pytestmark = pytest.mark.skipif(not native_core.available(), reason="compiled chess core not built (pip install -e .)")
@@ -66,8 +67,7 @@ def test_a_failing_worker_is_named():
     pool = open_pool("native", 8, claim_draws=False, max_plies=None, workers=2)
     e2e4 = 12 * 64 + 28                       # canonical frame: 1. e4, then 1... e5 for Black
     pool.play(np.arange(8), np.full(8, e2e4))
-    from pdx_lightning.chesscore.native_pool import SelfPlayWorkerError
-    with pytest.raises(SelfPlayWorkerError, match=r"chess worker 1 \(games 4\.\.7\) failed: game 4: policy slot"):
+    with pytest.raises(ChessWorkerError, match=r"chess worker 1 \(games 4\.\.7\) failed: game 4: policy slot"):
         pool.play(np.arange(8), np.where(np.arange(8) < 4, e2e4, 0))     # slot 0 (a1a1) is never legal
 
 

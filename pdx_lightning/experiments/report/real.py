@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pdx_lightning.evaluation.markdown import markdown_table
 from pdx_lightning.experiments.report import figures
 from pdx_lightning.experiments.report.runs import NM, Runs, suite_summary
-from pdx_lightning.experiments.report.tables import _beta, _paired, _pstar, fmt_acc, markdown_table
+from pdx_lightning.experiments.report.tables import _beta, _paired, _pstar, fmt_acc
 
 REAL_SUITES = ("real", "real_hard")
 

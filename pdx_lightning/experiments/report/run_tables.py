@@ -15,11 +15,12 @@ import math
 import numpy as np
 
 from pdx_lightning.evaluation.match import pentanomial_elo
+from pdx_lightning.evaluation.markdown import markdown_table
 from pdx_lightning.evaluation.run_aggregates import N_RESAMPLES, improvement, run_aggregate
 from pdx_lightning.experiments.arms import TEMP_LABEL, TERM_LABEL
 from pdx_lightning.experiments.report.runs import NM, Runs
 from pdx_lightning.experiments.report.seeds import SEED_SUITES, SUITE_TITLE, _match, _units, arms
-from pdx_lightning.experiments.report.tables import _player, markdown_table
+from pdx_lightning.experiments.report.tables import _player
 
 Arm = tuple  # (term, temperature, beta)
 

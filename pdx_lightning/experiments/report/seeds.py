@@ -23,11 +23,12 @@ import math
 import numpy as np
 
 from pdx_lightning.evaluation.elo import score_to_elo
+from pdx_lightning.evaluation.markdown import markdown_table
 from pdx_lightning.evaluation.match import pentanomial_elo
 from pdx_lightning.evaluation.replicates import N_RESAMPLES, SeedAggregate, pair_scores, reversed_pentanomial, seed_bootstrap
 from pdx_lightning.experiments.arms import TEMP_LABEL, TEMPERATURES, TERM_LABEL, TERMS
 from pdx_lightning.experiments.report.runs import NM, Runs
-from pdx_lightning.experiments.report.tables import _beta, _player, markdown_table
+from pdx_lightning.experiments.report.tables import _beta, _player
 
 # the suites of the across-seed tables, in this order, when the base was scored on them
 SEED_SUITES = ("real", "real_hard", "tactics", "hard", "mates", "selection")

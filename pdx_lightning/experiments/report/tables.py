@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pdx_lightning.experiments.arms import REGULARIZED, TEMP_LABEL, TEMPERATURES, TERM_LABEL, UNREGULARIZED
 from pdx_lightning.evaluation.coverage import draws_cell
+from pdx_lightning.evaluation.markdown import markdown_table
 from pdx_lightning.experiments.report.runs import NM, Runs, by_depth, mate_depths, suite_summary
 
 
@@ -20,11 +21,6 @@ def fmt_acc(s: dict | None) -> str:
         return NM
     lo, hi = s["acc_ci"]
     return f"{100 * s['acc']:.2f} ± {50 * (hi - lo):.2f}"
-
-
-def markdown_table(header: list[str], rows: list[list]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return "\n".join(lines + ["| " + " | ".join(str(c) for c in r) + " |" for r in rows])
 
 
 def _beta(c: dict | None) -> str:
