@@ -1,5 +1,5 @@
 """Every module path the package names in its docstrings, comments and user-facing messages (and the
-README and benchmarks name) exists: ``chesscore/encoding.py``-style file paths under ``pdx_lightning/``,
+README, the documentation under ``docs/`` and the benchmarks name) exists: ``chesscore/encoding.py``-style file paths under ``pdx_lightning/``,
 and dotted ``pdx_lightning.x.y`` names (the longest prefix that is a module, then an attribute of it)."""
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ DOTTED = re.compile(r"(?<![\w.])pdx_lightning((?:\.\w+)+)")
 
 def sources() -> list[Path]:
     return sorted([*PKG.rglob("*.py"), *(ROOT / "callbacks").glob("*.py"), *(ROOT / "benchmarks").glob("*.py"),
-                   ROOT / "README.md"])
+                   ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
 
 
 def dotted_exists(parts: list[str]) -> bool:
