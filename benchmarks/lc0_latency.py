@@ -27,8 +27,16 @@ import time
 import chess
 import chess.engine
 
-from lc0common import (BenchmarkError, cpu_seconds, lc0_command, machine_note, maia, pdx_uci_command, verdict,
-                       write_report)
+from lc0common import (
+    BenchmarkError,
+    cpu_seconds,
+    lc0_command,
+    machine_note,
+    maia,
+    pdx_uci_command,
+    verdict,
+    write_report,
+)
 
 TARGET = 1.2
 LIMIT = chess.engine.Limit(nodes=1)
@@ -83,7 +91,7 @@ def main() -> int:
         round_medians = {n: [] for n in names}
         pings = {n: [] for n in names}
         pids = {n: engines[n].transport.get_pid() for n in names}
-        cpu = {n: 0.0 for n in names}               # engine-process CPU seconds over the timed rounds
+        cpu = dict.fromkeys(names, 0.0)               # engine-process CPU seconds over the timed rounds
         moves: dict[str, list[chess.Move]] = {n: [None] * len(boards) for n in names}
         for r in range(args.rounds):
             this_round = {n: [] for n in names}
@@ -122,7 +130,7 @@ def main() -> int:
     n_moves = len(boards) * args.rounds
     cpu_ms = {n: cpu[n] / n_moves * 1e3 for n in names}
     for n in names:
-        rm = [x for x in round_medians[n]]
+        rm = list(round_medians[n])
         lines.append(f"| {n} | {med[n] * 1e3:.3f} ({min(rm) * 1e3:.3f}–{max(rm) * 1e3:.3f}) | "
                      f"{med[n] / med[lc0_name]:.2f}x | {cpu_ms[n]:.3f} | "
                      f"{statistics.median(pings[n]) * 1e3:.3f} | "

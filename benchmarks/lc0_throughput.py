@@ -33,7 +33,6 @@ import sys
 import time
 
 import chess
-import numpy as np
 import torch
 
 from lc0common import BenchmarkError, machine_note, maia, verdict, write_report
@@ -131,13 +130,13 @@ def main() -> int:
 
     # name -> (callable on x, context factory)
     variants = {
-        "pdx default (inference path)": (lambda x: model(x), contextlib.nullcontext),
-        "module path": (lambda x: model(x), with_fast(False)),
+        "pdx default (inference path)": (model, contextlib.nullcontext),
+        "module path": (model, with_fast(False)),
         "channels_last only (module path)": (
             lambda x: cl_model(x.contiguous(memory_format=torch.channels_last)), with_fast(False)),
-        "no oneDNN (default path)": (lambda x: model(x), no_onednn),
-        "bfloat16 autocast": (lambda x: model(x), bf16),
-        "2 threads (default path)": (lambda x: model(x), lambda: threads(2)),
+        "no oneDNN (default path)": (model, no_onednn),
+        "bfloat16 autocast": (model, bf16),
+        "2 threads (default path)": (model, lambda: threads(2)),
     }
     notes = {}
     if args.compile:
@@ -150,7 +149,7 @@ def main() -> int:
                 with torch.inference_mode():
                     compiled(xs[0])
                     compiled(xs[0][:7])
-                variants["torch.compile (inductor)"] = (lambda x: compiled(x), contextlib.nullcontext)
+                variants["torch.compile (inductor)"] = (compiled, contextlib.nullcontext)
                 notes["torch.compile"] = f"compiled in {time.perf_counter() - t:.0f} s (two batch shapes)"
             except Exception as e:  # noqa: BLE001  (report what did not work)
                 notes["torch.compile"] = f"failed: {type(e).__name__}: {str(e)[:200]}"

@@ -52,7 +52,7 @@ def machine_note() -> str:
     load = " ".join(f"{v:.2f}" for v in os.getloadavg())
     try:
         ps = subprocess.run(["ps", "-eo", "pid,ppid,pcpu,args", "--sort=-pcpu", "--no-headers"],
-                            capture_output=True, text=True, timeout=10).stdout.splitlines()
+                            check=False, capture_output=True, text=True, timeout=10).stdout.splitlines()
     except (OSError, subprocess.SubprocessError):
         ps = []
     me = str(os.getpid())

@@ -71,13 +71,12 @@ class SelfPlayGames(L.Callback):
         if self._on_game_end not in listeners:
             listeners.append(self._on_game_end)
         self._cfg = getattr(dataset, "cfg", None)
-        ckpt = trainer.checkpoint_callback
+        ckpt_dir = getattr(trainer.checkpoint_callback, "dirpath", None)  # a ModelCheckpoint's, else None
         if trainer.logger is not None and not isinstance(trainer.logger, (TensorBoardLogger, CSVLogger)) \
-                and ckpt is not None \
-                and getattr(ckpt, "dirpath", None) and Path(ckpt.dirpath).name == "checkpoints":
+                and ckpt_dir and Path(ckpt_dir).name == "checkpoints":
             # MLflow, W&B: trainer.log_dir is their save_dir (the store's root); the run's own
             # directory is where Lightning put its checkpoints (<save_dir>/<experiment>/<run>/checkpoints)
-            log_dir = str(Path(ckpt.dirpath).parent)
+            log_dir = str(Path(ckpt_dir).parent)
         base = (Path(self.directory) if self.directory
                 else Path(log_dir or trainer.default_root_dir) / "selfplay")
         self.path = base / f"games_rank{trainer.global_rank}.pgn"

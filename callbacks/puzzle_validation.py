@@ -1,8 +1,8 @@
 """PuzzleValidation: tactical accuracy of the EMA network, every k steps or in Lightning's validation loop."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import lightning as L
 import torch
@@ -62,7 +62,7 @@ class PuzzleValidation(L.Callback):
 
     @classmethod
     def of_files(cls, suite: str | None, mates: Sequence[str] | None, *, sample: int | None = None,
-                 micro_batch: int = 512) -> "PuzzleValidation":
+                 micro_batch: int = 512) -> PuzzleValidation:
         """Exactly these files, no bundled defaults (``None`` = none of that kind): ``PDXModule``'s
         ``val_suite``/``val_mates``/``val_sample`` for Lightning's validation loop."""
         cb = cls(sample=sample, micro_batch=micro_batch)
@@ -94,7 +94,8 @@ class PuzzleValidation(L.Callback):
 
     def val_dataloader(self) -> DataLoader:
         """The suites as one item, for a module's ``val_dataloader`` (scored batched by :meth:`score`)."""
-        return DataLoader([self.load()], batch_size=None, collate_fn=lambda b: b)
+        # a list is a map-style dataset to DataLoader (torch types the argument as Dataset)
+        return DataLoader([self.load()], batch_size=None, collate_fn=lambda b: b)  # type: ignore[arg-type]
 
     # ---- periodic scoring during fit --------------------------------------------------------
     def setup(self, trainer, pl_module, stage: str) -> None:

@@ -18,7 +18,8 @@ and is not drawn at all when none does (``CSVLogger`` alone: one info line).
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import chess
 import lightning as L
@@ -104,7 +105,7 @@ class HParamsSummary(L.Callback):
             return
         from torch.utils.tensorboard.summary import hparams  # noqa: PLC0415
 
-        exp, ssi, sei = hparams(self.hparams(trainer, pl_module), {m: 0.0 for m in self.metrics})
+        exp, ssi, sei = hparams(self.hparams(trainer, pl_module), dict.fromkeys(self.metrics, 0.0))
         for writer in writers:
             fw = writer._get_file_writer()
             for summary in (exp, ssi, sei):

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO
 
 __all__ = ["atomic_write", "atomic_write_text", "remove_stale_temps", "temp_prefix"]
 
@@ -89,7 +90,7 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb", *, tag: str = "tmp",
     fd, tmp = _create_temp(path, tag)
     os.close(fd)  # reopened by name: the file object's ``name`` is then the path (tracebacks, tests)
     try:
-        f = open(tmp, mode, encoding=encoding or "utf-8", newline=newline) if mode == "w" else open(tmp, "wb")
+        f = open(tmp, mode, encoding=encoding or "utf-8", newline=newline) if mode == "w" else open(tmp, "wb")  # noqa: SIM115  (closed by the with below)
     except BaseException:
         os.unlink(tmp)
         raise

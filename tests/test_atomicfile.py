@@ -27,17 +27,15 @@ def test_a_raising_writer_leaves_the_old_target_and_no_temporary(tmp_path):
     target = tmp_path / "a.txt"
     target.write_text("old")
     seen = []
-    with pytest.raises(RuntimeError, match="disk on fire"):
-        with atomic_write(target, "w") as f:
-            f.write("half of the new")
-            seen.append(f.name)
-            raise RuntimeError("disk on fire")
+    with pytest.raises(RuntimeError, match="disk on fire"), atomic_write(target, "w") as f:
+        f.write("half of the new")
+        seen.append(f.name)
+        raise RuntimeError("disk on fire")
     assert target.read_text() == "old"
     assert sorted(os.listdir(tmp_path)) == ["a.txt"]
     assert os.path.dirname(seen[0]) == str(tmp_path)  # it was written in the target's directory
-    with pytest.raises(KeyboardInterrupt):  # an interrupt too
-        with atomic_write(tmp_path / "b.txt", "w") as f:
-            raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt), atomic_write(tmp_path / "b.txt", "w") as f:  # an interrupt too
+        raise KeyboardInterrupt
     assert sorted(os.listdir(tmp_path)) == ["a.txt"]  # an absent target stays absent
 
 
@@ -103,16 +101,16 @@ def test_remove_stale_temps_clears_other_processes_leftovers_only(tmp_path):
 
 
 def test_mode_is_checked(tmp_path):
-    with pytest.raises(ValueError, match="mode must be"):
-        with atomic_write(tmp_path / "a", "a"):
-            pass
+    with pytest.raises(ValueError, match="mode must be"), atomic_write(tmp_path / "a", "a"):
+        pass
 
 
 def test_kill_9_mid_write_keeps_the_old_file(tmp_path):
     target = tmp_path / "a.bin"
     target.write_bytes(b"old")
     code = ("import os, signal, sys\nfrom pdx_lightning.atomicfile import atomic_write\n"
-            "with atomic_write(sys.argv[1]) as f:\n    f.write(b'ne'); f.flush(); os.kill(os.getpid(), signal.SIGKILL)\n")
+            "with atomic_write(sys.argv[1]) as f:\n"
+            "    f.write(b'ne'); f.flush(); os.kill(os.getpid(), signal.SIGKILL)\n")
     r = subprocess.run([sys.executable, "-c", code, str(target)], capture_output=True, text=True, timeout=120)
     assert r.returncode < 0, r.stderr
     assert target.read_bytes() == b"old"

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_the_package_dirs_hold_the_top_level_conf_and_data():
-    assert DATA_DIR == package_dir("data") and DEFAULT_SUITE.parent == DATA_DIR
+    assert package_dir("data") == DATA_DIR and DEFAULT_SUITE.parent == DATA_DIR
     assert sorted(p.name for p in package_dir("data").iterdir()) == sorted(p.name for p in (ROOT / "data").iterdir())
     names = preset_names()
     assert len(names) == len(list((ROOT / "conf").rglob("*.yaml"))) and "fit/maia" in names and "sweep/cpu" in names

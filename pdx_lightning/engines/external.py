@@ -16,6 +16,7 @@ from __future__ import annotations
 import shlex
 import shutil
 from pathlib import Path
+from typing import Any
 
 import chess.engine
 
@@ -27,7 +28,7 @@ class UciSpecError(ValueError):
 
 
 def is_uci_spec(name: str) -> bool:
-    return name.startswith("uci:") or name.startswith("uci[")
+    return name.startswith(("uci:", "uci["))
 
 
 def parse_uci_spec(spec: str) -> tuple[list[str], chess.engine.Limit, dict]:
@@ -54,7 +55,7 @@ def parse_uci_spec(spec: str) -> tuple[list[str], chess.engine.Limit, dict]:
     exe = argv[0]
     if not (shutil.which(exe) or (Path(exe).is_file())):
         raise UciSpecError(f"{spec!r}: engine {exe!r} not found (not on PATH, no such file)")
-    limit: dict[str, float] = {}
+    limit: dict[str, Any] = {}  # chess.engine.Limit's keywords: nodes, depth (int), time (float)
     options: dict[str, int | str] = {}
     for key, value in fields.items():
         if key in LIMIT_KEYS:

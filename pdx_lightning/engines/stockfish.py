@@ -1,11 +1,12 @@
 """Locating and opening the Stockfish binary (teacher, oracle, anchor)."""
 from __future__ import annotations
 
-import os
 import asyncio
 import logging
+import os
 import shutil
 from pathlib import Path
+from typing import cast
 
 import chess.engine
 
@@ -28,7 +29,7 @@ def find_stockfish(path: str | os.PathLike | None = None) -> str:
 
 
 def open_engine(path: str | os.PathLike | None = None, threads: int = 1, hash_mb: int = 16,
-                options: dict | None = None, search_timeout: float | None = None) -> "RestartingEngine":
+                options: dict | None = None, search_timeout: float | None = None) -> RestartingEngine:
     """Start Stockfish over UCI with ``threads`` and ``hash_mb`` (plus extra UCI ``options``).
 
     The engine is a :class:`RestartingEngine`: ``play`` / ``analyse`` are bounded in time
@@ -209,7 +210,8 @@ class RestartingEngine:
         self._start()
 
     def _start(self) -> None:
-        engine = BoundedEngine.popen_uci(self.path, timeout=STARTUP_TIMEOUT)
+        # python-chess types popen_uci as SimpleEngine; it builds cls(...), a BoundedEngine
+        engine = cast(BoundedEngine, BoundedEngine.popen_uci(self.path, timeout=STARTUP_TIMEOUT))
         engine.search_timeout = self.search_timeout
         try:
             engine.configure(self.config)

@@ -30,9 +30,12 @@ import math
 import sys
 import threading
 import time
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import chess
+
+if TYPE_CHECKING:
+    import torch
 
 LICHESS_K = 0.00368208  # Lichess's cp -> win-probability logistic slope
 GO_INT_KEYS = ("wtime", "btime", "winc", "binc", "movestogo", "depth", "nodes", "mate", "movetime")
@@ -60,7 +63,9 @@ class UciEngine:
         self.board = chess.Board()
         self.pending: str | None = None  # bestmove held back by go infinite / ponder
         self._threads_set = False
-        self.model = self.gen = None  # set by the loader thread: every attribute exists before it starts
+        # set by the loader thread: every attribute exists before it starts
+        self.model: torch.nn.Module | None = None
+        self.gen: torch.Generator | None = None
         self.load_error: BaseException | None = None
         self._loader = threading.Thread(target=self._load, daemon=True)
         self._loader.start()
@@ -75,7 +80,7 @@ class UciEngine:
             with _LOAD_LOCK:  # random: models seed torch's global RNG: one load at a time per process
                 self.model = load_model(self.model_name)
             self.gen = torch.Generator().manual_seed(int(self.options["Seed"]))
-        except BaseException as e:  # reported on the protocol thread
+        except BaseException as e:  # noqa: BLE001  (reported on the protocol thread)
             self.load_error = e
 
     def _ready(self) -> bool:
@@ -115,7 +120,7 @@ class UciEngine:
             method(args)
         except SystemExit:
             raise
-        except Exception as e:  # never die on input
+        except Exception as e:  # noqa: BLE001  (never die on input)
             self.error(f"{cmd}: {type(e).__name__}: {e}")
         return True
 
@@ -173,6 +178,7 @@ class UciEngine:
         if key in ("Seed", "Threads"):
             self._ready()
             if key == "Seed":
+                assert self.gen is not None  # _ready(): loaded
                 self.gen.manual_seed(int(value))
             else:
                 self._threads_set = False
@@ -269,6 +275,7 @@ class UciEngine:
             self.send("info depth 0 score " + ("mate 0" if board.is_check() else "cp 0"))
             return "bestmove (none)"
         mask = legal_mask([board], [legal])                               # (1, 4288)
+        assert self.model is not None  # _ready(): loaded
         with torch.inference_mode():
             out = self.model(torch.from_numpy(encode_boards([board])))
         logits, wdl = out.policy.float(), torch.softmax(out.wdl.float(), dim=-1)

@@ -11,8 +11,14 @@ from __future__ import annotations
 
 import torch
 
-from pdx_lightning.nets import (CHECKPOINT_CONFIG_KEY, CHECKPOINT_FAMILY_KEY, ModelLoadError, base_reference,
-                                check_base_reference, network_record)
+from pdx_lightning.nets import (
+    CHECKPOINT_CONFIG_KEY,
+    CHECKPOINT_FAMILY_KEY,
+    ModelLoadError,
+    base_reference,
+    check_base_reference,
+    network_record,
+)
 from pdx_lightning.runtime.checkpoint_read import CheckpointLoadError
 
 __all__ = ["BASE_KEY", "BaseMismatchError", "check_base", "write_network_meta"]

@@ -28,7 +28,7 @@ def read_checkpoint(path: str | os.PathLike) -> dict:
         raise CheckpointLoadError(f"checkpoint {str(path)!r} not found")
     try:
         return load_torch_bounded(path, error=CheckpointLimitError, mmap=True)
-    except Exception as e:  # noqa: BLE001  (pickle payloads, truncation, not a torch file)
+    except Exception as e:  # (pickle payloads, truncation, not a torch file)
         others = sorted((p for p in glob.glob(str(path.parent / "*.ckpt")) if Path(p) != path),
                         key=os.path.getmtime)
         hint = f"; the newest other checkpoint there is {others[-1]!r}" if others else ""

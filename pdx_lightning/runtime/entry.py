@@ -27,7 +27,8 @@ import logging
 import os
 import sys
 import warnings
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import lightning as L
 from lightning.pytorch.cli import LightningCLI
@@ -148,6 +149,6 @@ def run_summary(trainer: L.Trainer, subcommand: str | None = "fit") -> str | Non
         return None
     lines = [f"logs:        {log_dir}"] if log_dir is not None else []
     if subcommand == "fit":
-        ckpt = trainer.checkpoint_callback.dirpath if trainer.checkpoint_callback else None
+        ckpt = getattr(trainer.checkpoint_callback, "dirpath", None)  # a ModelCheckpoint's; None without one
         lines.append(f"checkpoints: {ckpt}")
     return "\n" + "\n".join(lines + views)

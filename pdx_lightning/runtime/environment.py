@@ -28,7 +28,7 @@ def _commit(repo: Path) -> str | None:
     """The checkout's commit (with ``-dirty`` for local changes), None outside a git checkout."""
     try:
         r = subprocess.run(["git", "-C", str(repo), "describe", "--always", "--dirty", "--abbrev=12"],
-                           capture_output=True, text=True, timeout=5)
+                           check=False, capture_output=True, text=True, timeout=5)
     except (OSError, subprocess.SubprocessError):
         return None
     return (r.stdout.strip() or None) if r.returncode == 0 else None

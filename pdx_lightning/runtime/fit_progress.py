@@ -62,11 +62,12 @@ class FitProgressBar(TQDMProgressBar):
     def __init__(self, refresh_rate: int = 1) -> None:
         super().__init__(refresh_rate=refresh_rate)
         self._tty = bool(getattr(sys.stderr, "isatty", lambda: False)())
-        self._t0, self._step0, self._per_step, self._last_draw = 0.0, 0, None, 0.0
+        self._t0, self._step0, self._last_draw = 0.0, 0, 0.0
+        self._per_step: int | None = None
         if os.environ.get(ENV_SWITCH, "").strip().lower() in _OFF:
             self.disable()
 
-    def _total(self) -> int | None:
+    def _total(self) -> int | float | None:
         trainer = self.trainer
         if trainer.max_steps and trainer.max_steps > 0:
             return trainer.max_steps

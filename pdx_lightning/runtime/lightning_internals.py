@@ -51,7 +51,8 @@ def version_tuple(version: str) -> tuple[int, int]:
         release = Version(version).release
     except InvalidVersion:
         return 0, 0
-    return (release + (0,))[:2]
+    major, minor = (*release, 0)[:2]
+    return major, minor
 
 
 def _source_has(obj: Any, text: str) -> bool:
@@ -68,8 +69,7 @@ def missing_private_uses() -> list[str]:
     from lightning.pytorch.cli import LightningCLI  # noqa: PLC0415
     from lightning.pytorch.core.mixins.hparams_mixin import HyperparametersMixin  # noqa: PLC0415
     from lightning.pytorch.loops.training_epoch_loop import _TrainingEpochLoop  # noqa: PLC0415
-    from lightning.pytorch.trainer.connectors.logger_connector.logger_connector import (  # noqa: PLC0415
-        _LoggerConnector)
+    from lightning.pytorch.trainer.connectors.logger_connector.logger_connector import _LoggerConnector  # noqa: PLC0415
 
     found = {
         "LightningCLI._parse_ckpt_path": callable(getattr(LightningCLI, "_parse_ckpt_path", None))
@@ -127,5 +127,5 @@ def drop_hparam(model, key: str) -> None:
     """Remove ``key`` from ``model``'s hyperparameters, the logged initial ones (``_hparams_initial``) too."""
     for attr in ("_hparams", "_hparams_initial"):
         hp = getattr(model, attr, None)
-        if hasattr(hp, "pop"):
+        if hp is not None and hasattr(hp, "pop"):
             hp.pop(key, None)

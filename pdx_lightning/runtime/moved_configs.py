@@ -14,8 +14,8 @@ the same clone. An old path that still exists (a user's own ``conf/maia.yaml``) 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import PurePath
-from typing import Sequence
 
 from pdx_lightning.errors import UserError
 from pdx_lightning.resources import resolve_path

@@ -18,7 +18,7 @@ import sys
 
 from tqdm import tqdm
 
-from pdx_lightning.runtime.ranks import process_rank  # noqa: F401  (re-exported: tests, callers)
+from pdx_lightning.runtime.ranks import process_rank  # (re-exported: tests, callers)
 
 DELAY = 2.0          # seconds before a bar first appears
 LOG_INTERVAL = 10.0  # seconds between refreshes when stderr is not a terminal

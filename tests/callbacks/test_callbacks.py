@@ -71,7 +71,8 @@ def test_puzzle_validation_scores_the_ema_and_logs(tmp_path):
     keys = set(cb.history[-1][1])
     assert {"puzzles/acc", "puzzles/p_star_geo", "mates/acc_1"} <= keys
     assert 0.0 <= cb.history[-1][1]["puzzles/acc"] <= 1.0
-    assert "puzzles/acc" in open(next(tmp_path.rglob("metrics.csv"))).readline()
+    with open(next(tmp_path.rglob("metrics.csv"))) as f:
+        assert "puzzles/acc" in f.readline()
 
 
 def test_puzzle_validation_of_files_reads_exactly_those_files_and_scores_a_model():

@@ -200,7 +200,7 @@ def engine():
 def test_python_chess_client(engine):
     assert engine.id["name"].startswith("pdx_lightning")
     board = chess.Board()
-    for uci in "d2d4 d7d5 c2c4".split():
+    for uci in ["d2d4", "d7d5", "c2c4"]:
         board.push_uci(uci)
     res = engine.play(board, chess.engine.Limit(time=0.5))
     assert res.move in board.legal_moves

@@ -101,7 +101,7 @@ def test_export_network_writes_a_blend_that_loads_evaluates_and_plays_in_the_are
         assert torch.load(out, weights_only=True)["meta"] == {"source": "random:tiny:0", "weights": "ema",
                                                               "blend": "random:tiny:1", "alpha": alpha}
         ladder.append(str(out))
-    rc = pdx(["arena", "--model", "random:tiny:0", *sum([["--model", p] for p in ladder], []),
+    rc = pdx(["arena", "--model", "random:tiny:0", *(a for p in ladder for a in ("--model", p)),
               "--games", "2", "--max-plies", "16", "--quiet", "--json", str(tmp_path / "arena.json")])
     assert rc == 0 and (tmp_path / "arena.json").stat().st_size > 0
 

@@ -164,7 +164,8 @@ def _with_numel(src, dst, numel: int) -> None:
     with zipfile.ZipFile(src) as zf:
         members = [(i.filename, zf.read(i)) for i in zf.infolist()]
     with zipfile.ZipFile(dst, "w") as out:
-        for name, data in members:
+        for name, member in members:
+            data = member
             if name.endswith("data.pkl"):
                 i = data.index(b"X\x03\x00\x00\x00cpu") + 8
                 i += {b"q": 2, b"r": 5, b"\x94": 1}.get(data[i:i + 1], 0)

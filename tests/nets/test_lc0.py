@@ -4,7 +4,7 @@ plane encoder, BT4 model and move vocabulary) agreeing with us on 100 positions.
 import gzip
 import random
 from dataclasses import replace
-from functools import lru_cache
+from functools import cache
 
 import chess
 import numpy as np
@@ -13,11 +13,11 @@ import torch
 
 from pdx_lightning.chesscore.encoding import encode_boards
 from pdx_lightning.chesscore.moves import move_to_index
-from pdx_lightning.nets import ModelLoadError, load_model, save_network
-from pdx_lightning.nets import lc0
-from pdx_lightning.nets.lc0 import attention, schema as P
-from pdx_lightning.nets.lc0 import format as F
+from pdx_lightning.nets import ModelLoadError, lc0, load_model, save_network
 from pdx_lightning.nets.chessformer import Chessformer, ModelConfig, castling_to_ours, lc0_position_table
+from pdx_lightning.nets.lc0 import attention
+from pdx_lightning.nets.lc0 import format as F
+from pdx_lightning.nets.lc0 import schema as P
 
 
 def _random_lc0_net(embedding="pe_dense", seed=0, **overrides) -> Chessformer:
@@ -58,7 +58,7 @@ SPECIAL_FENS = [
 ]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _positions(n=100, seed=0) -> tuple[chess.Board, ...]:
     """Positions with their move stacks: games from the start (zero-filled history) and from
     FENs without an en-passant square (history filled by repetition), some cut short."""

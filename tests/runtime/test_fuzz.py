@@ -399,9 +399,9 @@ def _fuzz_lc0_reader_structure_mutations(lc0_bytes, rng, n_ops):
     net = P.Net.FromString(gzip.decompress(lc0_bytes))
     for _ in range(n_ops):
         subs = _layers(net)
-        path, sub = rng.choice(subs)
+        _path, sub = rng.choice(subs)
         scalars = [f for f in sub.DESCRIPTOR.fields
-                   if f.type != f.TYPE_MESSAGE and not isinstance(getattr(sub, f.name), Sequence)
+                   if (f.type != f.TYPE_MESSAGE and not isinstance(getattr(sub, f.name), Sequence))
                    or f.type == f.TYPE_BYTES]
         op = rng.randrange(6)
         if op == 0:                                            # drop a field or sub-message

@@ -74,9 +74,9 @@ def test_json_writer_turns_nan_and_inf_into_null_and_numpy_into_python(tmp_path,
 
 
 def test_the_optimizer_arguments_have_one_help_text_in_both_modules():
-    from pdx_lightning.rl.module import PDXModule  # noqa: PLC0415
-    from pdx_lightning.runtime.optim import OPTIMIZER_ARGS_DOC  # noqa: PLC0415
-    from pdx_lightning.supervised.control import PuzzleControl  # noqa: PLC0415
+    from pdx_lightning.rl.module import PDXModule
+    from pdx_lightning.runtime.optim import OPTIMIZER_ARGS_DOC
+    from pdx_lightning.supervised.control import PuzzleControl
 
     rl_doc, control_doc = PDXModule.__init__.__doc__, PuzzleControl.__init__.__doc__
     for doc in (rl_doc, control_doc):

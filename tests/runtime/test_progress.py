@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from pdx_lightning.chesscore.opening_files import load_openings
 from pdx_lightning.evaluation import coverage as coverage_cli
 from pdx_lightning.evaluation import diagnostics as diag_cli
 from pdx_lightning.evaluation import mate_depths as mates_cli
@@ -21,7 +22,6 @@ from pdx_lightning.evaluation import recovery as recovery_cli
 from pdx_lightning.evaluation.arena_loop import play_games, round_robin
 from pdx_lightning.evaluation.arena_players import NetPlayer
 from pdx_lightning.evaluation.coverage import CoverageTree, FunctionPolicy, coverage
-from pdx_lightning.chesscore.opening_files import load_openings
 from pdx_lightning.nets import load_model
 from pdx_lightning.rl.selfplay import SelfPlayConfig, SelfPlayDataset, SelfPlayNetworks
 from pdx_lightning.runtime import progress as progress_mod

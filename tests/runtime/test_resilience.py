@@ -21,12 +21,12 @@ import torch
 
 import soak_crash_resume as soak
 from pdx_lightning import cli
-from pdx_lightning.runtime import preflight
-from pdx_lightning.rl.module import PDXModule, run_cli
 from pdx_lightning.nets import ModelLoadError, load_model, save_network
-from pdx_lightning.runtime.preflight import PreflightError
+from pdx_lightning.rl.module import PDXModule, run_cli
+from pdx_lightning.runtime import preflight
 from pdx_lightning.runtime.checkpoint_io import AtomicCheckpointIO, CheckpointWriteError
 from pdx_lightning.runtime.checkpoint_read import CheckpointLoadError, read_checkpoint
+from pdx_lightning.runtime.preflight import PreflightError
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parents[2]
@@ -184,7 +184,7 @@ def test_other_checkpoint_readers_never_execute_a_payload(evil):
 
     marker, files = evil
     assert checkpoint_play_mode(str(files["ckpt"])) == "raw"
-    with pytest.raises(Exception):
+    with pytest.raises(Exception):  # noqa: B017  (any refusal: Lightning's own error, which the payload never reaches)
         PDXModule.load_from_checkpoint(files["ckpt"], weights_only=True)
     with pytest.raises(CheckpointLoadError, match="evil.ckpt.*weights_only=True"):
         read_checkpoint(files["ckpt"])

@@ -198,7 +198,7 @@ def test_check_export_target_refuses_the_bundled_directory(tmp_path, monkeypatch
         assert check_export_target(inside, allow_bundled=True) == inside.resolve()
     assert check_export_target(tmp_path / "runs" / "base.pt") == (tmp_path / "runs" / "base.pt").resolve()
     shipped = yaml.safe_load((ROOT / "conf" / "pretrain" / "small.yaml").read_text())["model"]["export"]
-    assert not Path(shipped).parts[0] == "data"                             # the default writes elsewhere
+    assert Path(shipped).parts[0] != "data"                                 # the default writes elsewhere
 
 
 PRETRAIN_YAML = """\

@@ -100,7 +100,8 @@ def test_sweep_with_mlflow_keeps_its_record_and_names_each_cells_run(tmp_path, m
     import yaml
     from mlflow.tracking import MlflowClient
 
-    from pdx_lightning.experiments.sweep import sweep_command as command, train
+    from pdx_lightning.experiments.sweep import sweep_command as command
+    from pdx_lightning.experiments.sweep import train
 
     fix = ROOT / "tests" / "fixtures"
     sample, mates = str(fix / "lichess_sample.csv"), str(fix / "generated_altmoves.csv")
@@ -120,8 +121,9 @@ def test_sweep_with_mlflow_keeps_its_record_and_names_each_cells_run(tmp_path, m
     cell = tmp_path / "out" / "cells" / "none-adaptive"
     result = yaml.safe_load((cell / "result.json").read_text())
     assert "final/loss/total" in result["metrics"]
-    import lightning
     import platform
+
+    import lightning
 
     for doc in (result, yaml.safe_load((tmp_path / "out" / "sweep.json").read_text())):  # the versions
         env = doc["environment"]

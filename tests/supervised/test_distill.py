@@ -9,11 +9,11 @@ import pytest
 import torch
 import yaml
 
-from pdx_lightning.supervised.distill import DistillModule, ShardDataModule, pack_shard
 from pdx_lightning.chesscore.encoding import encode_boards, encode_packed
-from pdx_lightning.nets import load_model
 from pdx_lightning.chesscore.moves import legal_mask
 from pdx_lightning.chesscore.policy import masked_log_softmax
+from pdx_lightning.nets import load_model
+from pdx_lightning.supervised.distill import DistillModule, ShardDataModule, pack_shard
 from pdx_lightning.supervised.shards import load_all
 
 torch.set_num_threads(1)

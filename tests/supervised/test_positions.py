@@ -5,12 +5,21 @@ import chess
 import numpy as np
 import pytest
 
-from pdx_lightning.cli import build_parser, main
-from pdx_lightning.datagen.positions import GenConfig, SettingsMismatch, generate, generate_shard
 from pdx_lightning.chesscore.encoding import encode_boards
 from pdx_lightning.chesscore.moves import index_to_move, legal_indices
-from pdx_lightning.supervised.shards import (CorruptShard, concat_shards, decode_move, encode_move, iter_shards, load_all,
-                                  load_shard, shard_path, write_shard)
+from pdx_lightning.cli import build_parser, main
+from pdx_lightning.datagen.positions import GenConfig, SettingsMismatch, generate, generate_shard
+from pdx_lightning.supervised.shards import (
+    CorruptShard,
+    concat_shards,
+    decode_move,
+    encode_move,
+    iter_shards,
+    load_all,
+    load_shard,
+    shard_path,
+    write_shard,
+)
 from pdx_lightning.supervised.teacher import Teacher
 
 pytestmark = pytest.mark.stockfish
