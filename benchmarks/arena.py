@@ -20,6 +20,7 @@ so its rate does not depend on the match size: ``--uci-pairs`` plays only the
 first N paired openings through UCI (the same games) and the match time at
 UCI speed is extrapolated from its plies/s — the ratio is reported both ways.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -88,14 +89,20 @@ def main() -> int:
     p_b, p_u = sum(map(len, g_b)), sum(map(len, g_u))
     same = sum(a == b for a, b in zip(g_b, g_u))
     t_match = t_u if n_uci == len(sched) else p_b / (p_u / t_u)  # the whole match at UCI speed
-    print(f"model {args.model}, {len(sched)} games ({args.pairs} paired openings), max {args.max_plies} plies, "
-          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(
+        f"model {args.model}, {len(sched)} games ({args.pairs} paired openings), max {args.max_plies} plies, "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    )
     print(f"batched arena : {t_b:7.2f} s  {len(sched) / t_b:7.3f} games/s  {p_b / t_b:8.1f} plies/s  ({p_b} plies)")
-    print(f"2x pdx uci    : {t_u:7.2f} s  {n_uci / t_u:7.3f} games/s  {p_u / t_u:8.1f} plies/s  ({n_uci} games, "
-          f"{p_u} plies; +{startup:.1f} s start-up not counted)")
+    print(
+        f"2x pdx uci    : {t_u:7.2f} s  {n_uci / t_u:7.3f} games/s  {p_u / t_u:8.1f} plies/s  ({n_uci} games, "
+        f"{p_u} plies; +{startup:.1f} s start-up not counted)"
+    )
     extra = "" if n_uci == len(sched) else f" (UCI time of the whole match extrapolated: {t_match:.1f} s)"
-    print(f"ratio (games/s, same match): {t_match / t_b:.1f}x   ratio (plies/s): {(p_b / t_b) / (p_u / t_u):.1f}x"
-          f"{extra}   identical games: {same}/{n_uci}")
+    print(
+        f"ratio (games/s, same match): {t_match / t_b:.1f}x   ratio (plies/s): {(p_b / t_b) / (p_u / t_u):.1f}x"
+        f"{extra}   identical games: {same}/{n_uci}"
+    )
     return 0
 
 

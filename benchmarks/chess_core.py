@@ -9,6 +9,7 @@ moves, game ends), restarting ended games; then the same with the planes packed 
 CPU time) and wall-µs per game-ply for the python-chess pool and the compiled core on each worker count,
 and the core's speed-up over python-chess. Writes ``reports/maia/chess_core.md`` and ``.json``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,8 +39,15 @@ def measure(backend: str, n: int, plies: int, workers: int, seed: int = 0, packe
         wall += time.perf_counter() - t
         ended += int(np.count_nonzero(reason))
     pool.close()
-    return {"backend": backend + (", packed planes" if packed else ""), "games": n, "plies": plies, "workers": workers,
-            "ended": ended, "core_us_per_ply": 1e6 * cpu / (n * plies), "wall_us_per_ply": 1e6 * wall / (n * plies)}
+    return {
+        "backend": backend + (", packed planes" if packed else ""),
+        "games": n,
+        "plies": plies,
+        "workers": workers,
+        "ended": ended,
+        "core_us_per_ply": 1e6 * cpu / (n * plies),
+        "wall_us_per_ply": 1e6 * wall / (n * plies),
+    }
 
 
 def main() -> int:
@@ -53,12 +61,17 @@ def main() -> int:
     ref = measure("python-chess", args.games, max(1, args.plies // 10), 1)
     rows = [ref] + [measure("native", args.games, args.plies, w) for w in args.workers]
     rows += [measure("native", args.games, args.plies, w, packed=True) for w in args.workers]
-    lines = [f"## The chess side alone: N = {args.games}, random legal moves, restarts included", "",
-             "| engine | worker threads | plies | core-µs / game-ply | wall-µs / game-ply | core-µs vs python-chess |",
-             "|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"## The chess side alone: N = {args.games}, random legal moves, restarts included",
+        "",
+        "| engine | worker threads | plies | core-µs / game-ply | wall-µs / game-ply | core-µs vs python-chess |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for r in rows:
-        lines.append(f"| {r['backend']} | {r['workers']} | {r['plies']} | {r['core_us_per_ply']:.2f} | "
-                     f"{r['wall_us_per_ply']:.2f} | {ref['core_us_per_ply'] / r['core_us_per_ply']:.0f}× |")
+        lines.append(
+            f"| {r['backend']} | {r['workers']} | {r['plies']} | {r['core_us_per_ply']:.2f} | "
+            f"{r['wall_us_per_ply']:.2f} | {ref['core_us_per_ply'] / r['core_us_per_ply']:.0f}× |"
+        )
     lines += ["", f"Machine before: {before}.", f"Machine after: {machine_note()}."]
     print("\n".join(lines))
     if args.report:

@@ -17,6 +17,7 @@ The chess side runs on ``--workers`` threads of the compiled core (``--model.sel
 GPU it stops with one line (``--device cpu`` runs the same cells on the CPU, for a dry run of the script:
 ``--models random:tiny --games 16``). Writes ``reports/gpu/gpu_step.md`` and ``.json``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,13 +50,19 @@ def main() -> int:
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
     if args.device == "cuda" and not torch.cuda.is_available():
-        print("benchmarks/gpu.py: no CUDA device here (torch.cuda.is_available() is False); "
-              "--device cpu runs a dry run on the CPU", file=sys.stderr)
+        print(
+            "benchmarks/gpu.py: no CUDA device here (torch.cuda.is_available() is False); "
+            "--device cpu runs a dry run on the CPU",
+            file=sys.stderr,
+        )
         return 2
     accel = "gpu" if args.device == "cuda" else "cpu"
     name = torch.cuda.get_device_name(0) if args.device == "cuda" else "cpu"
-    header = ["| model | precision | N | workers | s/step | transitions/s | step / network-bound | GPU busy "
-              "| peak GPU memory GiB |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    header = [
+        "| model | precision | N | workers | s/step | transitions/s | step / network-bound | GPU busy "
+        "| peak GPU memory GiB |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     print(f"device: {name}; torch {torch.__version__}\n" + "\n".join(header), flush=True)
     rows, cells = list(header), []
     t0 = time.perf_counter()
@@ -64,17 +71,32 @@ def main() -> int:
             if args.device == "cuda":
                 torch.cuda.empty_cache()
                 torch.cuda.reset_peak_memory_stats()
-            r = run(model, args.games, args.steps, args.warmup, args.micro_batch, False, args.opening_max_moves,
-                    workers=args.workers, accelerator=accel, precision=precision, busy=True)
+            r = run(
+                model,
+                args.games,
+                args.steps,
+                args.warmup,
+                args.micro_batch,
+                False,
+                args.opening_max_moves,
+                workers=args.workers,
+                accelerator=accel,
+                precision=precision,
+                busy=True,
+            )
             peak = torch.cuda.max_memory_allocated() / 2**30 if args.device == "cuda" else float("nan")
             busy = r["gpu_busy_share"]
-            line = (f"| {model} | {precision} | {args.games} | {args.workers} | {r['step_s']:.3f} | "
-                    f"{r['transitions_per_s']:.0f} | {r['ratio']:.3f} | "
-                    f"{'—' if busy is None else f'{100 * busy:.0f}%'} | {peak:.1f} |")
+            line = (
+                f"| {model} | {precision} | {args.games} | {args.workers} | {r['step_s']:.3f} | "
+                f"{r['transitions_per_s']:.0f} | {r['ratio']:.3f} | "
+                f"{'—' if busy is None else f'{100 * busy:.0f}%'} | {peak:.1f} |"
+            )
             rows.append(line)
             print(line, flush=True)
-            cells.append({k: v for k, v in r.items() if k not in ("rows", "profile")} | {"precision": precision,
-                                                                                         "peak_gib": peak})
+            cells.append(
+                {k: v for k, v in r.items() if k not in ("rows", "profile")}
+                | {"precision": precision, "peak_gib": peak}
+            )
     rows += ["", f"device: {name}; torch {torch.__version__}; {time.perf_counter() - t0:.0f} s in all"]
     print(rows[-1])
     if args.out:

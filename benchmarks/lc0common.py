@@ -4,6 +4,7 @@ Not a benchmark itself (``benchmarks/lc0_*.py`` import it). Every table says wha
 :func:`machine_note` reads the load average and the busiest other processes, because on a shared 2-core
 machine an absolute number means little and a ratio measured in one run, interleaved, means more.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,31 +29,35 @@ class BenchmarkError(RuntimeError):
 def maia(rating: int = 1900) -> Path:
     path = MAIA_DIR / f"maia-{rating}.pb.gz"
     if not path.is_file():
-        raise BenchmarkError(f"{path} is missing: the Maia files live in ../shared/lc0/maia (developers, "
-                             f"CI)")
+        raise BenchmarkError(f"{path} is missing: the Maia files live in ../shared/lc0/maia (developers, CI)")
     return path
 
 
 def lc0_command(weights: Path, threads: int = 1) -> list[str]:
     """The real Lc0 engine on ``weights``: eigen backend, ``threads`` search threads."""
     if not LC0.is_file():
-        raise BenchmarkError(f"{LC0} is missing: setup.sh builds the lc0 engine into the venv when "
-                             f"../shared/lc0 exists")
+        raise BenchmarkError(
+            f"{LC0} is missing: setup.sh builds the lc0 engine into the venv when ../shared/lc0 exists"
+        )
     return [str(LC0), f"--weights={weights}", "--backend=eigen", f"--threads={threads}"]
 
 
 def pdx_uci_command(model: str, threads: int = 1) -> list[str]:
     """``pdx uci`` as a user starts it (the console script), one torch thread unless told otherwise."""
-    return [str(VENV_BIN / "pdx"), "--threads", str(threads), "uci", "--model", model,
-            "--threads", str(threads)]
+    return [str(VENV_BIN / "pdx"), "--threads", str(threads), "uci", "--model", model, "--threads", str(threads)]
 
 
 def machine_note() -> str:
     """One line: load averages, cores, and the other processes using the CPU right now (ps)."""
     load = " ".join(f"{v:.2f}" for v in os.getloadavg())
     try:
-        ps = subprocess.run(["ps", "-eo", "pid,ppid,pcpu,args", "--sort=-pcpu", "--no-headers"],
-                            check=False, capture_output=True, text=True, timeout=10).stdout.splitlines()
+        ps = subprocess.run(
+            ["ps", "-eo", "pid,ppid,pcpu,args", "--sort=-pcpu", "--no-headers"],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.splitlines()
     except (OSError, subprocess.SubprocessError):
         ps = []
     me = str(os.getpid())
@@ -64,7 +69,7 @@ def machine_note() -> str:
                 break
         except ValueError:
             continue
-        if me in (pid, ppid):   # this benchmark and the engines it started
+        if me in (pid, ppid):  # this benchmark and the engines it started
             continue
         name = " ".join(Path(a).name if i == 0 else a for i, a in enumerate(" ".join(args).split()[:4]))
         busy.append(f"{name[:60]} ({float(pcpu):.0f}%)")

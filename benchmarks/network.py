@@ -7,6 +7,7 @@ forward + backward + AdamW step, positions/s. Encoder: µs/position of the
 vectorized encoder against a naive per-square loop (checked equal).
 bt4 is shape-tested only (tests/test_chessformer.py), never run on a CPU.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,7 +48,7 @@ def naive_encode(board: chess.Board) -> np.ndarray:
             x[13 * h + 12] = 1
     if len(history) < 8 and board.root() != chess.Board():
         for h in range(len(history), 8):
-            x[13 * h:13 * h + 13] = x[13 * (len(history) - 1):13 * len(history)]
+            x[13 * h : 13 * h + 13] = x[13 * (len(history) - 1) : 13 * len(history)]
     them = not us
     x[104] = board.has_queenside_castling_rights(us)
     x[105] = board.has_kingside_castling_rights(us)
@@ -117,8 +118,10 @@ def main() -> None:
     slow = np.stack([naive_encode(b) for b in boards])
     t_slow = (time.perf_counter() - t) / len(boards) * 1e6
     same = np.array_equal(fast, slow)
-    print(f"\n| encoder | µs/position |\n|---|---:|\n| vectorized (encode_boards) | {t_fast:.1f} |\n"
-          f"| naive per-square loop | {t_slow:.1f} |\n\nspeed-up {t_slow / t_fast:.1f}x; outputs equal: {same}")
+    print(
+        f"\n| encoder | µs/position |\n|---|---:|\n| vectorized (encode_boards) | {t_fast:.1f} |\n"
+        f"| naive per-square loop | {t_slow:.1f} |\n\nspeed-up {t_slow / t_fast:.1f}x; outputs equal: {same}"
+    )
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ random play from the start (true history kept), each with a random 3- or
 Both paths call :func:`score_suite`; the sequential one with one puzzle per
 call (batch size 1 at every ply), which is how a per-puzzle loop scores.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -58,8 +59,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    puzzles = (load_suite(args.suite, sample=args.puzzles).puzzles if args.suite
-               else synthetic_puzzles(args.puzzles))
+    puzzles = load_suite(args.suite, sample=args.puzzles).puzzles if args.suite else synthetic_puzzles(args.puzzles)
     model = load_model(args.model)
     score_suite(model, puzzles[:8], args.micro_batch)  # warm-up
     t = time.perf_counter()
@@ -76,18 +76,22 @@ def main() -> None:
         for bs in (1, args.micro_batch):
             t = time.perf_counter()
             for i in range(0, len(x), bs):
-                model(x[i:i + bs])
+                model(x[i : i + bs])
             net[bs] = len(x) / (time.perf_counter() - t)
     agree = np.allclose(batched.log_p_star, [r.log_p_star[0] for r in single], atol=1e-4)
-    print(f"model {args.model}, {len(puzzles)} puzzles, {n_pos} solver positions, "
-          f"torch threads {torch.get_num_threads()}, batched and sequential p* agree: {agree}\n")
+    print(
+        f"model {args.model}, {len(puzzles)} puzzles, {n_pos} solver positions, "
+        f"torch threads {torch.get_num_threads()}, batched and sequential p* agree: {agree}\n"
+    )
     print("| path | seconds | positions/s |\n|---|---|---|")
     print(f"| one puzzle at a time | {t_single:.2f} | {n_pos / t_single:.0f} |")
     print(f"| batched over the suite | {t_batched:.2f} | {n_pos / t_batched:.0f} |")
     print(f"| network forward only, batch 1 | | {net[1]:.0f} |")
     print(f"| network forward only, batch {args.micro_batch} | | {net[args.micro_batch]:.0f} |")
-    print(f"\nspeed-up (positions/s ratio): {t_single / t_batched:.1f}x "
-          f"(network forward alone: {net[args.micro_batch] / net[1]:.1f}x)")
+    print(
+        f"\nspeed-up (positions/s ratio): {t_single / t_batched:.1f}x "
+        f"(network forward alone: {net[args.micro_batch] / net[1]:.1f}x)"
+    )
 
 
 if __name__ == "__main__":

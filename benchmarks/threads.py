@@ -9,6 +9,7 @@ that case); on a quiet machine a second thread can help the big batched passes.
 
     .venv/bin/python benchmarks/threads.py [--repeats 3] [--only fit arena ...] [--md out.md]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,28 +30,96 @@ PDX = [sys.executable, "-m", "pdx_lightning.cli"]
 FIX_SHARDS = ROOT / "tests" / "fixtures" / "shards_small"
 DATA = ROOT / "data"
 
-FIT = ["fit", "--config", str(ROOT / "conf" / "fit" / "small.yaml"), "--trainer.max_steps", "4",
-       "--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false",
-       "--model.selfplay.n_games", "64", "--model.selfplay.micro_batch", "64", "--model.warmup_steps", "1",
-       "--model.selfplay.opening_max_moves", "4"]
+FIT = [
+    "fit",
+    "--config",
+    str(ROOT / "conf" / "fit" / "small.yaml"),
+    "--trainer.max_steps",
+    "4",
+    "--trainer.enable_progress_bar",
+    "false",
+    "--trainer.enable_model_summary",
+    "false",
+    "--model.selfplay.n_games",
+    "64",
+    "--model.selfplay.micro_batch",
+    "64",
+    "--model.warmup_steps",
+    "1",
+    "--model.selfplay.opening_max_moves",
+    "4",
+]
 COMMANDS: dict[str, list[str]] = {
     "fit": FIT,
-    "pretrain": ["pretrain", "--config", str(ROOT / "conf" / "pretrain" / "small.yaml"),
-                 "--data.shards", str(FIX_SHARDS), "--data.batch_size", "64", "--trainer.max_steps", "6",
-                 "--trainer.val_check_interval", "6", "--model.warmup_steps", "1",
-                 "--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false"],
-    "validate": ["validate", "--config", str(ROOT / "conf" / "fit" / "small.yaml"), "--ckpt_path", "{ckpt}",
-                 "--model.val_suite", str(DATA / "tactics.csv"), "--model.val_mates+=" + str(DATA / "mates_in_1.csv"),
-                 "--trainer.enable_progress_bar", "false"],
-    "eval puzzles": ["eval", "puzzles", "--model", "base:small", "--suite", str(DATA / "tactics.csv"),
-                     "--suite", str(DATA / "mates_in_1.csv"), "--suite", str(DATA / "mates_in_2.csv")],
-    "eval mates": ["eval", "mates", "--model", "base:small", "--suite", str(DATA / "mates_in_1.csv"),
-                   "--suite", str(DATA / "mates_in_2.csv"), "--suite", str(DATA / "mates_in_3.csv")],
+    "pretrain": [
+        "pretrain",
+        "--config",
+        str(ROOT / "conf" / "pretrain" / "small.yaml"),
+        "--data.shards",
+        str(FIX_SHARDS),
+        "--data.batch_size",
+        "64",
+        "--trainer.max_steps",
+        "6",
+        "--trainer.val_check_interval",
+        "6",
+        "--model.warmup_steps",
+        "1",
+        "--trainer.enable_progress_bar",
+        "false",
+        "--trainer.enable_model_summary",
+        "false",
+    ],
+    "validate": [
+        "validate",
+        "--config",
+        str(ROOT / "conf" / "fit" / "small.yaml"),
+        "--ckpt_path",
+        "{ckpt}",
+        "--model.val_suite",
+        str(DATA / "tactics.csv"),
+        "--model.val_mates+=" + str(DATA / "mates_in_1.csv"),
+        "--trainer.enable_progress_bar",
+        "false",
+    ],
+    "eval puzzles": [
+        "eval",
+        "puzzles",
+        "--model",
+        "base:small",
+        "--suite",
+        str(DATA / "tactics.csv"),
+        "--suite",
+        str(DATA / "mates_in_1.csv"),
+        "--suite",
+        str(DATA / "mates_in_2.csv"),
+    ],
+    "eval mates": [
+        "eval",
+        "mates",
+        "--model",
+        "base:small",
+        "--suite",
+        str(DATA / "mates_in_1.csv"),
+        "--suite",
+        str(DATA / "mates_in_2.csv"),
+        "--suite",
+        str(DATA / "mates_in_3.csv"),
+    ],
     "eval diagnostics": ["eval", "diagnostics", "--model", "base:small", "--games", "16", "--max-plies", "120"],
-    "eval coverage": ["eval", "coverage", "--model", "base:small", "--depth", "3", "--seeds", "2",
-                      "--draws", "5000"],
-    "eval recovery": ["eval", "recovery", "--base", "base:small", "--model", "random:small",
-                      "--suite", str(DATA / "tactics.csv"), "--suite", str(DATA / "mates_in_1.csv")],
+    "eval coverage": ["eval", "coverage", "--model", "base:small", "--depth", "3", "--seeds", "2", "--draws", "5000"],
+    "eval recovery": [
+        "eval",
+        "recovery",
+        "--base",
+        "base:small",
+        "--model",
+        "random:small",
+        "--suite",
+        str(DATA / "tactics.csv"),
+        "--suite",
+        str(DATA / "mates_in_1.csv"),
+    ],
     "arena": ["arena", "--model", "base:small", "--model", "random:small", "--games", "40", "--quiet"],
     "sweep": ["sweep", "--config", "{sweep}", "--train-only"],
     "uci": [],  # driven below: 60 positions through python-chess, engine start-up included
@@ -62,18 +131,31 @@ def sweep_config(work: Path) -> Path:
     import yaml  # noqa: PLC0415
 
     path = work / "sweep.yaml"
-    path.write_text(yaml.safe_dump({
-        "out": str(work / "sweep_out"), "base": "base:small", "fit_config": str(ROOT / "conf" / "fit" / "small.yaml"),
-        "steps": 3, "games": 32, "terms": ["forward_kl"], "temperatures": ["adaptive"], "betas": [0.01],
-        "model": {"warmup_steps": 1}, "selfplay": {"micro_batch": 32, "opening_max_moves": 4},
-        "eval": {"selection": str(DATA / "mates_in_1.csv")}}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "out": str(work / "sweep_out"),
+                "base": "base:small",
+                "fit_config": str(ROOT / "conf" / "fit" / "small.yaml"),
+                "steps": 3,
+                "games": 32,
+                "terms": ["forward_kl"],
+                "temperatures": ["adaptive"],
+                "betas": [0.01],
+                "model": {"warmup_steps": 1},
+                "selfplay": {"micro_batch": 32, "opening_max_moves": 4},
+                "eval": {"selection": str(DATA / "mates_in_1.csv")},
+            }
+        )
+    )
     return path
 
 
 def run_uci(threads: int, work: Path) -> float:
     t0 = time.perf_counter()
-    engine = chess.engine.SimpleEngine.popen_uci([*PDX, "--threads", str(threads), "uci", "--model", "base:small"],
-                                                 cwd=work)
+    engine = chess.engine.SimpleEngine.popen_uci(
+        [*PDX, "--threads", str(threads), "uci", "--model", "base:small"], cwd=work
+    )
     try:
         board = chess.Board()
         for _ in range(60):
@@ -94,8 +176,9 @@ def run_once(name: str, threads: int, work: Path, subs: dict[str, str]) -> float
     args = [a.format(**subs) for a in COMMANDS[name]]
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "PDX_THREADS", "MKL_NUM_THREADS")}
     t0 = time.perf_counter()
-    r = subprocess.run([*PDX, "--threads", str(threads), *args], cwd=work, env=env, check=False, capture_output=True,
-                       text=True)
+    r = subprocess.run(
+        [*PDX, "--threads", str(threads), *args], cwd=work, env=env, check=False, capture_output=True, text=True
+    )
     dt = time.perf_counter() - t0
     if r.returncode != 0:
         raise SystemExit(f"{name} (--threads {threads}) failed:\n{(r.stdout + r.stderr)[-3000:]}")
@@ -117,19 +200,25 @@ def main() -> None:
         times: dict[str, dict[int, list[float]]] = {n: {1: [], 2: []} for n in names}
         for rep in range(a.repeats):
             for n in names:
-                for t in ((1, 2) if rep % 2 == 0 else (2, 1)):  # interleaved, order alternating
+                for t in (1, 2) if rep % 2 == 0 else (2, 1):  # interleaved, order alternating
                     times[n][t].append(run_once(n, t, work, subs))
                     print(f"  {n:18s} threads {t}: {times[n][t][-1]:6.1f} s", file=sys.stderr, flush=True)
     load1 = os.getloadavg()
-    lines = [f"`python benchmarks/threads.py --repeats {a.repeats}`: {os.cpu_count()} CPUs, load average "
-             f"{load0[0]:.1f} before / {load1[0]:.1f} after; wall seconds per command, median (min–max) of "
-             f"{a.repeats}, start-up included.", "",
-             "| command | `--threads 1` (default) | `--threads 2` | 2 / 1 |", "|---|---:|---:|---:|"]
+    lines = [
+        f"`python benchmarks/threads.py --repeats {a.repeats}`: {os.cpu_count()} CPUs, load average "
+        f"{load0[0]:.1f} before / {load1[0]:.1f} after; wall seconds per command, median (min–max) of "
+        f"{a.repeats}, start-up included.",
+        "",
+        "| command | `--threads 1` (default) | `--threads 2` | 2 / 1 |",
+        "|---|---:|---:|---:|",
+    ]
     for n in names:
         one, two = times[n][1], times[n][2]
         m1, m2 = statistics.median(one), statistics.median(two)
-        lines.append(f"| {n} | {m1:.1f} ({min(one):.1f}–{max(one):.1f}) | {m2:.1f} ({min(two):.1f}–{max(two):.1f}) "
-                     f"| {m2 / m1:.2f}× |")
+        lines.append(
+            f"| {n} | {m1:.1f} ({min(one):.1f}–{max(one):.1f}) | {m2:.1f} ({min(two):.1f}–{max(two):.1f}) "
+            f"| {m2 / m1:.2f}× |"
+        )
     table = "\n".join(lines)
     print(table)
     if a.md:

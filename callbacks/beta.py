@@ -1,4 +1,5 @@
 """BetaSchedule: β per step — constant (the paper), or linear/cosine annealing."""
+
 from __future__ import annotations
 
 import math
@@ -15,8 +16,13 @@ class BetaSchedule(L.Callback):
     annealing the paper's Limitations propose.
     """
 
-    def __init__(self, kind: Literal["constant", "linear", "cosine"] = "constant",
-                 start: float | None = None, end: float = 0.0, steps: int = 1000) -> None:
+    def __init__(
+        self,
+        kind: Literal["constant", "linear", "cosine"] = "constant",
+        start: float | None = None,
+        end: float = 0.0,
+        steps: int = 1000,
+    ) -> None:
         if kind not in ("constant", "linear", "cosine"):
             raise ValueError(f"BetaSchedule kind must be constant|linear|cosine, got {kind!r}")
         if steps < 1 or end < 0 or (start is not None and start < 0):

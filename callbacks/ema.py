@@ -5,6 +5,7 @@ optimizer step Lightning runs. ``PDXModule`` does not use it: its step (:func:`p
 calls the same :func:`pdx_lightning.runtime.optim.ema_update` right after the optimizer step, where
 Algorithm 1 puts it (line 15).
 """
+
 from __future__ import annotations
 
 import lightning as L

@@ -11,6 +11,7 @@ The games come from the module's self-play dataset
 A self-play game is played by the online policy as it was at each ply (it changes every step); the
 ``Round`` tag is the step the game ended at.
 """
+
 from __future__ import annotations
 
 import os
@@ -39,11 +40,14 @@ class SelfPlayGames(L.Callback):
             ``default_root_dir`` without a logger).
     """
 
-    def __init__(self, every_n_steps: int = 50, max_games: int | None = 16, text_games: int = 2,
-                 directory: str | None = None) -> None:
+    def __init__(
+        self, every_n_steps: int = 50, max_games: int | None = 16, text_games: int = 2, directory: str | None = None
+    ) -> None:
         if every_n_steps < 1 or (max_games is not None and max_games < 1) or text_games < 0:
-            raise ValueError("SelfPlayGames needs every_n_steps >= 1, max_games >= 1 (or None) and "
-                             f"text_games >= 0, got {every_n_steps}, {max_games}, {text_games}")
+            raise ValueError(
+                "SelfPlayGames needs every_n_steps >= 1, max_games >= 1 (or None) and "
+                f"text_games >= 0, got {every_n_steps}, {max_games}, {text_games}"
+            )
         self.every, self.max_games, self.text_games = every_n_steps, max_games, text_games
         self.directory = directory
         self.pending: list[tuple[chess.Board, str, int]] = []
@@ -72,13 +76,16 @@ class SelfPlayGames(L.Callback):
             listeners.append(self._on_game_end)
         self._cfg = getattr(dataset, "cfg", None)
         ckpt_dir = getattr(trainer.checkpoint_callback, "dirpath", None)  # a ModelCheckpoint's, else None
-        if trainer.logger is not None and not isinstance(trainer.logger, (TensorBoardLogger, CSVLogger)) \
-                and ckpt_dir and Path(ckpt_dir).name == "checkpoints":
+        if (
+            trainer.logger is not None
+            and not isinstance(trainer.logger, (TensorBoardLogger, CSVLogger))
+            and ckpt_dir
+            and Path(ckpt_dir).name == "checkpoints"
+        ):
             # MLflow, W&B: trainer.log_dir is their save_dir (the store's root); the run's own
             # directory is where Lightning put its checkpoints (<save_dir>/<experiment>/<run>/checkpoints)
             log_dir = str(Path(ckpt_dir).parent)
-        base = (Path(self.directory) if self.directory
-                else Path(log_dir or trainer.default_root_dir) / "selfplay")
+        base = Path(self.directory) if self.directory else Path(log_dir or trainer.default_root_dir) / "selfplay"
         self.path = base / f"games_rank{trainer.global_rank}.pgn"
 
     # ---- writing ----------------------------------------------------------------------------
@@ -93,9 +100,18 @@ class SelfPlayGames(L.Callback):
         else:
             reason, termination = (end.text, end.termination) if end else ("", "normal")
         # self-play games start from the standard position (a game's first moves are its opening)
-        return game_pgn(board.root(), board.move_stack, event="pdx self-play", round=str(step), white="online",
-                        black="online", result=result, termination=termination, tags={"Rank": str(rank)},
-                        end_comment=reason)
+        return game_pgn(
+            board.root(),
+            board.move_stack,
+            event="pdx self-play",
+            round=str(step),
+            white="online",
+            black="online",
+            result=result,
+            termination=termination,
+            tags={"Rank": str(rank)},
+            end_comment=reason,
+        )
 
     def flush(self, trainer: L.Trainer) -> list[chess.pgn.Game]:
         """Write the pending games (PGN file; the loggers' text on rank 0) and return them."""
@@ -115,8 +131,10 @@ class SelfPlayGames(L.Callback):
         if shown and trainer.is_global_zero:
             # TensorBoard and MLflow render text as markdown: indented lines are a code block, kept verbatim
             text = "\n\n".join("\n".join("    " + line for line in str(g).splitlines()) for g in shown)
-            text = f"{len(games)} games finished on rank 0 up to step {trainer.global_step}; " \
-                   f"all in `{self.path}`\n\n{text}"
+            text = (
+                f"{len(games)} games finished on rank 0 up to step {trainer.global_step}; "
+                f"all in `{self.path}`\n\n{text}"
+            )
             self.media.text(trainer, "selfplay/games", text, trainer.global_step)
         return games
 

@@ -13,6 +13,7 @@ A logger that has neither (``CSVLogger``: numbers only) is skipped with one info
 and logger class; the numbers still go to it, and the games still go to the PGN files. Writes happen
 on global rank 0 only (Lightning's loggers write there).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -55,8 +56,9 @@ class MediaLog:
                 out.append((kind, lg))
             elif (name := type(lg).__name__) not in self.skipped:
                 self.skipped.add(name)
-                rank_zero_info(f"{self.owner}: {name} cannot show {what}; not logged there (TensorBoard, "
-                               f"MLflow and W&B can)")
+                rank_zero_info(
+                    f"{self.owner}: {name} cannot show {what}; not logged there (TensorBoard, MLflow and W&B can)"
+                )
         return out
 
     def image(self, trainer: L.Trainer, tag: str, image: np.ndarray, step: int) -> int:

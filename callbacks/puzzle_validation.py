@@ -1,4 +1,5 @@
 """PuzzleValidation: tactical accuracy of the EMA network, every k steps or in Lightning's validation loop."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -49,20 +50,31 @@ class PuzzleValidation(L.Callback):
         micro_batch: positions per network call.
     """
 
-    def __init__(self, suite: str | None = None, mates: list[str] | None = None, every_n_steps: int = 100,
-                 sample: int | None = 300, seed: int = 0, micro_batch: int = 512) -> None:
+    def __init__(
+        self,
+        suite: str | None = None,
+        mates: list[str] | None = None,
+        every_n_steps: int = 100,
+        sample: int | None = 300,
+        seed: int = 0,
+        micro_batch: int = 512,
+    ) -> None:
         if every_n_steps < 1:
             raise ValueError(f"every_n_steps must be >= 1, got {every_n_steps}")
         self.suite_path = _in_repo(suite) if suite is not None else _bundled("tactics.csv")
-        self.mate_paths = ([_in_repo(m) for m in mates] if mates is not None
-                           else sorted(str(p) for p in DATA_DIR.glob("mates_in_*.csv")))
+        self.mate_paths = (
+            [_in_repo(m) for m in mates]
+            if mates is not None
+            else sorted(str(p) for p in DATA_DIR.glob("mates_in_*.csv"))
+        )
         self.every, self.sample, self.seed, self.micro_batch = every_n_steps, sample, seed, micro_batch
         self.history: list[tuple[int, dict[str, float]]] = []
         self._suites: SuiteBatch | None = None
 
     @classmethod
-    def of_files(cls, suite: str | None, mates: Sequence[str] | None, *, sample: int | None = None,
-                 micro_batch: int = 512) -> PuzzleValidation:
+    def of_files(
+        cls, suite: str | None, mates: Sequence[str] | None, *, sample: int | None = None, micro_batch: int = 512
+    ) -> PuzzleValidation:
         """Exactly these files, no bundled defaults (``None`` = none of that kind): ``PDXModule``'s
         ``val_suite``/``val_mates``/``val_sample`` for Lightning's validation loop."""
         cb = cls(sample=sample, micro_batch=micro_batch)
@@ -75,12 +87,11 @@ class PuzzleValidation(L.Callback):
             from pdx_lightning.evaluation.suite import load_suite  # noqa: PLC0415
 
             if not self.suite_path and not self.mate_paths:
-                raise FileNotFoundError("PuzzleValidation: no suite given and no bundled data/tactics.csv "
-                                        "or mate suites")
-            puzzles = load_suite(self.suite_path, sample=self.sample, seed=self.seed).puzzles \
-                if self.suite_path else []
-            mates = load_suite(self.mate_paths, sample=self.sample, seed=self.seed).puzzles \
-                if self.mate_paths else []
+                raise FileNotFoundError(
+                    "PuzzleValidation: no suite given and no bundled data/tactics.csv or mate suites"
+                )
+            puzzles = load_suite(self.suite_path, sample=self.sample, seed=self.seed).puzzles if self.suite_path else []
+            mates = load_suite(self.mate_paths, sample=self.sample, seed=self.seed).puzzles if self.mate_paths else []
             self._suites = SuiteBatch(puzzles, mates)
         return self._suites
 

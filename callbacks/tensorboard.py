@@ -15,6 +15,7 @@ records the hyperparameters its way: MLflow params, ``hparams.yaml`` of ``CSVLog
 goes to every logger that shows images (TensorBoard, MLflow, W&B: :mod:`pdx_lightning.callbacks.media`)
 and is not drawn at all when none does (``CSVLogger`` alone: one info line).
 """
+
 from __future__ import annotations
 
 import math
@@ -33,12 +34,28 @@ from pdx_lightning.chesscore.opening_files import parse_line
 from pdx_lightning.chesscore.policy import entropy, forward_kl
 from pdx_lightning.nets.inference import evaluate_boards
 
-__all__ = ["DEFAULT_HPARAM_METRICS", "DEFAULT_POSITIONS", "HParamsSummary", "PolicySnapshot",
-           "flatten_hparams", "tensorboard_writers"]
+__all__ = [
+    "DEFAULT_HPARAM_METRICS",
+    "DEFAULT_POSITIONS",
+    "HParamsSummary",
+    "PolicySnapshot",
+    "flatten_hparams",
+    "tensorboard_writers",
+]
 
-DEFAULT_HPARAM_METRICS = ("puzzles/acc", "puzzles/p_star_geo", "mates/acc_1", "mates/acc_2",
-                          "policy/entropy", "kl/forward_to_base", "kl/reverse_to_base", "loss/total",
-                          "selfplay/tau_mean", "selfplay/game_length", "perf/transitions_per_s")
+DEFAULT_HPARAM_METRICS = (
+    "puzzles/acc",
+    "puzzles/p_star_geo",
+    "mates/acc_1",
+    "mates/acc_2",
+    "policy/entropy",
+    "kl/forward_to_base",
+    "kl/reverse_to_base",
+    "loss/total",
+    "selfplay/tau_mean",
+    "selfplay/game_length",
+    "perf/transitions_per_s",
+)
 
 # name -> UCI line from the standard start (the history is part of the network's input)
 DEFAULT_POSITIONS: dict[str, str] = {
@@ -125,15 +142,22 @@ class PolicySnapshot(L.Callback):
         top_k: moves shown per position: the union of both networks' ``top_k`` most likely moves.
     """
 
-    def __init__(self, every_n_steps: int = 50, positions: dict[str, str] | None = None,
-                 reference: str = "base", network: str = "online", top_k: int = 5) -> None:
+    def __init__(
+        self,
+        every_n_steps: int = 50,
+        positions: dict[str, str] | None = None,
+        reference: str = "base",
+        network: str = "online",
+        top_k: int = 5,
+    ) -> None:
         if every_n_steps < 1 or top_k < 1:
-            raise ValueError(f"PolicySnapshot needs every_n_steps >= 1 and top_k >= 1, got {every_n_steps}, "
-                             f"{top_k}")
+            raise ValueError(f"PolicySnapshot needs every_n_steps >= 1 and top_k >= 1, got {every_n_steps}, {top_k}")
         self.every, self.reference, self.network, self.top_k = every_n_steps, reference, network, top_k
         chosen = DEFAULT_POSITIONS if positions is None else positions
-        self.positions = {name: parse_line(text, where=f"PolicySnapshot position {name!r}").board
-                          if text.strip() else chess.Board() for name, text in chosen.items()}
+        self.positions = {
+            name: parse_line(text, where=f"PolicySnapshot position {name!r}").board if text.strip() else chess.Board()
+            for name, text in chosen.items()
+        }
         self.drawn: list[int] = []
         self.media = MediaLog("PolicySnapshot")
 
@@ -158,11 +182,20 @@ class PolicySnapshot(L.Callback):
         for i, (name, board) in enumerate(self.positions.items()):
             p, q = ref[i].exp(), cur[i].exp()
             k = min(self.top_k, int(legal[i].sum()))
-            idx = sorted(set(p.topk(k).indices.tolist()) | set(q.topk(k).indices.tolist()),
-                         key=lambda j: -float(p[j] + q[j]))
-            rows.append({"name": name, "moves": [board.san(index_to_move(j, board)) for j in idx],
-                         "reference": [float(p[j]) for j in idx], "network": [float(q[j]) for j in idx],
-                         "kl": float(kl[i]), "h_reference": float(h_ref[i]), "h_network": float(h_cur[i])})
+            idx = sorted(
+                set(p.topk(k).indices.tolist()) | set(q.topk(k).indices.tolist()), key=lambda j: -float(p[j] + q[j])
+            )
+            rows.append(
+                {
+                    "name": name,
+                    "moves": [board.san(index_to_move(j, board)) for j in idx],
+                    "reference": [float(p[j]) for j in idx],
+                    "network": [float(q[j]) for j in idx],
+                    "kl": float(kl[i]),
+                    "h_reference": float(h_ref[i]),
+                    "h_network": float(h_cur[i]),
+                }
+            )
         return rows
 
     def image(self, rows: list[dict], step: int) -> np.ndarray:
@@ -182,8 +215,11 @@ class PolicySnapshot(L.Callback):
             ax.invert_yaxis()
             ax.set_xlim(0, max(0.05, 1.15 * max(row["reference"] + row["network"])))
             ax.set_xlabel("probability", fontsize=8)
-            ax.set_title(f"{row['name']}\nKL({self.reference}‖{self.network}) {row['kl']:.3f}, "
-                         f"H {row['h_reference']:.2f} / {row['h_network']:.2f}", fontsize=9)
+            ax.set_title(
+                f"{row['name']}\nKL({self.reference}‖{self.network}) {row['kl']:.3f}, "
+                f"H {row['h_reference']:.2f} / {row['h_network']:.2f}",
+                fontsize=9,
+            )
             ax.tick_params(labelsize=8)
             if k == 0:
                 ax.legend(fontsize=8, loc="lower right")

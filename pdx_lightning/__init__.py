@@ -6,6 +6,7 @@ The library entry points are re-exported here, imported on first use (PEP 562) s
     from pdx_lightning import encode_boards, move_to_index, index_to_move, legal_mask, load_model
     from pdx_lightning import forward_kl, pdx_loss      # the policy math and the objectives
 """
+
 from __future__ import annotations
 
 import importlib
@@ -27,10 +28,36 @@ _EXPORTS = {
 _POLICY = "pdx_lightning.chesscore.policy"
 _OBJECTIVES = "pdx_lightning.rl.objectives"
 # the policy math (chesscore/policy.py) and the RL objectives (rl/objectives.py), by name
-_MATH = {**dict.fromkeys(("TAU_MIN", "masked_log_softmax", "entropy", "forward_kl", "reverse_kl", "tempered_log_probs",
-                          "wdl_entropy", "score", "flip_wdl"), _POLICY),
-         **dict.fromkeys(("EXPLORATION_TERMS", "PDXLoss", "base_wdl_kl", "exploration_term", "importance_weight",
-                          "pdx_loss", "pdx_loss_from_log_probs", "value_loss", "value_target"), _OBJECTIVES)}
+_MATH = {
+    **dict.fromkeys(
+        (
+            "TAU_MIN",
+            "masked_log_softmax",
+            "entropy",
+            "forward_kl",
+            "reverse_kl",
+            "tempered_log_probs",
+            "wdl_entropy",
+            "score",
+            "flip_wdl",
+        ),
+        _POLICY,
+    ),
+    **dict.fromkeys(
+        (
+            "EXPLORATION_TERMS",
+            "PDXLoss",
+            "base_wdl_kl",
+            "exploration_term",
+            "importance_weight",
+            "pdx_loss",
+            "pdx_loss_from_log_probs",
+            "value_loss",
+            "value_target",
+        ),
+        _OBJECTIVES,
+    ),
+}
 
 __all__ = ["__version__", *_EXPORTS, *_MATH]  # noqa: PLE0604  (the names: the keys of the two tables)
 

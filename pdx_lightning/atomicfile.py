@@ -9,6 +9,7 @@ its temporary file (``.NAME.TAG-PID-XXXXXXXX``, hidden and never matching a read
 :func:`remove_stale_temps` clears those of other processes. Nothing here imports the rest of pdx:
 every layer may use it.
 """
+
 from __future__ import annotations
 
 import os
@@ -75,8 +76,14 @@ def _create_temp(path: Path, tag: str) -> tuple[int, str]:
 
 
 @contextmanager
-def atomic_write(path: str | os.PathLike, mode: str = "wb", *, tag: str = "tmp", encoding: str | None = None,
-                 newline: str | None = None) -> Iterator[IO]:
+def atomic_write(
+    path: str | os.PathLike,
+    mode: str = "wb",
+    *,
+    tag: str = "tmp",
+    encoding: str | None = None,
+    newline: str | None = None,
+) -> Iterator[IO]:
     """Open a temporary file next to ``path`` for writing; on a clean exit it replaces ``path``.
 
     ``mode`` is ``"wb"`` or ``"w"`` (text: ``encoding`` defaults to UTF-8, ``newline`` as for

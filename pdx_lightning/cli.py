@@ -12,6 +12,7 @@ Stockfish-free subprocesses inherit it). The default is 1 thread (or ``$PDX_THRE
 ``OMP_NUM_THREADS`` already set): on a shared 2-core machine torch's one-thread-per-core default
 spins and made commands 4-80x slower (README, Performance); ``--threads auto`` keeps torch's default.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,7 +42,10 @@ TOOLS: dict[str, tuple[str, str]] = {
     "config show": ("pdx_lightning.runtime.presets_command", "print a shipped preset (to copy and edit)"),
     "export lc0": ("pdx_lightning.nets.export_cli", "write a network (or a blend of two) as an Lc0 .pb.gz"),
     "export network": ("pdx_lightning.nets.export_network", "write a network (or a blend of two) as a pdx .pt"),
-    "export onnx": ("pdx_lightning.nets.export_onnx", "write a network (or a blend of two) as ONNX with Lc0's interface"),
+    "export onnx": (
+        "pdx_lightning.nets.export_onnx",
+        "write a network (or a blend of two) as ONNX with Lc0's interface",
+    ),
 }
 LIGHTNING = {
     "fit": "self-play RL fine-tuning (LightningCLI; see `pdx fit --help`)",
@@ -56,8 +60,11 @@ class DefaultsHelpFormatter(argparse.HelpFormatter):
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
-        if (any(action.default is v for v in (None, False, argparse.SUPPRESS)) or "default" in text.lower()
-                or not action.option_strings):
+        if (
+            any(action.default is v for v in (None, False, argparse.SUPPRESS))
+            or "default" in text.lower()
+            or not action.option_strings
+        ):
             return text
         return f"{text} (default: %(default)s)"
 
@@ -72,12 +79,19 @@ def build_parser() -> argparse.ArgumentParser:
         description="Prior-directed self-play fine-tuning of searchless chess networks.",
         epilog="Run `pdx <command> --help` for a command's options.",
     )
-    parser.add_argument("--threads", metavar="N|auto", default=None,
-                        help="torch CPU threads for the command (default: $PDX_THREADS, else an "
-                             "OMP_NUM_THREADS already set, else 1; 'auto': torch's one per core)")
+    parser.add_argument(
+        "--threads",
+        metavar="N|auto",
+        default=None,
+        help="torch CPU threads for the command (default: $PDX_THREADS, else an "
+        "OMP_NUM_THREADS already set, else 1; 'auto': torch's one per core)",
+    )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
-    parser.add_argument("--traceback", action="store_true",
-                        help="show the Python traceback of user errors too (bad input, files, flags)")
+    parser.add_argument(
+        "--traceback",
+        action="store_true",
+        help="show the Python traceback of user errors too (bad input, files, flags)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="<command>")
     for name, help_ in LIGHTNING.items():
         sub.add_parser(name, help=help_, add_help=False)
@@ -157,8 +171,8 @@ def _global_options(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
 
 def _user_error_types() -> tuple[type[BaseException], ...]:
     from pdx_lightning.errors import UserError  # noqa: PLC0415
-    from pdx_lightning.runtime.preflight import PreflightError  # noqa: PLC0415
     from pdx_lightning.runtime.checkpoint_read import CheckpointLoadError  # noqa: PLC0415
+    from pdx_lightning.runtime.preflight import PreflightError  # noqa: PLC0415
 
     return UserError, PreflightError, CheckpointLoadError
 

@@ -5,6 +5,7 @@ Named errors throughout the package inherit from :class:`UserError` (beside ``Va
 ``pdx <command>: error: <what, where, how to fix>`` — and exits 2; anything else is a bug and
 keeps its traceback. ``pdx --traceback ...`` shows the traceback of user errors too.
 """
+
 from __future__ import annotations
 
 

@@ -14,6 +14,7 @@ Two ways a user names a shipped file, both resolved here:
   shipped file of that name. The shipped presets name their suites that way (``data/tactics.csv``),
   so they work from any directory; a file of that name in the working directory wins.
 """
+
 from __future__ import annotations
 
 import importlib.resources
@@ -22,8 +23,16 @@ from pathlib import Path, PurePath, PurePosixPath
 
 from pdx_lightning.errors import UserError
 
-__all__ = ["PRESET_PREFIX", "SHIPPED_DIRS", "ShippedFileError", "package_dir", "preset_names", "preset_path",
-           "resolve_path", "shipped"]
+__all__ = [
+    "PRESET_PREFIX",
+    "SHIPPED_DIRS",
+    "ShippedFileError",
+    "package_dir",
+    "preset_names",
+    "preset_path",
+    "resolve_path",
+    "shipped",
+]
 
 PRESET_PREFIX = "pdx:"
 SHIPPED_DIRS = ("conf", "data")
@@ -58,12 +67,14 @@ def preset_names() -> list[str]:
 def preset_path(name: str) -> Path:
     """The file of preset ``name`` (``fit/maia``, ``fit/maia.yaml``, ``pdx:fit/maia``; a leading ``conf/``
     is allowed), or :class:`ShippedFileError` listing the presets."""
-    bare = name[len(PRESET_PREFIX):] if name.startswith(PRESET_PREFIX) else name
+    bare = name[len(PRESET_PREFIX) :] if name.startswith(PRESET_PREFIX) else name
     rel = bare if bare.startswith("conf/") else f"conf/{bare}"
     path = shipped(rel if rel.endswith((".yaml", ".yml")) else f"{rel}.yaml")
     if path is None:
-        raise ShippedFileError(f"no config preset {name!r} is shipped with pdx_lightning; presets: "
-                               f"{', '.join(preset_names())} (`pdx config list`)")
+        raise ShippedFileError(
+            f"no config preset {name!r} is shipped with pdx_lightning; presets: "
+            f"{', '.join(preset_names())} (`pdx config list`)"
+        )
     return path
 
 

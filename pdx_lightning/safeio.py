@@ -11,16 +11,17 @@ when the file is legitimate. Nothing here imports the rest of pdx.
 
 The limits, each overridable by an environment variable, are listed in :data:`LIMITS`.
 """
+
 from __future__ import annotations
 
 import io
 import math
 import os
-import struct
 import zipfile
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -34,8 +35,7 @@ CHUNK = 1 << 20
 class FileLimitError(UserError, ValueError):
     """A file that exceeds a reading bound or lies about its sizes (refused before allocating)."""
 
-    def __init__(self, path: str | os.PathLike, problem: str, limit: str | None = None,
-                 override: str | None = None):
+    def __init__(self, path: str | os.PathLike, problem: str, limit: str | None = None, override: str | None = None):
         self.path, self.problem, self.limit, self.override = str(path), problem, limit, override
         msg = f"{path}: {problem}"
         if limit:
@@ -80,7 +80,7 @@ class Limit:
     env: str
     default: int
     what: str
-    unit: str = "bytes"   # or "count" / "ratio"
+    unit: str = "bytes"  # or "count" / "ratio"
 
     def value(self) -> int:
         return env_limit(self.env, self.default)
@@ -90,39 +90,65 @@ class Limit:
         return human(v) if self.unit == "bytes" else f"{v:,}" + ("x" if self.unit == "ratio" else "")
 
     def override(self) -> str:
-        example = human(2 * self.value()).replace(".0 ", "").replace(" ", "").replace("iB", "") \
-            if self.unit == "bytes" else str(2 * self.value())
+        example = (
+            human(2 * self.value()).replace(".0 ", "").replace(" ", "").replace("iB", "")
+            if self.unit == "bytes"
+            else str(2 * self.value())
+        )
         return f"raise it with {self.env}={example}"
 
 
 # Every bound pdx applies to files it reads (the README's reliability table lists them).
-NET_BYTES = Limit("PDX_MAX_NET_BYTES", 2 * GiB,
-                  "decompressed size of an Lc0 .pb.gz (BT4, the largest supported, is 0.37 GB at 16 bits)")
-CHECKPOINT_BYTES = Limit("PDX_MAX_CHECKPOINT_BYTES", 8 * GiB,
-                         "content of a .pt network file or .ckpt checkpoint (a BT4 fine-tuning "
-                         "checkpoint: ~3.7 GB)")
-COMPRESSION_RATIO = Limit("PDX_MAX_COMPRESSION_RATIO", 200,
-                          "decompressed/compressed size of any compressed file past its first MiB "
-                          "(Lc0 networks ~1.4x, puzzle CSVs ~3x, shard members <30x)", unit="ratio")
+NET_BYTES = Limit(
+    "PDX_MAX_NET_BYTES",
+    2 * GiB,
+    "decompressed size of an Lc0 .pb.gz (BT4, the largest supported, is 0.37 GB at 16 bits)",
+)
+CHECKPOINT_BYTES = Limit(
+    "PDX_MAX_CHECKPOINT_BYTES",
+    8 * GiB,
+    "content of a .pt network file or .ckpt checkpoint (a BT4 fine-tuning checkpoint: ~3.7 GB)",
+)
+COMPRESSION_RATIO = Limit(
+    "PDX_MAX_COMPRESSION_RATIO",
+    200,
+    "decompressed/compressed size of any compressed file past its first MiB "
+    "(Lc0 networks ~1.4x, puzzle CSVs ~3x, shard members <30x)",
+    unit="ratio",
+)
 SUITE_BYTES = Limit("PDX_MAX_SUITE_BYTES", 16 * GiB, "decompressed size of a .csv.zst puzzle suite")
-ZSTD_WINDOW = Limit("PDX_MAX_ZSTD_WINDOW", 128 * MiB,
-                    "zstd window (decoder memory) of a .zst file (zstd's default limit; --long=27)")
+ZSTD_WINDOW = Limit(
+    "PDX_MAX_ZSTD_WINDOW", 128 * MiB, "zstd window (decoder memory) of a .zst file (zstd's default limit; --long=27)"
+)
 LINE_BYTES = Limit("PDX_MAX_LINE_BYTES", 64 * 1024, "one line of a CSV, EPD or PGN file (characters)")
 PGN_GAME_BYTES = Limit("PDX_MAX_PGN_GAME_BYTES", 256 * 1024, "one game of a PGN opening file (characters)")
-OPENINGS = Limit("PDX_MAX_OPENINGS", 100_000, "openings in one opening file (~1.8 KB of memory each)",
-                 unit="count")
-OPENING_PLIES = Limit("PDX_MAX_OPENING_PLIES", 500_000,
-                      "moves read from one opening file (~0.6 KB of memory each)", unit="count")
-SHARD_BYTES = Limit("PDX_MAX_SHARD_BYTES", GiB, "arrays of one .npz position shard (by their .npy headers; "
-                    "read by supervised/shards.py)")
-LIMITS = (NET_BYTES, CHECKPOINT_BYTES, COMPRESSION_RATIO, SUITE_BYTES, ZSTD_WINDOW, LINE_BYTES,
-          PGN_GAME_BYTES, OPENINGS, OPENING_PLIES, SHARD_BYTES)
-RATIO_AFTER = MiB   # output below this is never refused for its compression ratio
+OPENINGS = Limit("PDX_MAX_OPENINGS", 100_000, "openings in one opening file (~1.8 KB of memory each)", unit="count")
+OPENING_PLIES = Limit(
+    "PDX_MAX_OPENING_PLIES", 500_000, "moves read from one opening file (~0.6 KB of memory each)", unit="count"
+)
+SHARD_BYTES = Limit(
+    "PDX_MAX_SHARD_BYTES",
+    GiB,
+    "arrays of one .npz position shard (by their .npy headers; read by supervised/shards.py)",
+)
+LIMITS = (
+    NET_BYTES,
+    CHECKPOINT_BYTES,
+    COMPRESSION_RATIO,
+    SUITE_BYTES,
+    ZSTD_WINDOW,
+    LINE_BYTES,
+    PGN_GAME_BYTES,
+    OPENINGS,
+    OPENING_PLIES,
+    SHARD_BYTES,
+)
+RATIO_AFTER = MiB  # output below this is never refused for its compression ratio
 MAX_ZIP_MEMBERS = 200_000
 MAX_OBJECTS = 10_000_000  # objects a torch file's pickle may expand to (counting shared ones each time)
 
 
-RATIO_WINDOW = 8 * MiB   # and no stretch of this much output may expand more either (a bomb appended)
+RATIO_WINDOW = 8 * MiB  # and no stretch of this much output may expand more either (a bomb appended)
 
 
 class _RatioGuard:
@@ -147,13 +173,22 @@ class _RatioGuard:
             self.out0, self.in0 = out, consumed
 
     def _refuse(self, din: int, dout: int, where: str = "") -> None:
-        raise self.error(self.path, f"expands more than {self.max_ratio:.0f}x{where} ({human(din)} -> "
-                                    f"{human(dout)}): a decompression bomb", f"{self.max_ratio:.0f}x",
-                         COMPRESSION_RATIO.override())
+        raise self.error(
+            self.path,
+            f"expands more than {self.max_ratio:.0f}x{where} ({human(din)} -> {human(dout)}): a decompression bomb",
+            f"{self.max_ratio:.0f}x",
+            COMPRESSION_RATIO.override(),
+        )
 
 
-def gunzip_bounded(path: str | os.PathLike, max_bytes: int, override: str | None = None, *,
-                   max_ratio: float | None = None, error: type[FileLimitError] = FileLimitError) -> bytearray:
+def gunzip_bounded(
+    path: str | os.PathLike,
+    max_bytes: int,
+    override: str | None = None,
+    *,
+    max_ratio: float | None = None,
+    error: type[FileLimitError] = FileLimitError,
+) -> bytearray:
     """The decompressed content of a gzip (or zlib) file, streamed; refused past ``max_bytes`` or
     when it expands more than ``max_ratio`` times (default :data:`COMPRESSION_RATIO`; zeros compress
     ~1000x), overall past the first MiB or over any 8 MiB stretch (:class:`_RatioGuard`).
@@ -199,9 +234,15 @@ def _zip_entry_count(path) -> int | None:
     return None if not end else int(end[zipfile._ECD_ENTRIES_TOTAL])
 
 
-def check_zip(path: str | os.PathLike, max_total: int, max_ratio: float | None = None,
-              override: str | None = None, *, error: type[FileLimitError] = FileLimitError,
-              what: str = "zip archive") -> list[zipfile.ZipInfo]:
+def check_zip(
+    path: str | os.PathLike,
+    max_total: int,
+    max_ratio: float | None = None,
+    override: str | None = None,
+    *,
+    error: type[FileLimitError] = FileLimitError,
+    what: str = "zip archive",
+) -> list[zipfile.ZipInfo]:
     """Members of a zip archive whose declared sizes fit ``max_total`` and the file itself and whose
     compression ratio (each member's past 1 MiB, and all compressed members' together) stays
     within ``max_ratio`` (default :data:`COMPRESSION_RATIO`); a zip bomb or a lying directory is
@@ -223,22 +264,36 @@ def check_zip(path: str | os.PathLike, max_total: int, max_ratio: float | None =
         if total > max_total:
             raise error(path, f"declares {human(total)}+ of content", human(max_total), override)
         if info.header_offset + info.compress_size > size:
-            raise error(path, f"member {info.filename!r} claims {human(info.compress_size)} at offset "
-                              f"{info.header_offset:,}, past the end of the {human(size)} file (truncated?)")
+            raise error(
+                path,
+                f"member {info.filename!r} claims {human(info.compress_size)} at offset "
+                f"{info.header_offset:,}, past the end of the {human(size)} file (truncated?)",
+            )
         if info.compress_type == zipfile.ZIP_STORED and info.file_size != info.compress_size:
-            raise error(path, f"stored member {info.filename!r} declares {info.file_size:,} bytes but "
-                              f"holds {info.compress_size:,}: a lying zip directory")
+            raise error(
+                path,
+                f"stored member {info.filename!r} declares {info.file_size:,} bytes but "
+                f"holds {info.compress_size:,}: a lying zip directory",
+            )
         if info.compress_type != zipfile.ZIP_STORED:
             ratio = info.file_size / max(info.compress_size, 1)
             if info.file_size > MiB and ratio > max_ratio:
-                raise error(path, f"member {info.filename!r} expands {ratio:.0f}x "
-                                  f"({human(info.compress_size)} -> {human(info.file_size)}): a zip bomb",
-                            f"{max_ratio:.0f}x", COMPRESSION_RATIO.override())
+                raise error(
+                    path,
+                    f"member {info.filename!r} expands {ratio:.0f}x "
+                    f"({human(info.compress_size)} -> {human(info.file_size)}): a zip bomb",
+                    f"{max_ratio:.0f}x",
+                    COMPRESSION_RATIO.override(),
+                )
             packed_in, packed_out = packed_in + info.compress_size, packed_out + info.file_size
     if packed_out > RATIO_AFTER and packed_out > max_ratio * max(packed_in, 1):
-        raise error(path, f"its compressed members expand {packed_out / max(packed_in, 1):.0f}x together "
-                          f"({human(packed_in)} -> {human(packed_out)}): a zip bomb", f"{max_ratio:.0f}x",
-                    COMPRESSION_RATIO.override())
+        raise error(
+            path,
+            f"its compressed members expand {packed_out / max(packed_in, 1):.0f}x together "
+            f"({human(packed_in)} -> {human(packed_out)}): a zip bomb",
+            f"{max_ratio:.0f}x",
+            COMPRESSION_RATIO.override(),
+        )
     return infos
 
 
@@ -252,8 +307,9 @@ def _read_exact(stream, n: int, path, what: str) -> bytes:
     return bytes(buf)
 
 
-def load_npz_bounded(path: str | os.PathLike, max_bytes: int, override: str | None = None,
-                     names: set[str] | None = None) -> dict[str, np.ndarray]:
+def load_npz_bounded(
+    path: str | os.PathLike, max_bytes: int, override: str | None = None, names: set[str] | None = None
+) -> dict[str, np.ndarray]:
     """Arrays of an ``.npz`` (no pickles), each checked by its ``.npy`` header before allocation.
 
     The sum of the arrays' sizes (shape x itemsize, from the headers) must stay within ``max_bytes``;
@@ -270,19 +326,27 @@ def load_npz_bounded(path: str | os.PathLike, max_bytes: int, override: str | No
                 stream = io.BufferedReader(raw, CHUNK)
                 try:
                     version = np.lib.format.read_magic(stream)
-                    shape, fortran, dtype = (np.lib.format.read_array_header_1_0(stream) if version == (1, 0)
-                                             else np.lib.format.read_array_header_2_0(stream))
+                    shape, fortran, dtype = (
+                        np.lib.format.read_array_header_1_0(stream)
+                        if version == (1, 0)
+                        else np.lib.format.read_array_header_2_0(stream)
+                    )
                 except Exception as e:  # noqa: BLE001  (numpy parses header text: ValueError, TokenError...)
-                    raise FileLimitError(path, f"member {info.filename!r} is not a .npy array "
-                                               f"({type(e).__name__}: {e})") from None
+                    raise FileLimitError(
+                        path, f"member {info.filename!r} is not a .npy array ({type(e).__name__}: {e})"
+                    ) from None
                 if any(d < 0 for d in shape):
                     raise FileLimitError(path, f"member {info.filename!r} declares a negative shape {shape}")
                 if dtype.hasobject:
                     raise FileLimitError(path, f"member {info.filename!r} holds Python objects (refused)")
                 nbytes = math.prod(shape) * dtype.itemsize
                 if nbytes > budget:
-                    raise FileLimitError(path, f"member {info.filename!r} declares shape {shape} of {dtype} "
-                                               f"({human(nbytes)})", human(max_bytes), override)
+                    raise FileLimitError(
+                        path,
+                        f"member {info.filename!r} declares shape {shape} of {dtype} ({human(nbytes)})",
+                        human(max_bytes),
+                        override,
+                    )
                 budget -= nbytes
                 try:
                     data = _read_exact(stream, nbytes, path, f"member {info.filename!r}")
@@ -295,6 +359,7 @@ def load_npz_bounded(path: str | os.PathLike, max_bytes: int, override: str | No
 
 # ---------------------------------------------------------------- streams
 
+
 class BoundedLines:
     """The lines of a text stream, each at most ``max_line`` characters, read on demand.
 
@@ -302,8 +367,14 @@ class BoundedLines:
     iterator (``csv.reader(BoundedLines(...))``) or through :meth:`readline` (``chess.pgn``).
     ``line_no`` is the number of lines read so far; ``chars`` the characters read so far."""
 
-    def __init__(self, stream, path: str | os.PathLike, max_line: int | None = None, *,
-                 error: type[FileLimitError] = FileLimitError) -> None:
+    def __init__(
+        self,
+        stream,
+        path: str | os.PathLike,
+        max_line: int | None = None,
+        *,
+        error: type[FileLimitError] = FileLimitError,
+    ) -> None:
         self.stream, self.path, self.error = stream, str(path), error
         self.max_line = LINE_BYTES.value() if max_line is None else max_line
         self.line_no = 0
@@ -312,9 +383,12 @@ class BoundedLines:
     def readline(self, size: int = -1) -> str:
         line = self.stream.readline(self.max_line + 1)
         if len(line) > self.max_line and not line.endswith(("\n", "\r")):
-            raise self.error(f"{self.path}:{self.line_no + 1}",
-                             f"a line longer than {self.max_line:,} characters", f"{self.max_line:,}",
-                             LINE_BYTES.override())
+            raise self.error(
+                f"{self.path}:{self.line_no + 1}",
+                f"a line longer than {self.max_line:,} characters",
+                f"{self.max_line:,}",
+                LINE_BYTES.override(),
+            )
         if line:
             self.line_no += 1
             self.chars += len(line)
@@ -328,7 +402,6 @@ class BoundedLines:
         if not line:
             raise StopIteration
         return line
-
 
 
 class PgnGameLines(BoundedLines):
@@ -350,11 +423,16 @@ class PgnGameLines(BoundedLines):
         if not self.game_line and line.strip():
             self.game_line = self.line_no
         if self.game_chars > self.max_game:
-            raise self.error(f"{self.path}:{self.game_line}", f"a PGN game longer than {self.max_game:,} "
-                             f"characters", PGN_GAME_BYTES.shown(self.max_game), PGN_GAME_BYTES.override())
+            raise self.error(
+                f"{self.path}:{self.game_line}",
+                f"a PGN game longer than {self.max_game:,} characters",
+                PGN_GAME_BYTES.shown(self.max_game),
+                PGN_GAME_BYTES.override(),
+            )
         return line
 
-ZSTD_INPUT = 512   # compressed bytes per zstd call: at most ~22 MB of output each (zstd expands <= ~43,000x)
+
+ZSTD_INPUT = 512  # compressed bytes per zstd call: at most ~22 MB of output each (zstd expands <= ~43,000x)
 
 
 class _ZstdReader(io.RawIOBase):
@@ -392,8 +470,9 @@ class _ZstdReader(io.RawIOBase):
             self.tail = self.d.unused_data
         self.out += len(data)
         if self.out > self.max_bytes:
-            raise self.error(self.path, "decompresses to more than the limit", human(self.max_bytes),
-                             SUITE_BYTES.override())
+            raise self.error(
+                self.path, "decompresses to more than the limit", human(self.max_bytes), SUITE_BYTES.override()
+            )
         self.guard.check(self.out, self.consumed)
         self.pending = memoryview(data)
         return True
@@ -414,9 +493,14 @@ class _ZstdReader(io.RawIOBase):
             super().close()
 
 
-def open_zstd_bounded(path: str | os.PathLike, max_bytes: int | None = None, *, max_window: int | None = None,
-                      max_ratio: float | None = None,
-                      error: type[FileLimitError] = FileLimitError) -> io.BufferedReader:
+def open_zstd_bounded(
+    path: str | os.PathLike,
+    max_bytes: int | None = None,
+    *,
+    max_window: int | None = None,
+    max_ratio: float | None = None,
+    error: type[FileLimitError] = FileLimitError,
+) -> io.BufferedReader:
     """A binary stream of a zstandard file's content, decompressed as it is read: refused when it
     exceeds ``max_bytes`` (default :data:`SUITE_BYTES`) or ``max_ratio`` (:class:`_RatioGuard`), when a
     frame needs a window (decoder memory) above ``max_window`` (default :data:`ZSTD_WINDOW`), or
@@ -433,13 +517,18 @@ def open_zstd_bounded(path: str | os.PathLike, max_bytes: int | None = None, *, 
     except zstandard.ZstdError as e:
         raise error(path, f"not a zstandard file ({e})") from None
     if params.window_size > max_window:
-        raise error(path, f"its zstd frame needs a {human(params.window_size)} decoding window",
-                    human(max_window), ZSTD_WINDOW.override())
+        raise error(
+            path,
+            f"its zstd frame needs a {human(params.window_size)} decoding window",
+            human(max_window),
+            ZSTD_WINDOW.override(),
+        )
     dctx = zstandard.ZstdDecompressor(max_window_size=max_window)  # guards the later frames too
     return io.BufferedReader(_ZstdReader(path, dctx, max_bytes, max_ratio, error), CHUNK)
 
 
 # ---------------------------------------------------------------- torch files
+
 
 def _children(o) -> list:
     if isinstance(o, dict):
@@ -449,9 +538,15 @@ def _children(o) -> list:
     return []
 
 
-def check_torch_structure(obj: Any, path: str | os.PathLike, max_bytes: int, override: str | None = None, *,
-                          error: type[FileLimitError] = FileLimitError,
-                          max_objects: int = MAX_OBJECTS) -> int:
+def check_torch_structure(
+    obj: Any,
+    path: str | os.PathLike,
+    max_bytes: int,
+    override: str | None = None,
+    *,
+    error: type[FileLimitError] = FileLimitError,
+    max_objects: int = MAX_OBJECTS,
+) -> int:
     """Check what a torch file unpickles to (loaded on the meta device: shapes, no data) before it is
     loaded for real; returns the bytes its tensors hold.
 
@@ -474,25 +569,29 @@ def check_torch_structure(obj: Any, path: str | os.PathLike, max_bytes: int, ove
             path_ids.discard(i)
             s = 1 + sum(sizes[id(c)] for c in _children(o))
             if s > max_objects:
-                raise error(path, f"its contents expand to more than {max_objects:,} objects (shared "
-                                  f"references nested on purpose?)", f"{max_objects:,}")
+                raise error(
+                    path,
+                    f"its contents expand to more than {max_objects:,} objects (shared references nested on purpose?)",
+                    f"{max_objects:,}",
+                )
             sizes[i] = s
             continue
         if i in sizes:
             continue
         if isinstance(o, torch.Tensor):
             if o.layout != torch.strided:
-                raise error(path, f"holds a {o.layout} tensor of shape {tuple(o.shape)} (pdx stores "
-                                  f"dense tensors)")
+                raise error(path, f"holds a {o.layout} tensor of shape {tuple(o.shape)} (pdx stores dense tensors)")
             logical = o.numel() * o.element_size()
             held = o.untyped_storage().nbytes()
             if held > max_bytes:
-                raise error(path, f"holds a tensor whose storage claims {human(held)}", human(max_bytes),
-                            override)
+                raise error(path, f"holds a tensor whose storage claims {human(held)}", human(max_bytes), override)
             if logical > held:
-                raise error(path, f"holds a tensor of shape {tuple(o.shape)} ({human(logical)}) over "
-                                  f"a {human(held)} storage: an expanded view, refused before anything "
-                                  f"allocates it (save tensors with .contiguous())")
+                raise error(
+                    path,
+                    f"holds a tensor of shape {tuple(o.shape)} ({human(logical)}) over "
+                    f"a {human(held)} storage: an expanded view, refused before anything "
+                    f"allocates it (save tensors with .contiguous())",
+                )
             total += logical
             if total > max_bytes:
                 raise error(path, f"its tensors hold {human(total)}+", human(max_bytes), override)
@@ -510,8 +609,14 @@ def check_torch_structure(obj: Any, path: str | os.PathLike, max_bytes: int, ove
     return total
 
 
-def load_torch_bounded(path: str | os.PathLike, max_bytes: int | None = None, override: str | None = None, *,
-                       error: type[FileLimitError] = FileLimitError, mmap: bool = False) -> Any:
+def load_torch_bounded(
+    path: str | os.PathLike,
+    max_bytes: int | None = None,
+    override: str | None = None,
+    *,
+    error: type[FileLimitError] = FileLimitError,
+    mmap: bool = False,
+) -> Any:
     """``torch.load(path, weights_only=True)`` after checking the file cannot make it allocate
     unbounded memory: the zip (``check_zip``: declared sizes within ``max_bytes`` (default
     :data:`CHECKPOINT_BYTES`) and the file, no bombs; the legacy non-zip format, whose reader
@@ -523,8 +628,13 @@ def load_torch_bounded(path: str | os.PathLike, max_bytes: int | None = None, ov
     if max_bytes is None:
         max_bytes = CHECKPOINT_BYTES.value()
         override = override or CHECKPOINT_BYTES.override()
-    check_zip(path, max_total=max_bytes, override=override, error=error,
-              what="PyTorch file (torch.save writes zip archives since PyTorch 1.6)")
+    check_zip(
+        path,
+        max_total=max_bytes,
+        override=override,
+        error=error,
+        what="PyTorch file (torch.save writes zip archives since PyTorch 1.6)",
+    )
     meta = torch.load(path, map_location="meta", weights_only=True)
     check_torch_structure(meta, path, max_bytes, override, error=error)
     del meta

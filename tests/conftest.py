@@ -1,4 +1,5 @@
 """Shared fixtures. Stockfish is a required test dependency (CI installs the Debian package)."""
+
 import os
 import resource
 
@@ -69,8 +70,10 @@ def pytest_runtest_protocol(item, nextitem):
 def pytest_terminal_summary(terminalreporter):
     over = sorted(((s, n) for n, s in _cpu_by_test.items() if s > SLOW_TEST_CPU_S), reverse=True)
     if over:
-        terminalreporter.section(f"default-run tests over {SLOW_TEST_CPU_S:g} s of CPU: mark them "
-                                 f"@pytest.mark.slow or shrink them ($PDX_SLOW_TEST_CPU_S)")
+        terminalreporter.section(
+            f"default-run tests over {SLOW_TEST_CPU_S:g} s of CPU: mark them "
+            f"@pytest.mark.slow or shrink them ($PDX_SLOW_TEST_CPU_S)"
+        )
         for s, n in over:
             terminalreporter.write_line(f"{s:6.1f} s  {n}")
 

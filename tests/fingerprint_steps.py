@@ -10,6 +10,7 @@ Each arm is the tiny default fit (``tests/tiny_fit.py``: the random tiny network
 ``--steps`` steps in a fresh directory on one thread. Bit-identity holds for one machine, torch
 build and thread count; the JSON records the torch version and the platform it was made on.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,8 +35,14 @@ ARMS: dict[str, list[str]] = {
     "forward_kl": ["--model.exploration", "forward_kl"],
     "reverse_kl": ["--model.exploration", "reverse_kl"],
     "forward_kl-fixed": ["--model.exploration", "forward_kl", "--model.selfplay.temperature", "fixed"],
-    "forward_kl-reference": ["--model.exploration", "forward_kl", "--model.value_anchor", "0.5",
-                             "--model.selfplay.temperature_wdl_source", "online"],
+    "forward_kl-reference": [
+        "--model.exploration",
+        "forward_kl",
+        "--model.value_anchor",
+        "0.5",
+        "--model.selfplay.temperature_wdl_source",
+        "online",
+    ],
 }
 
 
@@ -72,9 +79,24 @@ def _optimizer_digest(states: list[dict]) -> str:
 
 def fingerprint_arm(flags: list[str], steps: int, work: Path) -> dict:
     """Run the tiny fit with ``flags`` for ``steps`` steps in ``work``; fingerprint what it left."""
-    cmd = [sys.executable, "-m", "pdx_lightning.cli", "fit", "--config", CONF, *tiny_fit_args(steps), *flags,
-           "--trainer.logger", "lightning.pytorch.loggers.CSVLogger", "--trainer.logger.save_dir", str(work),
-           "--trainer.logger.name", "fp", "--trainer.default_root_dir", str(work)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pdx_lightning.cli",
+        "fit",
+        "--config",
+        CONF,
+        *tiny_fit_args(steps),
+        *flags,
+        "--trainer.logger",
+        "lightning.pytorch.loggers.CSVLogger",
+        "--trainer.logger.save_dir",
+        str(work),
+        "--trainer.logger.name",
+        "fp",
+        "--trainer.default_root_dir",
+        str(work),
+    ]
     env = {**os.environ, "PDX_THREADS": "1", "OMP_NUM_THREADS": "1"}
     proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -86,11 +108,19 @@ def fingerprint_arm(flags: list[str], steps: int, work: Path) -> dict:
     games = [{"roots": s["roots"], "moves": s["moves"], "stats": s["stats"]} for s in selfplay]
     rng = [{"torch": _digest(s["torch_rng"]), "python": _digest(s["py_rng"])} for s in selfplay]
     with open(next(work.rglob("metrics.csv")), newline="") as f:
-        rows = [{k: _metric(k, v) for k, v in row.items() if v != "" and not k.startswith(("time/", "perf/"))}
-                for row in csv.DictReader(f)]
-    return {"global_step": ckpt["global_step"], "metrics": rows, "games": games, "rng": rng,
-            "weights": weights, "weights_all": _digest("".join(weights.values())),
-            "optimizer": _optimizer_digest(ckpt["optimizer_states"])}
+        rows = [
+            {k: _metric(k, v) for k, v in row.items() if v != "" and not k.startswith(("time/", "perf/"))}
+            for row in csv.DictReader(f)
+        ]
+    return {
+        "global_step": ckpt["global_step"],
+        "metrics": rows,
+        "games": games,
+        "rng": rng,
+        "weights": weights,
+        "weights_all": _digest("".join(weights.values())),
+        "optimizer": _optimizer_digest(ckpt["optimizer_states"]),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,8 +129,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=3, help="steps per arm (default 3)")
     parser.add_argument("--arms", nargs="*", default=list(ARMS), choices=list(ARMS), help="arms (default all)")
     args = parser.parse_args(argv)
-    result = {"torch": torch.__version__, "platform": platform.platform(), "machine": platform.machine(),
-              "steps": args.steps, "arms": {}}
+    result = {
+        "torch": torch.__version__,
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "steps": args.steps,
+        "arms": {},
+    }
     for arm in args.arms:
         with tempfile.TemporaryDirectory() as tmp:
             result["arms"][arm] = fingerprint_arm(ARMS[arm], args.steps, Path(tmp))

@@ -5,6 +5,7 @@ conftest; the soak script adds it itself).
 Bombs are written in a few milliseconds however large they decompress: one deflate (or zstd)
 block of zeros is compressed once and repeated.
 """
+
 from __future__ import annotations
 
 import os
@@ -53,12 +54,11 @@ def zip_with_member(path: str | os.PathLike, members: dict[str, bytes], deflate:
     return Path(path)
 
 
-def zip_bomb_member(path: str | os.PathLike, name: str, n_bytes: int,
-                    others: dict[str, bytes] | None = None) -> Path:
+def zip_bomb_member(path: str | os.PathLike, name: str, n_bytes: int, others: dict[str, bytes] | None = None) -> Path:
     """A zip whose member ``name`` is ``n_bytes`` zeros (whole MiB, < 4 GiB) deflated ~1000x, after
     ``others`` (stored), with honest sizes and CRCs: only its compression ratio gives it away.
     Written by hand (zipfile would have to compress the zeros: seconds per GiB)."""
-    entries: list[tuple[bytes, bytes, int, int, int]] = []   # name, data, method, crc, size
+    entries: list[tuple[bytes, bytes, int, int, int]] = []  # name, data, method, crc, size
     for k, v in (others or {}).items():
         entries.append((k.encode(), v, 0, zlib.crc32(v), len(v)))
     body, crc = _deflate_zero_blocks(n_bytes // MiB)
@@ -66,12 +66,35 @@ def zip_bomb_member(path: str | os.PathLike, name: str, n_bytes: int,
     out, central = bytearray(), bytearray()
     for fname, data, method, crc, size in entries:
         offset = len(out)
-        out += struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, method, 0, 0x21, crc, len(data), size,
-                           len(fname), 0) + fname + data
-        central += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, method, 0, 0x21, crc, len(data),
-                               size, len(fname), 0, 0, 0, 0, 0, offset) + fname
-    out += central + struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(entries), len(entries), len(central),
-                                 len(out), 0)
+        out += (
+            struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, method, 0, 0x21, crc, len(data), size, len(fname), 0)
+            + fname
+            + data
+        )
+        central += (
+            struct.pack(
+                "<IHHHHHHIIIHHHHHII",
+                0x02014B50,
+                20,
+                20,
+                0,
+                method,
+                0,
+                0x21,
+                crc,
+                len(data),
+                size,
+                len(fname),
+                0,
+                0,
+                0,
+                0,
+                0,
+                offset,
+            )
+            + fname
+        )
+    out += central + struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(entries), len(entries), len(central), len(out), 0)
     Path(path).write_bytes(bytes(out))
     return Path(path)
 
@@ -89,15 +112,22 @@ def zstd_of_zeros(path: str | os.PathLike, n_bytes: int, byte: bytes = b"\0", pr
     return Path(path)
 
 
-_PEAK = ("\nimport atexit as _a\n_a.register(lambda: print('VMHWM', next(int(l.split()[1]) for l in "
-         "open('/proc/self/status') if l.startswith('VmHWM')) / 1024, flush=True))\n")
+_PEAK = (
+    "\nimport atexit as _a\n_a.register(lambda: print('VMHWM', next(int(l.split()[1]) for l in "
+    "open('/proc/self/status') if l.startswith('VmHWM')) / 1024, flush=True))\n"
+)
 
 
 def peak_rss_mb(code: str, env: dict | None = None, timeout: float = 300) -> tuple[int, float, str, str]:
     """Run ``code`` in a fresh interpreter: exit code, peak RSS in MB (VmHWM: this process image's
     peak; ru_maxrss would carry the forking pytest process's peak over exec), stdout, stderr."""
-    r = subprocess.run([sys.executable, "-c", _PEAK + code], capture_output=True, text=True, timeout=timeout,
-                       env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})})
+    r = subprocess.run(
+        [sys.executable, "-c", _PEAK + code],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})},
+    )
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("VMHWM ")]
     peak = float(lines[-1].split()[1]) if lines else float("nan")
     out = "\n".join(ln for ln in r.stdout.splitlines() if not ln.startswith("VMHWM "))
@@ -107,8 +137,10 @@ def peak_rss_mb(code: str, env: dict | None = None, timeout: float = 300) -> tup
 def refusal_peak_mb(call: str, error: str, env: dict | None = None, imports: str = "") -> tuple[float, str]:
     """Run ``call`` (Python source) in a fresh interpreter, require that it raises ``error`` (a name
     bound by ``imports``), and return the peak RSS in MB and the error message."""
-    code = (f"{imports}\ntry:\n    {call}\nexcept {error} as e:\n    print('REFUSED', e)\n"
-            f"else:\n    raise SystemExit('not refused')\n")
+    code = (
+        f"{imports}\ntry:\n    {call}\nexcept {error} as e:\n    print('REFUSED', e)\n"
+        f"else:\n    raise SystemExit('not refused')\n"
+    )
     rc, peak, out, err = peak_rss_mb(code, env)
     assert rc == 0 and "REFUSED" in out, f"rc={rc}\nstdout={out}\nstderr={err[-3000:]}"
     return peak, out.split("REFUSED ", 1)[1].strip()
@@ -124,11 +156,18 @@ def baseline_peak_mb(imports: str) -> float:
 def run_pdx(args: list[str], env: dict | None = None, timeout: float = 600) -> tuple[int, float, str]:
     """The real ``pdx`` console script as a subprocess: exit code, its peak RSS in MB (ru_maxrss of
     the child, measured by a small wrapper process) and stderr."""
-    wrapper = ("import resource, subprocess, sys\n"
-               "r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL)\n"
-               "print('MAXRSS', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)\n"
-               "sys.exit(r.returncode)\n")
-    r = subprocess.run([sys.executable, "-c", wrapper, str(VENV_BIN / "pdx"), *args], capture_output=True,
-                       text=True, timeout=timeout, env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})})
+    wrapper = (
+        "import resource, subprocess, sys\n"
+        "r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL)\n"
+        "print('MAXRSS', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)\n"
+        "sys.exit(r.returncode)\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", wrapper, str(VENV_BIN / "pdx"), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})},
+    )
     peak = float(next(ln.split()[1] for ln in r.stdout.splitlines() if ln.startswith("MAXRSS")))
     return r.returncode, peak, r.stderr

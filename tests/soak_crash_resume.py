@@ -20,6 +20,7 @@ Checked (any failure exits 1 and says what):
   reference's (tag, step) pairs, every value equal to the reference's (re-executed steps
   after a kill are logged twice, identically; ``perf/`` timings excepted).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -73,21 +74,34 @@ model:
     max_plies: 12
     seed: 1
 """
-COMPARED = ("state_dict", "optimizer_states", "lr_schedulers", "pdx_selfplay", "pdx_param_version", "global_step",
-            "pdx_game_metrics")
+COMPARED = (
+    "state_dict",
+    "optimizer_states",
+    "lr_schedulers",
+    "pdx_selfplay",
+    "pdx_param_version",
+    "global_step",
+    "pdx_game_metrics",
+)
 STEP_FILE = re.compile(r"epoch=(\d+)-step=(\d+)(?:-v\d+)?\.ckpt$")
 
 
 def _env() -> dict:
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1]),
-                                                      env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH")]))
     return env
 
 
 def fit_cmd(resume: bool) -> list[str]:
-    return [sys.executable, "-m", "pdx_lightning.cli", "fit", "--config", "tiny.yaml",
-            *(["--ckpt_path", "last"] if resume else [])]
+    return [
+        sys.executable,
+        "-m",
+        "pdx_lightning.cli",
+        "fit",
+        "--config",
+        "tiny.yaml",
+        *(["--ckpt_path", "last"] if resume else []),
+    ]
 
 
 def setup(workdir: Path, steps: int) -> Path:
@@ -132,8 +146,9 @@ def run_with_kills(workdir: Path, steps: int, kills: int, rng: random.Random, ti
     return log
 
 
-def _drive(proc, workdir: Path, k: int, kills: int, steps: int, rng: random.Random, deadline: float,
-           err_path: Path) -> dict:
+def _drive(
+    proc, workdir: Path, k: int, kills: int, steps: int, rng: random.Random, deadline: float, err_path: Path
+) -> dict:
     """Let run ``k`` go to the end (the last one) or SIGKILL it at a random moment after a random step."""
     if k == kills:  # the final run goes to the end
         proc.wait(timeout=max(1.0, deadline - time.monotonic()))
@@ -163,8 +178,13 @@ def _drive(proc, workdir: Path, k: int, kills: int, steps: int, rng: random.Rand
     hit_partial = hit_partial or bool(glob.glob(str(_ckpt_dir(workdir) / ".*.partial-*")))
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    return {"run": k, "killed": True, "after_step": max(_steps_saved(workdir), default=0),
-            "target_step": target, "during_checkpoint_write": hit_partial}
+    return {
+        "run": k,
+        "killed": True,
+        "after_step": max(_steps_saved(workdir), default=0),
+        "target_step": target,
+        "during_checkpoint_write": hit_partial,
+    }
 
 
 def same(a, b, where: str = "") -> str | None:
@@ -268,10 +288,18 @@ def soak(workdir: Path, steps: int, kills: int, seed: int) -> dict:
     problems += compare_logs(workdir / "reference", workdir / "killed")
     n_files = len(list(_ckpt_dir(workdir / "killed").glob("*.ckpt")))
     dup = len(list(_ckpt_dir(workdir / "killed").glob("*-v*.ckpt")))
-    return {"steps": steps, "kills": kills, "seed": seed, "runs": log, "checkpoint_files": n_files,
-            "re_executed_step_files": dup, "problems": problems,
-            "kills_during_checkpoint_write": sum(1 for r in log if r.get("during_checkpoint_write")),
-            "seconds_reference": round(t1 - t0, 1), "seconds_killed": round(t2 - t1, 1)}
+    return {
+        "steps": steps,
+        "kills": kills,
+        "seed": seed,
+        "runs": log,
+        "checkpoint_files": n_files,
+        "re_executed_step_files": dup,
+        "problems": problems,
+        "kills_during_checkpoint_write": sum(1 for r in log if r.get("during_checkpoint_write")),
+        "seconds_reference": round(t1 - t0, 1),
+        "seconds_killed": round(t2 - t1, 1),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,6 +20,7 @@ A step fails if any loss component or gradient is non-finite (PDXModule raises a
 ``FloatingPointError`` naming the step and the tensor) or, checked here after every
 step, any online or EMA parameter is. Prints one markdown row per arm and writes JSON.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -84,24 +85,58 @@ class Watch(L.Callback):
         self.grad_norm_max = max(self.grad_norm_max, math.sqrt(sum(sq)))
 
 
-def run_arm(arm: str, steps: int, *, n_games: int = 8, seed: int = 0, lr: float = 3e-3, max_plies: int = 40,
-            inject_tau: bool = True, workdir: str | None = None) -> dict:
+def run_arm(
+    arm: str,
+    steps: int,
+    *,
+    n_games: int = 8,
+    seed: int = 0,
+    lr: float = 3e-3,
+    max_plies: int = 40,
+    inject_tau: bool = True,
+    workdir: str | None = None,
+) -> dict:
     """Train one arm for ``steps`` steps; returns counts of the extremes met and the outcome."""
     if workdir is None:
         with tempfile.TemporaryDirectory(prefix="pdx_soak_") as tmp:
-            return run_arm(arm, steps, n_games=n_games, seed=seed, lr=lr, max_plies=max_plies,
-                           inject_tau=inject_tau, workdir=tmp)
+            return run_arm(
+                arm, steps, n_games=n_games, seed=seed, lr=lr, max_plies=max_plies, inject_tau=inject_tau, workdir=tmp
+            )
     torch.set_num_threads(1)
     L.seed_everything(seed, verbose=False)
     openings = Path(workdir) / "forced.txt"
     openings.write_text("\n".join(forced_lines(seed=seed)) + "\n")
-    sp = SelfPlayConfig(n_games=n_games, seed=seed, opening_max_moves=3, max_plies=max_plies, micro_batch=n_games,
-                        restart="openings", openings_file=str(openings), temperature="adaptive")
-    m = PDXModule(base=f"random:tiny:{seed}", exploration=arm, beta=1.0, c_v=1.0, ema_decay=0.9,
-                  lr_backbone=lr, lr_final_block=lr, lr_policy_head=lr, lr_value_head=3 * lr, warmup_steps=1,
-                  selfplay=sp)
-    counts = {"rows": 0, "single_legal": 0, "tau_natural_le_tau_min": 0, "tau_natural_lt_1e-3": 0,
-              "tau_forced": 0, "terminal_one_hot_targets": 0}
+    sp = SelfPlayConfig(
+        n_games=n_games,
+        seed=seed,
+        opening_max_moves=3,
+        max_plies=max_plies,
+        micro_batch=n_games,
+        restart="openings",
+        openings_file=str(openings),
+        temperature="adaptive",
+    )
+    m = PDXModule(
+        base=f"random:tiny:{seed}",
+        exploration=arm,
+        beta=1.0,
+        c_v=1.0,
+        ema_decay=0.9,
+        lr_backbone=lr,
+        lr_final_block=lr,
+        lr_policy_head=lr,
+        lr_value_head=3 * lr,
+        warmup_steps=1,
+        selfplay=sp,
+    )
+    counts = {
+        "rows": 0,
+        "single_legal": 0,
+        "tau_natural_le_tau_min": 0,
+        "tau_natural_lt_1e-3": 0,
+        "tau_forced": 0,
+        "terminal_one_hot_targets": 0,
+    }
     tau_min = [math.log(3)]
     gen = torch.Generator().manual_seed(seed)
     begin, complete = m.dataset._begin, pdx_step_module.collect
@@ -128,9 +163,16 @@ def run_arm(arm: str, steps: int, *, n_games: int = 8, seed: int = 0, lr: float 
 
     m.dataset._begin, pdx_step_module.collect = begin_and_force, complete_and_count
     watch = Watch()
-    trainer = L.Trainer(max_steps=steps, accelerator="cpu", logger=False, enable_checkpointing=False,
-                        enable_progress_bar=False, enable_model_summary=False, callbacks=[watch],
-                        default_root_dir=workdir)
+    trainer = L.Trainer(
+        max_steps=steps,
+        accelerator="cpu",
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[watch],
+        default_root_dir=workdir,
+    )
     t0, error = time.perf_counter(), None
     try:
         trainer.fit(m)
@@ -138,20 +180,32 @@ def run_arm(arm: str, steps: int, *, n_games: int = 8, seed: int = 0, lr: float 
         error = str(e)
     finally:
         pdx_step_module.collect = complete  # the step's own again, for the next arm
-    return {"arm": arm, "steps_requested": steps, "steps_done": trainer.global_step, "error": error,
-            "seconds": round(time.perf_counter() - t0, 1), "games_finished": m.dataset.stats["games_finished"],
-            "tau_min_natural": tau_min[0], "grad_norm_max": watch.grad_norm_max,
-            "param_abs_max": watch.param_abs_max, **counts}
+    return {
+        "arm": arm,
+        "steps_requested": steps,
+        "steps_done": trainer.global_step,
+        "error": error,
+        "seconds": round(time.perf_counter() - t0, 1),
+        "games_finished": m.dataset.stats["games_finished"],
+        "tau_min_natural": tau_min[0],
+        "grad_norm_max": watch.grad_norm_max,
+        "param_abs_max": watch.param_abs_max,
+        **counts,
+    }
 
 
 def markdown(results: list[dict]) -> str:
-    head = ("| arm (β = 1) | steps | NaN/inf | rows | single legal move | τ forced to ≤1e-3 | "
-            "natural τ ≤ TAU_MIN | min natural τ | one-hot terminal p̂ | max ‖g‖ | time |\n"
-            "|---|---|---|---|---|---|---|---|---|---|---|\n")
+    head = (
+        "| arm (β = 1) | steps | NaN/inf | rows | single legal move | τ forced to ≤1e-3 | "
+        "natural τ ≤ TAU_MIN | min natural τ | one-hot terminal p̂ | max ‖g‖ | time |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|\n"
+    )
     return head + "\n".join(
         f"| {r['arm']} | {r['steps_done']}/{r['steps_requested']} | {r['error'] or 'none'} | {r['rows']} | "
         f"{r['single_legal']} | {r['tau_forced']} | {r['tau_natural_le_tau_min']} | {r['tau_min_natural']:.2e} | "
-        f"{r['terminal_one_hot_targets']} | {r['grad_norm_max']:.3g} | {r['seconds']:.0f} s |" for r in results)
+        f"{r['terminal_one_hot_targets']} | {r['grad_norm_max']:.3g} | {r['seconds']:.0f} s |"
+        for r in results
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,4 +1,5 @@
 """The one atomic-write helper: old file or new file, never a torn one, no temporary left behind."""
+
 from __future__ import annotations
 
 import os
@@ -108,16 +109,17 @@ def test_mode_is_checked(tmp_path):
 def test_kill_9_mid_write_keeps_the_old_file(tmp_path):
     target = tmp_path / "a.bin"
     target.write_bytes(b"old")
-    code = ("import os, signal, sys\nfrom pdx_lightning.atomicfile import atomic_write\n"
-            "with atomic_write(sys.argv[1]) as f:\n"
-            "    f.write(b'ne'); f.flush(); os.kill(os.getpid(), signal.SIGKILL)\n")
+    code = (
+        "import os, signal, sys\nfrom pdx_lightning.atomicfile import atomic_write\n"
+        "with atomic_write(sys.argv[1]) as f:\n"
+        "    f.write(b'ne'); f.flush(); os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
     r = subprocess.run([sys.executable, "-c", code, str(target)], capture_output=True, text=True, timeout=120)
     assert r.returncode < 0, r.stderr
     assert target.read_bytes() == b"old"
     left = [p for p in tmp_path.iterdir() if p != target]
     assert len(left) == 1 and left[0].name.startswith(".a.bin.tmp-")
     assert remove_stale_temps(target) == left and sorted(os.listdir(tmp_path)) == ["a.bin"]
-
 
 
 def test_atomic_write_text_replaces_as_write_text_does(tmp_path):

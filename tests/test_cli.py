@@ -1,4 +1,5 @@
 """The `pdx` entry: global --threads / --version, and the lazily re-exported library API."""
+
 from __future__ import annotations
 
 import os
@@ -34,8 +35,9 @@ def test_flag_beats_env_and_users_omp_setting_beats_default(clean_env):
 
 @pytest.mark.parametrize("bad", ["0", "-1", "two"])
 def test_bad_threads_is_one_line_error(bad):
-    r = subprocess.run([sys.executable, "-m", "pdx_lightning.cli", "--threads", bad, "data", "--help"],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "pdx_lightning.cli", "--threads", bad, "data", "--help"], capture_output=True, text=True
+    )
     assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "--threads" in r.stderr
 
 
@@ -47,8 +49,10 @@ def test_global_options_only_before_the_command():
 
 
 def test_threads_reach_the_command_process():
-    code = ("import sys, torch; from pdx_lightning import cli; cli.apply_threads(sys.argv[1]); "
-            "print(torch.get_num_threads())")
+    code = (
+        "import sys, torch; from pdx_lightning import cli; cli.apply_threads(sys.argv[1]); "
+        "print(torch.get_num_threads())"
+    )
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "PDX_THREADS")}
     out = subprocess.run([sys.executable, "-c", code, "2"], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.strip() == "2"

@@ -5,6 +5,7 @@ The issue's case first: ``pdx eval mates --model bomb.pb.gz`` (a 4 MB gzip of 4 
 ``pdx eval mates`` on ``random:tiny`` peaks at ~400 MB here, so the bounds leave room for imports
 only, far below what any of these files would make pdx allocate unchecked.
 """
+
 from __future__ import annotations
 
 import time
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.slow
 
 
 def _one_line(rc: int, err: str, command: str, *needles: str) -> None:
-    lines = [ln for ln in err.splitlines() if ln.startswith(f"pdx {command}: ")]   # export lc0 prints its own
+    lines = [ln for ln in err.splitlines() if ln.startswith(f"pdx {command}: ")]  # export lc0 prints its own
     assert rc == 2 and len(lines) == 1 and "Traceback" not in err, err[-3000:]
     assert all(n in lines[0] for n in needles), lines[0]
 
@@ -52,9 +53,8 @@ def test_arena_refuses_an_opening_file_with_a_giant_line(tmp_path):
     p = tmp_path / "book.epd"
     with open(p, "wb") as f:
         f.write(b"e2e4 e7e5\n")
-        f.truncate(GiB)                                              # sparse: 1 GiB of NULs, no line end
-    rc, peak, err = run_pdx(["arena", "--model", "random:tiny", "--model", "random:tiny",
-                             "--openings", str(p)])
+        f.truncate(GiB)  # sparse: 1 GiB of NULs, no line end
+    rc, peak, err = run_pdx(["arena", "--model", "random:tiny", "--model", "random:tiny", "--openings", str(p)])
     _one_line(rc, err, "arena", "book.epd:2", "a line longer than", "PDX_MAX_LINE_BYTES=")
     assert peak < PEAK_MB
 
@@ -79,7 +79,7 @@ def test_fit_refuses_a_bomb_base_and_a_bomb_checkpoint(tmp_path):
         name = next(i.filename for i in zf.infolist() if i.filename.endswith("data/0"))
     bomb = zip_bomb_member(tmp_path / "last.ckpt", name, GiB, others=others)
     rc, peak, err = run_pdx(["fit", "--ckpt_path", str(bomb), "--trainer.max_steps", "1"])
-    _one_line(rc, err, "fit", "last.ckpt", "a zip bomb", "ok.ckpt")   # and names the other checkpoint
+    _one_line(rc, err, "fit", "last.ckpt", "a zip bomb", "ok.ckpt")  # and names the other checkpoint
     assert peak < PEAK_MB
 
 

@@ -1,6 +1,7 @@
 """No import cycles among pdx_lightning's modules: the grimp graph of every import statement (module level,
 inside functions, and under ``if TYPE_CHECKING:``) has no strongly connected component of two or more
 modules, nor a module importing itself. lint-imports checks the layers; this checks within them."""
+
 from __future__ import annotations
 
 import grimp
@@ -58,12 +59,13 @@ def _chain(graph: grimp.ImportGraph, comp: list[str]) -> str:
     if first in graph.find_modules_directly_imported_by(first):
         chain = (first, first)
     else:
-        back = min((m for m in comp if first in graph.find_modules_directly_imported_by(m)))
+        back = min(m for m in comp if first in graph.find_modules_directly_imported_by(m))
         chain = (*graph.find_shortest_chain(importer=first, imported=back), first)
     steps = []
     for a, b in zip(chain, chain[1:]):
-        lines = sorted({f"{d['line_number']}: {d['line_contents']}"
-                        for d in graph.get_import_details(importer=a, imported=b)})
+        lines = sorted(
+            {f"{d['line_number']}: {d['line_contents']}" for d in graph.get_import_details(importer=a, imported=b)}
+        )
         steps.append(f"  {a} -> {b}  ({'; '.join(lines)})")
     return "\n".join(steps)
 
@@ -82,4 +84,5 @@ def test_no_import_cycles():
     assert len(graph.modules) > 100 and "pdx_lightning.rl.selfplay" in graph.modules
     cycles = [c for c in strongly_connected(graph) if frozenset(c) not in EXPECTED_CYCLES]
     assert not cycles, "import cycles (break each, e.g. move the shared part down a module):\n" + "\n\n".join(
-        f"{', '.join(c)}:\n{_chain(graph, c)}" for c in cycles)
+        f"{', '.join(c)}:\n{_chain(graph, c)}" for c in cycles
+    )

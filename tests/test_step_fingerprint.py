@@ -7,6 +7,7 @@ new fingerprint (``.venv/bin/python tests/fingerprint_steps.py tests/fixtures/fi
 says why in CHANGELOG.md. Bit-identity holds for one torch build and CPU kind, so another torch version
 or machine architecture skips with the reason.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,15 +29,23 @@ def test_the_recorded_fingerprints_agree():
     """The tree before the refactor and after it: the same steps, bit for bit."""
     before, after = json.loads(BEFORE.read_text()), json.loads(RECORD.read_text())
     assert before["arms"] == after["arms"]
-    assert set(after["arms"]) == {"none", "entropy", "forward_kl", "reverse_kl", "forward_kl-fixed",
-                                  "forward_kl-reference"}
+    assert set(after["arms"]) == {
+        "none",
+        "entropy",
+        "forward_kl",
+        "reverse_kl",
+        "forward_kl-fixed",
+        "forward_kl-reference",
+    }
 
 
 def test_three_steps_per_arm_reproduce_the_recorded_fingerprint(tmp_path):
     record = json.loads(RECORD.read_text())
     if record["torch"] != torch.__version__ or record["machine"] != platform.machine():
-        pytest.skip(f"fingerprint recorded with torch {record['torch']} on {record['machine']}; "
-                    f"this is torch {torch.__version__} on {platform.machine()}")
+        pytest.skip(
+            f"fingerprint recorded with torch {record['torch']} on {record['machine']}; "
+            f"this is torch {torch.__version__} on {platform.machine()}"
+        )
     sys.path.insert(0, str(HERE))
     from fingerprint_steps import main  # noqa: PLC0415
 

@@ -1,6 +1,7 @@
 """The README's two test commands are the ones pyproject.toml and CI run: the default run leaves out
 the slow tests, ``-m slow`` runs exactly them, and ``.ci/run`` runs both, exactly as the README shows
 them (its "## Tests" section)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -25,6 +26,6 @@ def test_the_default_run_deselects_slow_tests_and_the_marker_is_registered(pytes
 
 def test_the_readme_shows_both_commands_and_ci_runs_both():
     block = _setup_block()
-    assert block == [f"{DEFAULT} -q", f"{DEFAULT} -q -m slow"], block     # the README shows what CI runs
+    assert block == [f"{DEFAULT} -q", f"{DEFAULT} -q -m slow"], block  # the README shows what CI runs
     ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
     assert ci.index(f"{DEFAULT} -q") < ci.index(f"{DEFAULT} -q -m slow"), ci

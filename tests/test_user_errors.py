@@ -1,5 +1,6 @@
 """User mistakes end in one line through the real ``pdx`` entry (issue 18 items 6, 7): no traceback,
 exit 2, and nothing left behind; help shows every option with its help text and default."""
+
 from __future__ import annotations
 
 import argparse
@@ -37,14 +38,14 @@ def test_arena_odd_games_is_one_line(tmp_path):
     _one_line(_pdx(*ARENA, "--games", "3", cwd=tmp_path), "arena", "even", "3")
 
 
-@pytest.mark.slow   # two more pdx processes (~5 s of CPU each, mostly imports); the other arena cases stay fast
+@pytest.mark.slow  # two more pdx processes (~5 s of CPU each, mostly imports); the other arena cases stay fast
 def test_arena_missing_or_bad_pgn_book_is_one_line(tmp_path):
     _one_line(_pdx(*ARENA, "--openings", "a.pgn", cwd=tmp_path), "arena", "a.pgn", "not found")
     (tmp_path / "bad.pgn").write_text('[Event "x"]\n\n1. e4 e5 2. Ke3 Ke6 3. Qh5 Kd9 *\n')
     _one_line(_pdx(*ARENA, "--openings", "bad.pgn", cwd=tmp_path), "arena", "bad.pgn")
 
 
-@pytest.mark.slow   # the arena's one-line error path is the odd-games case's in the default run
+@pytest.mark.slow  # the arena's one-line error path is the odd-games case's in the default run
 def test_arena_bad_sprt_is_one_line(tmp_path):
     _one_line(_pdx(*ARENA, "--sprt", "10,0", cwd=tmp_path), "arena", "--sprt", "elo1 > elo0")
 
@@ -52,8 +53,7 @@ def test_arena_bad_sprt_is_one_line(tmp_path):
 def test_report_on_a_directory_without_a_sweep_is_one_line_and_leaves_no_folder(tmp_path):
     (tmp_path / "notasweep").mkdir()
     out = tmp_path / "reports" / "x"
-    _one_line(_pdx("report", "--runs", "notasweep", "--out", str(out), cwd=tmp_path), "report",
-              "sweep.json", "--runs")
+    _one_line(_pdx("report", "--runs", "notasweep", "--out", str(out), cwd=tmp_path), "report", "sweep.json", "--runs")
     assert not out.exists() and not (tmp_path / "reports").exists()
 
 
@@ -63,6 +63,7 @@ def test_traceback_flag_shows_the_traceback(tmp_path):
 
 
 # ---- help (item 7) ---------------------------------------------------------------------------
+
 
 def _tool_parsers():
     from pdx_lightning.cli import build_parser
@@ -81,8 +82,12 @@ def _tool_parsers():
 
 
 def test_every_tool_option_has_help_text_and_defaults_are_shown():
-    missing = [(name, a.option_strings or a.dest) for name, p in _tool_parsers().items() for a in p._actions
-               if a.help is None and not isinstance(a, argparse._SubParsersAction)]
+    missing = [
+        (name, a.option_strings or a.dest)
+        for name, p in _tool_parsers().items()
+        for a in p._actions
+        if a.help is None and not isinstance(a, argparse._SubParsersAction)
+    ]
     assert missing == []
     arena_help = _tool_parsers()["pdx arena"].format_help()
     for shown in ("(default: 20)", "(default: bayeselo)", "(default: 1024)", "(default: 0.0)"):

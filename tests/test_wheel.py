@@ -7,6 +7,7 @@ site-packages. A directory added that way has its own ``.pth`` files ignored, so
 editable-install hook there is never run: ``pdx_lightning`` can only come from the wheel, which the
 first command checks.
 """
+
 from __future__ import annotations
 
 import os
@@ -35,8 +36,11 @@ def installed(tmp_path_factory) -> tuple[Path, dict]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env["OMP_NUM_THREADS"] = "1"
     # the build backend from this environment (setuptools >= 74.1 is a test requirement of the tree)
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist),
-          str(ROOT)], tmp, env)
+    _run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), str(ROOT)],
+        tmp,
+        env,
+    )
     (wheel,) = dist.glob("pdx_lightning-*.whl")
     fresh = tmp / "venv"
     venv.EnvBuilder(with_pip=True).create(fresh)
@@ -53,25 +57,68 @@ def test_the_wheel_runs_outside_the_checkout(installed):
     fresh, env = installed
     empty = fresh.parent / "empty"
     pdx = str(fresh / "bin" / "pdx")
-    where = _run([str(fresh / "bin" / "python"), "-c",
-                  "import pdx_lightning, pdx_lightning.resources as r; print(pdx_lightning.__file__); "
-                  "print(r.package_dir('data'))"], empty, env)
-    assert str(ROOT) not in where and str(fresh) in where          # the wheel's copy, not the checkout
+    where = _run(
+        [
+            str(fresh / "bin" / "python"),
+            "-c",
+            "import pdx_lightning, pdx_lightning.resources as r; print(pdx_lightning.__file__); "
+            "print(r.package_dir('data'))",
+        ],
+        empty,
+        env,
+    )
+    assert str(ROOT) not in where and str(fresh) in where  # the wheel's copy, not the checkout
     assert _run([pdx, "--version"], empty, env).startswith("pdx ")
     assert "pdx:fit/small" in _run([pdx, "config", "list"], empty, env)
     # a 2-step fit from a packaged preset (its validation suite, data/tactics.csv, is the shipped one)
-    out = _run([pdx, "fit", "--config", "pdx:fit/small", "--trainer.max_steps", "2",
-                "--model.selfplay.n_games", "4", "--model.selfplay.micro_batch", "4",
-                "--model.selfplay.max_plies", "10", "--model.warmup_steps", "1",
-                "--trainer.enable_progress_bar", "false"], empty, env)
+    out = _run(
+        [
+            pdx,
+            "fit",
+            "--config",
+            "pdx:fit/small",
+            "--trainer.max_steps",
+            "2",
+            "--model.selfplay.n_games",
+            "4",
+            "--model.selfplay.micro_batch",
+            "4",
+            "--model.selfplay.max_plies",
+            "10",
+            "--model.warmup_steps",
+            "1",
+            "--trainer.enable_progress_bar",
+            "false",
+        ],
+        empty,
+        env,
+    )
     assert (empty / "runs").is_dir(), out
     assert list((empty / "runs").rglob("last.ckpt"))
     # the bundled network on a packaged suite
-    scored = _run([pdx, "eval", "puzzles", "--model", "base:small", "--suite", "data/tactics.csv",
-                   "--sample", "20", "--json", "scores.json"], empty, env)
+    scored = _run(
+        [
+            pdx,
+            "eval",
+            "puzzles",
+            "--model",
+            "base:small",
+            "--suite",
+            "data/tactics.csv",
+            "--sample",
+            "20",
+            "--json",
+            "scores.json",
+        ],
+        empty,
+        env,
+    )
     assert (empty / "scores.json").is_file(), scored
     # the arena with its default openings
-    played = _run([pdx, "arena", "--model", "random:tiny", "--model", "random:tiny:1", "--games", "2",
-                   "--json", "arena.json"], empty, env)
+    played = _run(
+        [pdx, "arena", "--model", "random:tiny", "--model", "random:tiny:1", "--games", "2", "--json", "arena.json"],
+        empty,
+        env,
+    )
     assert (empty / "arena.json").is_file(), played
     assert sorted(p.name for p in empty.iterdir()) == ["arena.json", "runs", "scores.json"]

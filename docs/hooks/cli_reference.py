@@ -12,6 +12,7 @@ The page holds the marker ``<!-- pdx-cli-reference -->``; at build time it is re
 A command whose help cannot be produced fails the build, so the page never goes stale silently.
 Help is wrapped at 100 columns (``COLUMNS``) so the page does not depend on the terminal.
 """
+
 from __future__ import annotations
 
 import argparse

@@ -24,17 +24,18 @@ A root's fullmove number is at most ``MAX_FULLMOVE`` and its halfmove clock at m
 counter (2 x fullmove, plus the < 26,000 plies a game can add in the core) stays far inside int32 and the
 halfmove plane is exact in float32.
 """
+
 from __future__ import annotations
 
 import operator
-from typing import Sequence
+from collections.abc import Sequence
 
 import chess
 import numpy as np
 
 from pdx_lightning.errors import UserError
 
-MAX_MOVES = 416           # the core's move buffers; > 415 pseudo-legal moves (module docstring)
+MAX_MOVES = 416  # the core's move buffers; > 415 pseudo-legal moves (module docstring)
 LEGAL_STRIDE = MAX_MOVES  # columns of the legal-index buffers
 MAX_FULLMOVE = 1_000_000
 MAX_HALFMOVE = 1_000_000
@@ -82,9 +83,11 @@ def check_board(board: chess.Board, game: int | None = None) -> chess.Board:
     if not isinstance(board, chess.Board) or type(board) is not chess.Board or board.chess960:
         kind = type(board).__name__ + (" (Chess960)" if getattr(board, "chess960", False) else "")
         raise InvalidBoardError(f"{where}: the game pools play standard chess only, got a {kind}")
-    root = board.root()   # the clocks of the root only: play from it may pass the bounds (module docstring)
-    for name, v, hi in (("fullmove number", root.fullmove_number, MAX_FULLMOVE),
-                        ("halfmove clock", root.halfmove_clock, MAX_HALFMOVE)):
+    root = board.root()  # the clocks of the root only: play from it may pass the bounds (module docstring)
+    for name, v, hi in (
+        ("fullmove number", root.fullmove_number, MAX_FULLMOVE),
+        ("halfmove clock", root.halfmove_clock, MAX_HALFMOVE),
+    ):
         lo = 1 if name[0] == "f" else 0
         if type(v) is not int or not lo <= v <= hi:
             raise InvalidBoardError(f"{where}: the root's {name} {v!r} is outside [{lo}, {hi:,}]: {safe_fen(root)}")
@@ -96,8 +99,10 @@ def check_board(board: chess.Board, game: int | None = None) -> chess.Board:
     b = root.copy(stack=False)
     for k, move in enumerate(board.move_stack):
         if not _encodable(move) or not b.is_legal(move):
-            raise InvalidBoardError(f"{where}: move {k + 1} of the move stack ({_move_text(move)}) is not legal "
-                                    f"in {b.fen()} (root {root.fen()})")
+            raise InvalidBoardError(
+                f"{where}: move {k + 1} of the move stack ({_move_text(move)}) is not legal "
+                f"in {b.fen()} (root {root.fen()})"
+            )
         b.push(move)
     return board
 
@@ -129,16 +134,16 @@ def check_games(games: Sequence[int] | np.ndarray, n: int, *, distinct: bool = F
         raise GameIndexError(f"game indices must be integers, got dtype {a.dtype}")
     bad = np.flatnonzero((a < 0) | (a >= n))
     if len(bad):
-        raise GameIndexError(f"game index {a[bad[0]]} (row {bad[0]}) out of range for a pool of {n} games "
-                             f"(0..{n - 1})")
+        raise GameIndexError(f"game index {a[bad[0]]} (row {bad[0]}) out of range for a pool of {n} games (0..{n - 1})")
     out = np.ascontiguousarray(a, dtype=np.int32)
     if distinct:
         uniq, first, counts = np.unique(out, return_index=True, return_counts=True)
         if len(uniq) != len(out):
             g = int(uniq[np.argmax(counts > 1)])
             rows = np.flatnonzero(out == g).tolist()
-            raise CoreArgumentError(f"game {g} appears more than once in one batch (rows {rows}): "
-                                    f"a call plays each game at most once")
+            raise CoreArgumentError(
+                f"game {g} appears more than once in one batch (rows {rows}): a call plays each game at most once"
+            )
     return out
 
 
@@ -155,9 +160,15 @@ def check_actions(actions, rows: int) -> np.ndarray:
 
 
 def _encodable(move) -> bool:
-    return (isinstance(move, chess.Move) and type(move.from_square) is int and type(move.to_square) is int
-            and 0 <= move.from_square < 64 and 0 <= move.to_square < 64 and move.drop is None
-            and move.promotion in (None, chess.KNIGHT, chess.BISHOP, chess.ROOK, chess.QUEEN))
+    return (
+        isinstance(move, chess.Move)
+        and type(move.from_square) is int
+        and type(move.to_square) is int
+        and 0 <= move.from_square < 64
+        and 0 <= move.to_square < 64
+        and move.drop is None
+        and move.promotion in (None, chess.KNIGHT, chess.BISHOP, chess.ROOK, chess.QUEEN)
+    )
 
 
 def _move_text(move) -> str:
@@ -182,9 +193,11 @@ def check_buffer(name: str, a, shape: tuple[int, ...], dtype) -> np.ndarray:
     if not isinstance(a, np.ndarray):
         raise BufferLayoutError(f"{name} buffer must be a numpy array {want}, got {type(a).__name__}")
     if a.shape != shape or a.dtype != dtype or not a.flags.c_contiguous or not a.flags.writeable:
-        raise BufferLayoutError(f"{name} buffer is {a.shape} {a.dtype}"
-                                f"{'' if a.flags.c_contiguous else ', not contiguous'}"
-                                f"{'' if a.flags.writeable else ', read-only'}; need {want}")
+        raise BufferLayoutError(
+            f"{name} buffer is {a.shape} {a.dtype}"
+            f"{'' if a.flags.c_contiguous else ', not contiguous'}"
+            f"{'' if a.flags.writeable else ', read-only'}; need {want}"
+        )
     return a
 
 
@@ -199,12 +212,32 @@ def check_cap(max_plies) -> int | None:
     """A ply cap: None (no cap) or 0 .. 2**31 - 1, else :class:`CoreArgumentError`."""
     if max_plies is None:
         return None
-    if isinstance(max_plies, (bool, np.bool_)) or not isinstance(max_plies, (int, np.integer)) \
-            or not 0 <= max_plies <= INT32_MAX:
+    if (
+        isinstance(max_plies, (bool, np.bool_))
+        or not isinstance(max_plies, (int, np.integer))
+        or not 0 <= max_plies <= INT32_MAX
+    ):
         raise CoreArgumentError(f"max_plies must be None or an integer in [0, {INT32_MAX:,}], got {max_plies!r}")
     return int(max_plies)
 
 
-__all__ = ["BufferLayoutError", "CoreArgumentError", "GameIndexError", "IllegalMoveError", "InvalidBoardError",
-           "LEGAL_STRIDE", "MAX_FULLMOVE", "MAX_HALFMOVE", "MAX_MOVES", "check_actions", "check_board",
-           "check_buffer", "check_cap", "check_games", "check_index", "check_move", "check_pool_size", "safe_fen"]
+__all__ = [
+    "BufferLayoutError",
+    "CoreArgumentError",
+    "GameIndexError",
+    "IllegalMoveError",
+    "InvalidBoardError",
+    "LEGAL_STRIDE",
+    "MAX_FULLMOVE",
+    "MAX_HALFMOVE",
+    "MAX_MOVES",
+    "check_actions",
+    "check_board",
+    "check_buffer",
+    "check_cap",
+    "check_games",
+    "check_index",
+    "check_move",
+    "check_pool_size",
+    "safe_fen",
+]

@@ -31,10 +31,12 @@ Two paths share the vectorized plane construction:
 push/pop); ``GameHistory`` is the per-game ring buffer self-play keeps, so a
 step costs one snapshot per game instead of a history walk.
 """
+
 from __future__ import annotations
 
 from collections import Counter, deque
-from typing import Iterable, NamedTuple, Sequence
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
 import chess
 import numpy as np
@@ -54,33 +56,77 @@ class Snapshot(NamedTuple):
 
 
 def _bbs(pawns, knights, bishops, rooks, queens, kings, occ_w, occ_b) -> tuple[int, ...]:
-    return (pawns & occ_w, knights & occ_w, bishops & occ_w, rooks & occ_w, queens & occ_w, kings & occ_w,
-            pawns & occ_b, knights & occ_b, bishops & occ_b, rooks & occ_b, queens & occ_b, kings & occ_b)
+    return (
+        pawns & occ_w,
+        knights & occ_w,
+        bishops & occ_w,
+        rooks & occ_w,
+        queens & occ_w,
+        kings & occ_w,
+        pawns & occ_b,
+        knights & occ_b,
+        bishops & occ_b,
+        rooks & occ_b,
+        queens & occ_b,
+        kings & occ_b,
+    )
 
 
 def snapshot_board(board: chess.Board) -> Snapshot:
     """Snapshot of the board's current position."""
-    bbs = _bbs(board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings,
-               board.occupied_co[chess.WHITE], board.occupied_co[chess.BLACK])
+    bbs = _bbs(
+        board.pawns,
+        board.knights,
+        board.bishops,
+        board.rooks,
+        board.queens,
+        board.kings,
+        board.occupied_co[chess.WHITE],
+        board.occupied_co[chess.BLACK],
+    )
     return Snapshot(bbs, repetition_key(board))
 
 
 def _snapshot_state(board: chess.Board, ply: int) -> Snapshot:
     # python-chess's _BoardState: the position before move ``ply`` of the stack.
     st = board._stack[ply]
-    return Snapshot(_bbs(st.pawns, st.knights, st.bishops, st.rooks, st.queens, st.kings,
-                         st.occupied_w, st.occupied_b), stack_repetition_key(board, ply))
+    return Snapshot(
+        _bbs(st.pawns, st.knights, st.bishops, st.rooks, st.queens, st.kings, st.occupied_w, st.occupied_b),
+        stack_repetition_key(board, ply),
+    )
 
 
 def _state_fields(st) -> tuple:
     # a python-chess _BoardState (a position of the move stack)
-    return (st.pawns, st.knights, st.bishops, st.rooks, st.queens, st.kings, st.occupied_w, st.occupied_b,
-            st.turn, st.castling_rights, st.ep_square)
+    return (
+        st.pawns,
+        st.knights,
+        st.bishops,
+        st.rooks,
+        st.queens,
+        st.kings,
+        st.occupied_w,
+        st.occupied_b,
+        st.turn,
+        st.castling_rights,
+        st.ep_square,
+    )
 
 
 def _board_fields(b: chess.Board) -> tuple:
-    return (b.pawns, b.knights, b.bishops, b.rooks, b.queens, b.kings, b.occupied_co[chess.WHITE],
-            b.occupied_co[chess.BLACK], b.turn, b.castling_rights, b.ep_square)
+    return (
+        b.pawns,
+        b.knights,
+        b.bishops,
+        b.rooks,
+        b.queens,
+        b.kings,
+        b.occupied_co[chess.WHITE],
+        b.occupied_co[chess.BLACK],
+        b.turn,
+        b.castling_rights,
+        b.ep_square,
+    )
 
 
 _START_FIELDS = _board_fields(chess.Board())
@@ -100,10 +146,10 @@ def _root_ep(board: chess.Board) -> int | None:
 class EncodedRow(NamedTuple):
     """What one board contributes to the batched plane construction."""
 
-    bbs: list             # 8 tuples of 12 absolute bitboards, history step 0 = current
-    rep: list             # 8 bools
-    turn: bool            # side to move (chess.WHITE = True)
-    castling: int         # castling-rights bitmask (rook squares)
+    bbs: list  # 8 tuples of 12 absolute bitboards, history step 0 = current
+    rep: list  # 8 bools
+    turn: bool  # side to move (chess.WHITE = True)
+    castling: int  # castling-rights bitmask (rook squares)
     rule50: int
 
 
@@ -115,17 +161,24 @@ def _undo_double_push(bbs: tuple[int, ...], ep: int | None) -> tuple[int, ...]:
     back (Lc0 ``encoder.cc`` fills history before a FEN root so); ``bbs`` as is without one."""
     if ep is None:
         return bbs
-    white = ep // 8 == 2                        # e3: White just pushed e2e4; e6: Black e7e5
+    white = ep // 8 == 2  # e3: White just pushed e2e4; e6: Black e7e5
     frm, to, k = (ep - 8, ep + 8, 0) if white else (ep + 8, ep - 8, 6)
     if not bbs[k] >> to & 1 or any(b >> frm & 1 for b in bbs):
-        return bbs                              # no such push could have happened: leave it
+        return bbs  # no such push could have happened: leave it
     out = list(bbs)
     out[k] = bbs[k] & ~(1 << to) | (1 << frm)
     return tuple(out)
 
 
-def _row_from_history(snaps: Sequence[Snapshot], reps: Sequence[bool], from_start: bool,
-                      turn: bool, castling: int, rule50: int, root_ep: int | None = None) -> EncodedRow:
+def _row_from_history(
+    snaps: Sequence[Snapshot],
+    reps: Sequence[bool],
+    from_start: bool,
+    turn: bool,
+    castling: int,
+    rule50: int,
+    root_ep: int | None = None,
+) -> EncodedRow:
     """``snaps``/``reps``: newest first, at most 8 entries. ``root_ep``: the en-passant square of
     the game's first position as set up (a FEN's, capturable or not), for the history fill."""
     n = len(snaps)
@@ -165,8 +218,15 @@ def row_from_board(board: chess.Board) -> EncodedRow:
         lo = max(0, p - hm[p])
         reps.append(any(pos(q).key == s.key for q in range(p - 2, lo - 1, -2)))
         snaps.append(s)
-    return _row_from_history(snaps, reps, _root_is_start(board), board.turn,
-                             board.clean_castling_rights(), board.halfmove_clock, _root_ep(board))
+    return _row_from_history(
+        snaps,
+        reps,
+        _root_is_start(board),
+        board.turn,
+        board.clean_castling_rights(),
+        board.halfmove_clock,
+        _root_ep(board),
+    )
 
 
 class GameHistory:
@@ -188,7 +248,7 @@ class GameHistory:
         newest = positions[::-1][:HISTORY]
         self.snaps: deque[Snapshot] = deque(newest, maxlen=HISTORY)
         self.reps: deque[bool] = deque(row_from_board(board).rep[: len(newest)], maxlen=HISTORY)
-        window = positions[max(0, len(positions) - 1 - board.halfmove_clock):]
+        window = positions[max(0, len(positions) - 1 - board.halfmove_clock) :]
         self.counts = Counter(s.key for s in window)
 
     def push(self, board: chess.Board) -> None:
@@ -206,20 +266,27 @@ class GameHistory:
         return self.counts[self.snaps[0].key]
 
     def row(self, board: chess.Board) -> EncodedRow:
-        return _row_from_history(list(self.snaps), list(self.reps), self.from_start, board.turn,
-                                 board.clean_castling_rights(), board.halfmove_clock, self.root_ep)
+        return _row_from_history(
+            list(self.snaps),
+            list(self.reps),
+            self.from_start,
+            board.turn,
+            board.clean_castling_rights(),
+            board.halfmove_clock,
+            self.root_ep,
+        )
 
 
 class PackedRows(NamedTuple):
     """Rows as arrays: the compact form datasets store (~800 bytes/position)."""
 
-    bbs: np.ndarray       # (B, 8, 12) uint64, absolute colors, history step 0 = current
-    rep: np.ndarray       # (B, 8) bool
-    black: np.ndarray     # (B,) bool, Black to move
+    bbs: np.ndarray  # (B, 8, 12) uint64, absolute colors, history step 0 = current
+    rep: np.ndarray  # (B, 8) bool
+    black: np.ndarray  # (B,) bool, Black to move
     castling: np.ndarray  # (B,) uint64 castling-rights bitmask
-    rule50: np.ndarray    # (B,) float32 halfmove clock
+    rule50: np.ndarray  # (B,) float32 halfmove clock
 
-    def __getitem__(self, sel) -> "PackedRows":  # type: ignore[override]
+    def __getitem__(self, sel) -> PackedRows:  # type: ignore[override]
         if isinstance(sel, int):
             return tuple.__getitem__(self, sel)
         return PackedRows(*(a[sel] for a in self))
@@ -227,11 +294,13 @@ class PackedRows(NamedTuple):
 
 def pack_rows(rows: Sequence[EncodedRow]) -> PackedRows:
     B = len(rows)
-    return PackedRows(np.array([r.bbs for r in rows], dtype=np.uint64).reshape(B, HISTORY, 12),
-                      np.array([r.rep for r in rows], dtype=bool).reshape(B, HISTORY),
-                      np.fromiter((not r.turn for r in rows), dtype=bool, count=B),
-                      np.fromiter((r.castling for r in rows), dtype=np.uint64, count=B),
-                      np.fromiter((r.rule50 for r in rows), dtype=np.float32, count=B))
+    return PackedRows(
+        np.array([r.bbs for r in rows], dtype=np.uint64).reshape(B, HISTORY, 12),
+        np.array([r.rep for r in rows], dtype=bool).reshape(B, HISTORY),
+        np.fromiter((not r.turn for r in rows), dtype=bool, count=B),
+        np.fromiter((r.castling for r in rows), dtype=np.uint64, count=B),
+        np.fromiter((r.rule50 for r in rows), dtype=np.float32, count=B),
+    )
 
 
 def encode_packed(p: PackedRows, out: np.ndarray | None = None) -> np.ndarray:
@@ -253,7 +322,9 @@ def encode_packed(p: PackedRows, out: np.ndarray | None = None) -> np.ndarray:
     hist = out[:, :104].reshape(B, HISTORY, 13, 8, 8)
     hist[:, :, :12] = bits
     hist[:, :, 12] = p.rep[:, :, None, None]
-    rights = np.stack([p.castling & np.uint64(sq) != 0 for sq in (chess.BB_A1, chess.BB_H1, chess.BB_A8, chess.BB_H8)], axis=1)
+    rights = np.stack(
+        [p.castling & np.uint64(sq) != 0 for sq in (chess.BB_A1, chess.BB_H1, chess.BB_A8, chess.BB_H8)], axis=1
+    )
     # white: we = (A1, H1), they = (A8, H8); black: swapped
     ours = np.where(black[:, None], rights[:, 2:], rights[:, :2])
     theirs = np.where(black[:, None], rights[:, :2], rights[:, 2:])
@@ -278,7 +349,7 @@ def encode_boards(boards: Iterable[chess.Board]) -> np.ndarray:
 
 # ---------------------------------------------------------------- planes packed for the device
 
-PACKED_WORDS = 100   # int64 words per position: 96 bitboards, repetitions, castling, Black, rule-50
+PACKED_WORDS = 100  # int64 words per position: 96 bitboards, repetitions, castling, Black, rule-50
 _HIST_PLANES = [13 * h + k for h in range(HISTORY) for k in range(12)]  # plane of packed word w < 96
 
 
@@ -290,7 +361,7 @@ def pack_planes(x: np.ndarray) -> np.ndarray:
     B = x.shape[0]
     flat = x.reshape(B, N_PLANES, 64)
     out = np.empty((B, PACKED_WORDS), np.int64)
-    bits = np.packbits(flat[:, _HIST_PLANES] != 0, axis=-1, bitorder="little")      # (B, 96, 8)
+    bits = np.packbits(flat[:, _HIST_PLANES] != 0, axis=-1, bitorder="little")  # (B, 96, 8)
     out[:, :96] = np.ascontiguousarray(bits).view(np.int64).reshape(B, 96)
     weights = 1 << np.arange(8, dtype=np.int64)
     out[:, 96] = (flat[:, [13 * h + 12 for h in range(HISTORY)], 0] != 0) @ weights

@@ -15,21 +15,31 @@ The legal indices come sorted ascending in both, so a sampler that picks the j-t
 move in either engine. Both check every board, index, move and action alike (:mod:`chesscore.boundary`)
 and refuse a bad one with the same named exception.
 """
+
 from __future__ import annotations
 
-from typing import Literal, Sequence
+from collections.abc import Sequence
+from typing import Literal
 
 import chess
 import numpy as np
 
-from pdx_lightning.chesscore.boundary import (IllegalMoveError, check_actions, check_board, check_cap, check_games,
-                                              check_index, check_move, check_pool_size)
+from pdx_lightning.chesscore.boundary import (
+    IllegalMoveError,
+    check_actions,
+    check_board,
+    check_cap,
+    check_games,
+    check_index,
+    check_move,
+    check_pool_size,
+)
 from pdx_lightning.chesscore.encoding import GameHistory, encode_rows, pack_planes
 from pdx_lightning.chesscore.moves import MoveIndexError, index_to_move, legal_indices
 from pdx_lightning.chesscore.native_core import R_CHECKMATE, REASONS
 from pdx_lightning.chesscore.native_pool import NativePool
 from pdx_lightning.chesscore.pool_interface import GamePool, Positions, empty_positions, trim
-from pdx_lightning.chesscore.rules import WIN, DRAW, RESULT_NONE, game_end
+from pdx_lightning.chesscore.rules import DRAW, RESULT_NONE, WIN, game_end
 
 Backend = Literal["native", "python-chess"]
 BACKENDS: tuple[str, ...] = Backend.__args__
@@ -95,8 +105,13 @@ class PythonChessPool:
 
     def _reason(self, i: int) -> int:
         b = self.boards[i]
-        end = game_end(b, legal=self.legal_moves[i], repetitions=self.hist[i].repetitions(),
-                       claim_draws=self.claim_draws, max_plies=self.max_plies)
+        end = game_end(
+            b,
+            legal=self.legal_moves[i],
+            repetitions=self.hist[i].repetitions(),
+            claim_draws=self.claim_draws,
+            max_plies=self.max_plies,
+        )
         return 0 if end is None else _CODE[end.reason]
 
     def _move_of(self, i: int, action: int) -> chess.Move:
@@ -105,9 +120,11 @@ class PythonChessPool:
         except MoveIndexError:
             move = None
         if move is None or move not in self.legal_moves[i]:
-            raise IllegalMoveError(f"game {i}: policy slot {action} is not a legal move (legal: "
-                                   f"{', '.join(m.uci() for m in self.legal_moves[i])}); no game of this call "
-                                   f"was played")
+            raise IllegalMoveError(
+                f"game {i}: policy slot {action} is not a legal move (legal: "
+                f"{', '.join(m.uci() for m in self.legal_moves[i])}); no game of this call "
+                f"was played"
+            )
         return move
 
     def play(self, games: Sequence[int], actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -129,8 +146,8 @@ class PythonChessPool:
         for r, i in enumerate(games):
             ix = np.sort(legal_indices(self.boards[i], self.legal_moves[i]))
             count[r] = len(ix)
-            index[r, :len(ix)] = ix
-            index[r, len(ix):] = ix[0] if len(ix) else 0
+            index[r, : len(ix)] = ix
+            index[r, len(ix) :] = ix[0] if len(ix) else 0
             mask[r, ix] = True
         return trim(pack_planes(x), None, index, count) if packed else trim(x, mask, index, count)
 
@@ -138,8 +155,9 @@ class PythonChessPool:
         pass
 
 
-def open_pool(backend: str, n: int, *, claim_draws: bool, max_plies: int | None, workers: int = 1,
-              timeout_s: float = 600.0) -> GamePool:
+def open_pool(
+    backend: str, n: int, *, claim_draws: bool, max_plies: int | None, workers: int = 1, timeout_s: float = 600.0
+) -> GamePool:
     """A pool of ``n`` games at the standard position: ``"native"`` (compiled core, ``workers`` threads, each
     shard of a call given ``timeout_s``) or ``"python-chess"`` (one thread; ``workers`` must be 1)."""
     if backend == "native":

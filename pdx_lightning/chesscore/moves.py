@@ -15,9 +15,10 @@ everywhere: sampling, losses, evaluation, export):
 Promotion pieces are scored separately (each has its own logit), so the same
 distribution is used when sampling and in every loss.
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import chess
 import numpy as np

@@ -16,6 +16,7 @@ A :meth:`NativeCore.play` that raises played none of its games.
 ctypes releases the GIL during every call, and each call touches only the games it is given, so
 threads may play disjoint games of one :class:`NativeCore` at the same time.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -27,23 +28,46 @@ from pathlib import Path
 import chess
 import numpy as np
 
-from pdx_lightning.chesscore.boundary import (LEGAL_STRIDE, MAX_FULLMOVE, MAX_HALFMOVE, MAX_MOVES, CoreArgumentError,
-                                              GameIndexError, IllegalMoveError, InvalidBoardError, check_actions,
-                                              check_board, check_buffer, check_cap, check_games, check_index,
-                                              check_move, check_pool_size, safe_fen)
+from pdx_lightning.chesscore.boundary import (
+    LEGAL_STRIDE,
+    MAX_FULLMOVE,
+    MAX_HALFMOVE,
+    MAX_MOVES,
+    CoreArgumentError,
+    GameIndexError,
+    IllegalMoveError,
+    InvalidBoardError,
+    check_actions,
+    check_board,
+    check_buffer,
+    check_cap,
+    check_games,
+    check_index,
+    check_move,
+    check_pool_size,
+    safe_fen,
+)
 from pdx_lightning.chesscore.rules import Reason
 from pdx_lightning.errors import UserError
 
-ABI = 2                       # pdx_core.c's PDX_ABI: entry points and limits this module expects
-WINDOW = 200                  # positions a game holds since its last capture or pawn move
-LIMITS = (ABI, MAX_MOVES, LEGAL_STRIDE, WINDOW, MAX_FULLMOVE, MAX_HALFMOVE)   # pdx_core_limits()
-POLICY = 4288                 # moves.POLICY_SIZE (moves imports torch; test_core_boundary checks they agree)
+ABI = 2  # pdx_core.c's PDX_ABI: entry points and limits this module expects
+WINDOW = 200  # positions a game holds since its last capture or pawn move
+LIMITS = (ABI, MAX_MOVES, LEGAL_STRIDE, WINDOW, MAX_FULLMOVE, MAX_HALFMOVE)  # pdx_core_limits()
+POLICY = 4288  # moves.POLICY_SIZE (moves imports torch; test_core_boundary checks they agree)
 MAX_PERFT_DEPTH = 32
 
 # the core's reason codes (pdx_core.c, enum R_*), 0 = the game goes on
-REASONS: tuple[Reason | None, ...] = (None, Reason.CHECKMATE, Reason.INSUFFICIENT_MATERIAL, Reason.STALEMATE,
-                                      Reason.SEVENTY_FIVE_MOVES, Reason.FIVEFOLD, Reason.FIFTY_MOVES,
-                                      Reason.THREEFOLD, Reason.PLY_CAP)
+REASONS: tuple[Reason | None, ...] = (
+    None,
+    Reason.CHECKMATE,
+    Reason.INSUFFICIENT_MATERIAL,
+    Reason.STALEMATE,
+    Reason.SEVENTY_FIVE_MOVES,
+    Reason.FIVEFOLD,
+    Reason.FIFTY_MOVES,
+    Reason.THREEFOLD,
+    Reason.PLY_CAP,
+)
 R_CHECKMATE = 1
 # the core's error codes (pdx_core.c, enum PDX_E_*)
 E_ILLEGAL, E_WINDOW, E_NOMEM, E_BOARD, E_INDEX = -1, -2, -3, -4, -5
@@ -88,8 +112,10 @@ def available() -> bool:
     return path is not None and path.exists()
 
 
-_FIX = "run `bash setup.sh` or `pip install -e .` (needs a C compiler, e.g. Debian's gcc), or use " \
-       "--model.selfplay.backend python-chess"
+_FIX = (
+    "run `bash setup.sh` or `pip install -e .` (needs a C compiler, e.g. Debian's gcc), or use "
+    "--model.selfplay.backend python-chess"
+)
 
 
 def _load(path: Path) -> ctypes.CDLL:
@@ -104,8 +130,9 @@ def _load(path: Path) -> ctypes.CDLL:
         lib.pdx_core_limits(buf)
         limits = tuple(buf)
     if limits != LIMITS:
-        raise NativeCoreMissing(f"pdx's compiled chess core {path} is stale (limits {limits}, this pdx needs "
-                                f"{LIMITS}): {_FIX}")
+        raise NativeCoreMissing(
+            f"pdx's compiled chess core {path} is stale (limits {limits}, this pdx needs {LIMITS}): {_FIX}"
+        )
     return lib
 
 
@@ -119,15 +146,22 @@ def library() -> ctypes.CDLL:
                 raise NativeCoreMissing(f"pdx's compiled chess core is not built: {_FIX}")
             lib = _load(path)
             P, i32, i64, u64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_uint64
-            sig = {"pdx_core_new": (P, [i32]), "pdx_core_free": (None, [P]), "pdx_core_reset": (i32, [P, i32]),
-                   "pdx_core_set": (i32, [P, i32, P, i32, u64, i32, i32, i32]),
-                   "pdx_core_push_move": (i32, [P, i32, i32]),
-                   "pdx_core_status": (i32, [P, i32, P, i32, i32, P, P, P]),
-                   "pdx_core_play": (i32, [P, i32, P, P, i32, i32, P, P, P]),
-                   "pdx_core_encode": (i32, [P, i32, P, P, P]), "pdx_core_pack": (i32, [P, i32, P, P, P]),
-                   "pdx_core_legal": (i32, [P, i32, P, P, P, P, P]),
-                   "pdx_core_moves": (i32, [P, i32, P, i32]), "pdx_core_legal_moves": (i32, [P, i32, P]),
-                   "pdx_core_repetitions": (i32, [P, i32]), "pdx_core_perft": (i64, [P, i32, i32])}
+            sig = {
+                "pdx_core_new": (P, [i32]),
+                "pdx_core_free": (None, [P]),
+                "pdx_core_reset": (i32, [P, i32]),
+                "pdx_core_set": (i32, [P, i32, P, i32, u64, i32, i32, i32]),
+                "pdx_core_push_move": (i32, [P, i32, i32]),
+                "pdx_core_status": (i32, [P, i32, P, i32, i32, P, P, P]),
+                "pdx_core_play": (i32, [P, i32, P, P, i32, i32, P, P, P]),
+                "pdx_core_encode": (i32, [P, i32, P, P, P]),
+                "pdx_core_pack": (i32, [P, i32, P, P, P]),
+                "pdx_core_legal": (i32, [P, i32, P, P, P, P, P]),
+                "pdx_core_moves": (i32, [P, i32, P, i32]),
+                "pdx_core_legal_moves": (i32, [P, i32, P]),
+                "pdx_core_repetitions": (i32, [P, i32]),
+                "pdx_core_perft": (i64, [P, i32, i32]),
+            }
             for name, (res, args) in sig.items():
                 fn = getattr(lib, name)
                 fn.restype, fn.argtypes = res, args
@@ -151,11 +185,18 @@ def decode_move(m: int) -> chess.Move:
 
 
 def _board_fields(board: chess.Board) -> tuple:
-    bbs = (ctypes.c_uint64 * 12)(*[board.pieces_mask(pt, color) for color in (chess.WHITE, chess.BLACK)
-                                   for pt in chess.PIECE_TYPES])
+    bbs = (ctypes.c_uint64 * 12)(
+        *[board.pieces_mask(pt, color) for color in (chess.WHITE, chess.BLACK) for pt in chess.PIECE_TYPES]
+    )
     ep = board.ep_square if board.ep_square is not None else -1
-    return (ctypes.addressof(bbs), int(board.turn == chess.BLACK), board.clean_castling_rights(), ep,
-            board.halfmove_clock, board.fullmove_number), bbs
+    return (
+        ctypes.addressof(bbs),
+        int(board.turn == chess.BLACK),
+        board.clean_castling_rights(),
+        ep,
+        board.halfmove_clock,
+        board.fullmove_number,
+    ), bbs
 
 
 def _raise(code: int, game: int, what: str, after: str = "") -> None:
@@ -163,8 +204,10 @@ def _raise(code: int, game: int, what: str, after: str = "") -> None:
     if code == E_ILLEGAL:
         raise IllegalMoveError(f"game {game}: {what} is not a legal move{after}")
     if code == E_WINDOW:
-        raise ReversibleLimitError(f"game {game}: {what}: more than {WINDOW} positions since the last capture "
-                                   f"or pawn move (the 75-move rule ends a game at 151){after}")
+        raise ReversibleLimitError(
+            f"game {game}: {what}: more than {WINDOW} positions since the last capture "
+            f"or pawn move (the 75-move rule ends a game at 151){after}"
+        )
     if code == E_NOMEM:
         raise CoreMemoryError(f"game {game}: {what}: the chess core ran out of memory for the move list{after}")
     if code == E_BOARD:
@@ -214,8 +257,12 @@ class NativeCore:
             code = self.lib.pdx_core_push_move(self._h, i, encode_move(move))
             if code:
                 self.lib.pdx_core_reset(self._h, i)
-                _raise(code, i, f"move {k + 1} of the move stack ({move.uci()})",
-                       f"; the game was reset to the standard start (root {root.fen()})")
+                _raise(
+                    code,
+                    i,
+                    f"move {k + 1} of the move stack ({move.uci()})",
+                    f"; the game was reset to the standard start (root {root.fen()})",
+                )
 
     def push(self, i: int, move: chess.Move) -> None:
         """Play ``move`` (python-chess's) in game ``i``: :class:`~boundary.IllegalMoveError` if it is not
@@ -268,16 +315,26 @@ class NativeCore:
         r = int(where[0])
         _raise(code, int(games[r]) if 0 <= r < len(games) else r, what, after)
 
-    def play(self, games: np.ndarray, actions: np.ndarray, claim_draws: bool, max_plies: int | None
-             ) -> tuple[np.ndarray, np.ndarray]:
+    def play(
+        self, games: np.ndarray, actions: np.ndarray, claim_draws: bool, max_plies: int | None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Play policy slot ``actions[r]`` in ``games[r]`` (distinct games); the reason codes (``REASONS``)
         and plies after. A call that raises played none of the games."""
         games = check_games(games, self.n, distinct=True)
         actions = check_actions(actions, len(games))
         cap = check_cap(max_plies)
         reason, plies, where = np.empty(len(games), np.int32), np.empty(len(games), np.int32), np.full(1, -1, np.int32)
-        code = self.lib.pdx_core_play(self._h, len(games), _ptr(games), _ptr(actions), int(bool(claim_draws)),
-                                      -1 if cap is None else cap, _ptr(reason), _ptr(plies), _ptr(where))
+        code = self.lib.pdx_core_play(
+            self._h,
+            len(games),
+            _ptr(games),
+            _ptr(actions),
+            int(bool(claim_draws)),
+            -1 if cap is None else cap,
+            _ptr(reason),
+            _ptr(plies),
+            _ptr(where),
+        )
         if code:
             r = int(where[0])
             g = int(games[r])
@@ -290,8 +347,16 @@ class NativeCore:
         games = check_games(games, self.n)
         cap = check_cap(max_plies)
         reason, plies, where = np.empty(len(games), np.int32), np.empty(len(games), np.int32), np.full(1, -1, np.int32)
-        code = self.lib.pdx_core_status(self._h, len(games), _ptr(games), int(bool(claim_draws)),
-                                        -1 if cap is None else cap, _ptr(reason), _ptr(plies), _ptr(where))
+        code = self.lib.pdx_core_status(
+            self._h,
+            len(games),
+            _ptr(games),
+            int(bool(claim_draws)),
+            -1 if cap is None else cap,
+            _ptr(reason),
+            _ptr(plies),
+            _ptr(where),
+        )
         if code:
             self._batch_fail(code, games, where, "status")
         return reason, plies
@@ -326,7 +391,8 @@ class NativeCore:
         check_buffer("index", index, (len(games), LEGAL_STRIDE), np.int64)
         check_buffer("count", count, (len(games),), np.int32)
         where = np.full(1, -1, np.int32)
-        code = self.lib.pdx_core_legal(self._h, len(games), _ptr(games), _ptr(mask), _ptr(index), _ptr(count),
-                                       _ptr(where))
+        code = self.lib.pdx_core_legal(
+            self._h, len(games), _ptr(games), _ptr(mask), _ptr(index), _ptr(count), _ptr(where)
+        )
         if code:
             self._batch_fail(code, games, where, "legal moves")

@@ -12,10 +12,12 @@ Arguments are checked (:mod:`chesscore.boundary`) before any shard starts, so a 
 buffer raises its named exception here, not a worker error; a batch that plays names each game once,
 so no two shards ever touch one game.
 """
+
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 
 import chess
 import numpy as np
@@ -28,8 +30,9 @@ from pdx_lightning.chesscore.pool_interface import ChessWorkerError, Positions, 
 class NativePool:
     """The pool (:class:`~pool_interface.GamePool`) on the compiled core."""
 
-    def __init__(self, n: int, *, claim_draws: bool, max_plies: int | None, workers: int = 1,
-                 timeout_s: float = 600.0) -> None:
+    def __init__(
+        self, n: int, *, claim_draws: bool, max_plies: int | None, workers: int = 1, timeout_s: float = 600.0
+    ) -> None:
         if workers < 1:
             raise ValueError(f"workers must be >= 1, got {workers}")
         self.n, self.claim_draws, self.max_plies = check_pool_size(n), claim_draws, check_cap(max_plies)
@@ -50,7 +53,7 @@ class NativePool:
         try:
             self.core.set_board(i, board)
         except (ReversibleLimitError, CoreMemoryError):
-            self._roots[i] = chess.STARTING_FEN      # the core reset the game
+            self._roots[i] = chess.STARTING_FEN  # the core reset the game
             raise
         self._roots[i] = board.root().fen()
 
@@ -92,11 +95,14 @@ class NativePool:
             try:
                 fut.result(timeout=self.timeout_s)
             except FutureTimeout:
-                raise ChessWorkerError(f"chess worker {w} (games {games[shard.start]}..{games[shard.stop - 1]}) "
-                                       f"did not finish within {self.timeout_s:g} s") from None
+                raise ChessWorkerError(
+                    f"chess worker {w} (games {games[shard.start]}..{games[shard.stop - 1]}) "
+                    f"did not finish within {self.timeout_s:g} s"
+                ) from None
             except Exception as e:
-                raise ChessWorkerError(f"chess worker {w} (games {games[shard.start]}..{games[shard.stop - 1]}) "
-                                       f"failed: {e}") from e
+                raise ChessWorkerError(
+                    f"chess worker {w} (games {games[shard.start]}..{games[shard.stop - 1]}) failed: {e}"
+                ) from e
 
     def play(self, games: Sequence[int], actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         games = check_games(games, self.n, distinct=True)
@@ -105,6 +111,7 @@ class NativePool:
 
         def run(s: slice) -> None:
             reason[s], plies[s] = self.core.play(games[s], actions[s], self.claim_draws, self.max_plies)
+
         self._sharded(games, run)
         return reason, plies
 
@@ -118,6 +125,7 @@ class NativePool:
             else:
                 self.core.encode(games[s], x[s])
             self.core.legal(games[s], None if mask is None else mask[s], index[s], count[s])
+
         self._sharded(games, run)
         return trim(x, mask, index, count)
 

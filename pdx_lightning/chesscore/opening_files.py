@@ -30,12 +30,13 @@ raise it): a line longer than ``$PDX_MAX_LINE_BYTES`` (64 KiB), a PGN game longe
 than ``$PDX_MAX_OPENING_PLIES`` moves read (500,000: the boards keep their move stacks, ~0.6 KB
 a move).
 """
+
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import chess
 import chess.pgn
@@ -120,8 +121,7 @@ def parse_opening(text: str, where: str = "<string>", default_id: str = "") -> O
     if isinstance(raw, str) and raw.strip():
         replay = _replay(raw.split(), where, "c0 move")
         if replay.epd() != board.epd():
-            raise OpeningFormatError(f"{where}: c0 line reaches {replay.epd()!r}, "
-                                     f"not the EPD {board.epd()!r}")
+            raise OpeningFormatError(f"{where}: c0 line reaches {replay.epd()!r}, not the EPD {board.epd()!r}")
         board, line = replay, tuple(m.uci() for m in replay.move_stack)
     ce = ops.get("ce")
     return Opening(oid, board, line, int(ce) if isinstance(ce, (int, float)) else None)
@@ -146,8 +146,12 @@ class _Budget:
     def spend(self, n: int, where: str) -> None:
         self.used += n
         if self.used > self.limit:
-            raise OpeningLimitError(where, f"the file holds more than {self.limit:,} moves",
-                                    OPENING_PLIES.shown(self.limit), OPENING_PLIES.override())
+            raise OpeningLimitError(
+                where,
+                f"the file holds more than {self.limit:,} moves",
+                OPENING_PLIES.shown(self.limit),
+                OPENING_PLIES.override(),
+            )
 
 
 def _builder(budget: _Budget, lines: PgnGameLines) -> type:
@@ -181,8 +185,7 @@ def _read_pgn(path: Path, lines: PgnGameLines, budget: _Budget) -> Iterator[tupl
         except ValueError as e:
             raise OpeningFormatError(f"{where}: PGN game {n}: bad FEN header: {e}") from e
         if not board.is_valid():
-            raise OpeningFormatError(f"{where}: PGN game {n}: invalid position {board.fen()!r} "
-                                     f"({board.status()!r})")
+            raise OpeningFormatError(f"{where}: PGN game {n}: invalid position {board.fen()!r} ({board.status()!r})")
         for move in game.mainline_moves():
             board.push(move)  # the reader checked legality (an illegal move lands in game.errors)
         oid = game.headers.get("Opening", "") or f"{path.stem}:{n}"
@@ -215,8 +218,12 @@ def _read(path: str | Path) -> list[tuple[Opening, str]]:
             for item in items:
                 out.append(item)
                 if len(out) > max_openings:
-                    raise OpeningLimitError(item[1], f"the file holds more than {max_openings:,} openings",
-                                            OPENINGS.shown(max_openings), OPENINGS.override())
+                    raise OpeningLimitError(
+                        item[1],
+                        f"the file holds more than {max_openings:,} openings",
+                        OPENINGS.shown(max_openings),
+                        OPENINGS.override(),
+                    )
     except (OSError, UnicodeDecodeError) as e:
         raise OpeningFormatError(f"{path}: cannot read the opening file ({type(e).__name__}: {e})") from e
     if not out:
@@ -241,9 +248,11 @@ def read_opening_lines(path: str | Path) -> list[list[str]]:
     lines = []
     for o, where in _read(path):
         if not o.line:
-            raise OpeningFormatError(f"{where}: no line from the standard start: neither UCI moves nor an "
-                                     f"EPD with a c0 UCI line nor a PGN game from the start (restarts "
-                                     f"replay lines from the start position)")
+            raise OpeningFormatError(
+                f"{where}: no line from the standard start: neither UCI moves nor an "
+                f"EPD with a c0 UCI line nor a PGN game from the start (restarts "
+                f"replay lines from the start position)"
+            )
         if game_end(o.board) is not None:
             raise OpeningFormatError(f"{where}: the line ends in a finished game ({o.board.fen()})")
         lines.append(list(o.line))

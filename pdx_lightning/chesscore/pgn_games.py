@@ -32,19 +32,26 @@ Clocks. The clock *before* a move (what :class:`MoveFilter` and the clock bins r
 ``[%clk]`` after their previous move, or, for their first move, the ``TimeControl`` base time; a
 game without clock comments has no clock (``None``) at every move.
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 import chess
 import chess.pgn
 
-from pdx_lightning.chesscore.pgn_values import (CORRESPONDENCE, MAX_RATING, MAX_SECONDS, SPEEDS,  # noqa: F401
-                                                TIME_CONTROLS, PgnValueError, parse_clock, parse_rating,
-                                                parse_time_control, speed_category)
+from pdx_lightning.chesscore.pgn_values import (
+    SPEEDS,  # noqa: F401
+    TIME_CONTROLS,
+    PgnValueError,
+    parse_clock,
+    parse_rating,
+    parse_time_control,
+    speed_category,
+)
 from pdx_lightning.errors import UserError
 from pdx_lightning.safeio import FileLimitError, PgnGameLines, open_zstd_bounded
 
@@ -67,16 +74,18 @@ TAG_LINE = chess.pgn.TAG_REGEX  # a tag pair alone on its line ([Name "value"]),
 class Swallowed:
     """Headers of later games that one python-chess game read as its own movetext."""
 
-    line: int          # file line of the first such header
-    text: str          # that line
-    games: int         # header blocks read (games swallowed)
+    line: int  # file line of the first such header
+    text: str  # that line
+    games: int  # header blocks read (games swallowed)
     moves_follow: bool = False  # the game ended on those headers: the last one's moves come next, headerless
 
     def message(self) -> str:
         shown = self.text.strip()[:60]
         games = "the next game" if self.games == 1 else f"the next {self.games} games"
-        return (f"line {self.line} ({shown}) starts another game's headers inside this game's moves: a {{ comment "
-                f"left open, or no blank line before it ({games} would be merged into this one)")
+        return (
+            f"line {self.line} ({shown}) starts another game's headers inside this game's moves: a {{ comment "
+            f"left open, or no blank line before it ({games} would be merged into this one)"
+        )
 
 
 class _HeaderWatch:
@@ -145,16 +154,16 @@ def read_pgn_game(lines: PgnGameLines, visitor, error: type[Exception], what: st
 class HumanGame:
     """One game's mainline as played from the standard start, with what the filters read."""
 
-    number: int                       # 1-based position of the game in the file
-    line: int                         # file line where the game starts
+    number: int  # 1-based position of the game in the file
+    line: int  # file line where the game starts
     moves: tuple[chess.Move, ...]
     clocks: tuple[float | None, ...]  # per move: the mover's [%clk] after it (seconds), None if absent
     white_elo: int | None
     black_elo: int | None
-    time_control: str                 # the TimeControl header as written ("180+2", "-", "")
-    base: float | None                # its base time (s), None if none or unparsable
+    time_control: str  # the TimeControl header as written ("180+2", "-", "")
+    base: float | None  # its base time (s), None if none or unparsable
     increment: float | None
-    result: int | None                # +1 White won, -1 Black won, 0 draw, None ("*")
+    result: int | None  # +1 White won, -1 Black won, 0 draw, None ("*")
     headers: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -225,8 +234,11 @@ def _check(game: chess.pgn.Game, where: str, number: int) -> None:
     if variant.strip().lower() not in ("standard", "chess", "", "from position"):  # Lichess: "From Position" + FEN
         raise _Refused("variant", f"{where}: game {number}: Variant {variant!r} (only standard chess is read)")
     if "FEN" in h or h.get("SetUp", "0").strip() == "1":
-        raise _Refused("setup", f"{where}: game {number}: a SetUp/FEN header (only games from the standard "
-                                f"start are read: their history and openings are the players')")
+        raise _Refused(
+            "setup",
+            f"{where}: game {number}: a SetUp/FEN header (only games from the standard "
+            f"start are read: their history and openings are the players')",
+        )
     if game.errors:
         ply = sum(1 for _ in game.mainline_moves()) + 1  # python-chess stops the mainline at the bad move
         raise _Refused("malformed", f"{where}: game {number}, {_ply_text(ply)}: {game.errors[0]}")
@@ -238,9 +250,13 @@ def _header_values(h: chess.pgn.Headers, where: str, number: int) -> dict:
     tc = h.get("TimeControl", "")
     try:
         base, inc = parse_time_control(tc)
-        return {"white_elo": parse_rating(h.get("WhiteElo"), "WhiteElo"),
-                "black_elo": parse_rating(h.get("BlackElo"), "BlackElo"),
-                "time_control": tc, "base": base, "increment": inc}
+        return {
+            "white_elo": parse_rating(h.get("WhiteElo"), "WhiteElo"),
+            "black_elo": parse_rating(h.get("BlackElo"), "BlackElo"),
+            "time_control": tc,
+            "base": base,
+            "increment": inc,
+        }
     except PgnValueError as e:
         raise _Refused("bad_header", f"{where}: game {number}: {e}") from None
 
@@ -265,9 +281,15 @@ def _human_game(game: chess.pgn.Game, line: int, where: str, number: int) -> Hum
     if not nodes:
         return None
     h = game.headers
-    return HumanGame(number=number, line=line, moves=tuple(n.move for n in nodes),
-                     clocks=_clocks(nodes, where, number), result=RESULTS.get(h.get("Result", "*")),
-                     headers=dict(h), **values)
+    return HumanGame(
+        number=number,
+        line=line,
+        moves=tuple(n.move for n in nodes),
+        clocks=_clocks(nodes, where, number),
+        result=RESULTS.get(h.get("Result", "*")),
+        headers=dict(h),
+        **values,
+    )
 
 
 def open_pgn(path: str | os.PathLike):
@@ -282,8 +304,9 @@ def open_pgn(path: str | os.PathLike):
     return open(path, encoding="utf-8", errors="replace")
 
 
-def read_games(path: str | os.PathLike, skip_bad: bool = False, stats: ReadStats | None = None,
-               max_games: int | None = None) -> Iterator[HumanGame]:
+def read_games(
+    path: str | os.PathLike, skip_bad: bool = False, stats: ReadStats | None = None, max_games: int | None = None
+) -> Iterator[HumanGame]:
     """Every usable game of a PGN file, in file order (see the module docstring for what is refused).
 
     ``stats`` (optional) is filled as the games are read; ``max_games`` stops after that many games
@@ -295,8 +318,7 @@ def read_games(path: str | os.PathLike, skip_bad: bool = False, stats: ReadStats
         lines = PgnGameLines(f, path, error=PgnLimitError)
         number = 0
         while max_games is None or number < max_games:
-            game, swallowed = read_pgn_game_checked(lines, _Builder, PgnGameError,
-                                                    f"game {number + 1}: unreadable PGN")
+            game, swallowed = read_pgn_game_checked(lines, _Builder, PgnGameError, f"game {number + 1}: unreadable PGN")
             if game is None:
                 return
             number += 1
@@ -323,19 +345,30 @@ def read_games(path: str | os.PathLike, skip_bad: bool = False, stats: ReadStats
 
 # ---------------------------------------------------------------- filters
 
+
 def add_filter_arguments(parser, *, skip_plies: int, min_clock: float, skip_why: str, clock_why: str) -> None:
     """The move filters' flags (:class:`MoveFilter`), shared by ``pdx eval humans`` and ``pdx data pgn``,
     with each command's defaults and the reason for them (``*_why``, shown in ``--help``)."""
-    parser.add_argument("--skip-plies", type=int, default=skip_plies,
-                        help=f"skip the first N plies of every game ({skip_why})")
-    parser.add_argument("--min-clock", type=float, default=min_clock,
-                        help=f"skip moves made with less than this many seconds on the mover's clock ({clock_why}); "
-                             f"games without clocks keep every move; 0 keeps all")
+    parser.add_argument(
+        "--skip-plies", type=int, default=skip_plies, help=f"skip the first N plies of every game ({skip_why})"
+    )
+    parser.add_argument(
+        "--min-clock",
+        type=float,
+        default=min_clock,
+        help=f"skip moves made with less than this many seconds on the mover's clock ({clock_why}); "
+        f"games without clocks keep every move; 0 keeps all",
+    )
     parser.add_argument("--rating-min", type=float, help="keep moves whose mover is rated >= this")
     parser.add_argument("--rating-max", type=float, help="keep moves whose mover is rated <= this")
-    parser.add_argument("--time-control", nargs="+", choices=TIME_CONTROLS, metavar="SPEED",
-                        help="keep only games of these Lichess speed categories, from base + 40 x increment: "
-                             + ", ".join(TIME_CONTROLS))
+    parser.add_argument(
+        "--time-control",
+        nargs="+",
+        choices=TIME_CONTROLS,
+        metavar="SPEED",
+        help="keep only games of these Lichess speed categories, from base + 40 x increment: "
+        + ", ".join(TIME_CONTROLS),
+    )
 
 
 @dataclass(frozen=True)
@@ -379,12 +412,19 @@ class MoveFilter:
                 return "clock"
         if self.rating_min is not None or self.rating_max is not None:
             r = game.rating(ply)
-            if r is None or (self.rating_min is not None and r < self.rating_min) or \
-                    (self.rating_max is not None and r > self.rating_max):
+            if (
+                r is None
+                or (self.rating_min is not None and r < self.rating_min)
+                or (self.rating_max is not None and r > self.rating_max)
+            ):
                 return "rating"
         return None
 
     def to_dict(self) -> dict:
-        return {"skip_plies": self.skip_plies, "min_clock": self.min_clock, "rating_min": self.rating_min,
-                "rating_max": self.rating_max,
-                "time_controls": list(self.time_controls) if self.time_controls is not None else None}
+        return {
+            "skip_plies": self.skip_plies,
+            "min_clock": self.min_clock,
+            "rating_min": self.rating_min,
+            "rating_max": self.rating_max,
+            "time_controls": list(self.time_controls) if self.time_controls is not None else None,
+        }

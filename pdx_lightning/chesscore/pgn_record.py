@@ -5,6 +5,7 @@ Seven Tag Roster (``Site`` is ``pdx_lightning``, ``Date`` today's), ``FEN``/``Se
 did not start from the standard position, then ``Termination``, ``PlyCount`` and the caller's own
 tags. The rule that ended the game is the last move's comment.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -16,9 +17,20 @@ import chess.pgn
 SITE = "pdx_lightning"
 
 
-def game_pgn(root: chess.Board, moves: Sequence[chess.Move], *, event: str, round: str, white: str,
-             black: str, result: str, termination: str, tags: Mapping[str, str] | None = None,
-             comment: str | None = None, end_comment: str | None = None) -> chess.pgn.Game:
+def game_pgn(
+    root: chess.Board,
+    moves: Sequence[chess.Move],
+    *,
+    event: str,
+    round: str,
+    white: str,
+    black: str,
+    result: str,
+    termination: str,
+    tags: Mapping[str, str] | None = None,
+    comment: str | None = None,
+    end_comment: str | None = None,
+) -> chess.pgn.Game:
     """The game played from ``root`` by ``moves`` as a python-chess PGN game.
 
     ``termination`` is PGN's ``Termination`` (``normal`` for the rules of chess, ``adjudication``
@@ -27,9 +39,20 @@ def game_pgn(root: chess.Board, moves: Sequence[chess.Move], *, event: str, roun
     are no moves)."""
     game = chess.pgn.Game()
     game.setup(root.copy(stack=False))
-    game.headers.update({"Event": event, "Site": SITE, "Date": datetime.date.today().strftime("%Y.%m.%d"),
-                         "Round": round, "White": white, "Black": black, "Result": result,
-                         "Termination": termination, "PlyCount": str(len(moves)), **(tags or {})})
+    game.headers.update(
+        {
+            "Event": event,
+            "Site": SITE,
+            "Date": datetime.date.today().strftime("%Y.%m.%d"),
+            "Round": round,
+            "White": white,
+            "Black": black,
+            "Result": result,
+            "Termination": termination,
+            "PlyCount": str(len(moves)),
+            **(tags or {}),
+        }
+    )
     if comment:
         game.comment = comment
     node: chess.pgn.GameNode = game

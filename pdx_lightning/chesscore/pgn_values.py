@@ -19,6 +19,7 @@ clock filters) sees a value it cannot place.
   most :data:`MAX_SECONDS`. A comment without ``[%clk`` has no clock; a ``[%clk`` that does not
   parse is refused (python-chess would silently read it as no clock).
 """
+
 from __future__ import annotations
 
 import math
@@ -26,19 +27,24 @@ import re
 
 from pdx_lightning.errors import UserError
 
-MAX_SECONDS = 7 * 24 * 3600   # a week: far above any game clock (Lichess: base <= 3 h, increment <= 3 min)
-MAX_RATING = 4000             # see the module docstring
+MAX_SECONDS = 7 * 24 * 3600  # a week: far above any game clock (Lichess: base <= 3 h, increment <= 3 min)
+MAX_RATING = 4000  # see the module docstring
 
 # Lichess's speed categories by estimated duration base + 40 x increment (seconds): lila's
 # `Speed.scala` (UltraBullet < 30 s, Bullet < 180 s, Blitz < 480 s, Rapid < 1500 s, else Classical)
-SPEEDS: tuple[tuple[str, float], ...] = (("ultrabullet", 30), ("bullet", 180), ("blitz", 480),
-                                          ("rapid", 1500), ("classical", math.inf))
+SPEEDS: tuple[tuple[str, float], ...] = (
+    ("ultrabullet", 30),
+    ("bullet", 180),
+    ("blitz", 480),
+    ("rapid", 1500),
+    ("classical", math.inf),
+)
 CORRESPONDENCE = "correspondence"  # TimeControl "-": no clock
 TIME_CONTROLS = tuple(s for s, _ in SPEEDS) + (CORRESPONDENCE, "unknown")
 
 # re.ASCII: \d is 0-9 only (int() would also read other scripts' digits, "١٥٠٠" as 1500)
 _DECIMAL = re.compile(r"\d+(?:\.\d+)?", re.ASCII)
-_PERIOD = r"(?:\d+/\d+(?:\+\d+)?|\*\d+|\d+(?:\+\d+)?)"   # moves/seconds[+increment], *sandclock, base[+increment]
+_PERIOD = r"(?:\d+/\d+(?:\+\d+)?|\*\d+|\d+(?:\+\d+)?)"  # moves/seconds[+increment], *sandclock, base[+increment]
 _MULTI_PERIOD = re.compile(rf"{_PERIOD}(?::{_PERIOD})*", re.ASCII)
 _RATING = re.compile(r"\d+", re.ASCII)
 _CLK_TAG = re.compile(r"\[%clk\b([^\]]*)(\]?)", re.ASCII)
@@ -58,8 +64,10 @@ class PgnValueError(UserError, ValueError):
 def _seconds(text: str, what: str, tc: str) -> float:
     """A plain decimal number of seconds in ``0..MAX_SECONDS`` (``what``: base or increment)."""
     if not _DECIMAL.fullmatch(text):
-        raise PgnValueError(f"TimeControl {_shown(tc)}: {what} {_shown(text)} is not a number of seconds "
-                            f"(BASE+INCREMENT in seconds, '-' or '?')")
+        raise PgnValueError(
+            f"TimeControl {_shown(tc)}: {what} {_shown(text)} is not a number of seconds "
+            f"(BASE+INCREMENT in seconds, '-' or '?')"
+        )
     value = float(text)  # digits only: finite or, past ~300 digits, inf (refused next)
     if value > MAX_SECONDS:
         raise PgnValueError(f"TimeControl {_shown(tc)}: {what} {value:g} s is above {MAX_SECONDS:,} s (a week)")
@@ -116,6 +124,8 @@ def parse_clock(comment: str) -> float | None:
     hours, minutes, seconds = m.groups()
     whole = int(hours) * 3600 + int(minutes) * 60 if len(hours) <= 6 else MAX_SECONDS + 1  # ints: no overflow
     if int(minutes) >= 60 or float(seconds) >= 60 or whole + float(seconds) > MAX_SECONDS:
-        raise PgnValueError(f"clock comment {_shown(tag.group(0))} is out of range (minutes and seconds "
-                            f"below 60, at most {MAX_SECONDS:,} s)")
+        raise PgnValueError(
+            f"clock comment {_shown(tag.group(0))} is out of range (minutes and seconds "
+            f"below 60, at most {MAX_SECONDS:,} s)"
+        )
     return whole + float(seconds)

@@ -21,6 +21,7 @@ Conventions:
   the log-softmax over the legal moves, the KLs, the entropies, τ and the score
   are then still float32 sums (float64 inputs stay float64).
 """
+
 from __future__ import annotations
 
 import torch
@@ -61,7 +62,8 @@ def check_policy(x: torch.Tensor, mask: torch.Tensor) -> None:
     if mask.dtype != torch.bool or x.shape != mask.shape or x.dim() != 2:
         raise PolicyInputError(
             f"expected (B, P) tensor and bool mask of the same shape, got {tuple(x.shape)} "
-            f"and {tuple(mask.shape)} {mask.dtype}")
+            f"and {tuple(mask.shape)} {mask.dtype}"
+        )
     empty = ~mask.any(dim=1)
     if empty.any():
         raise PolicyInputError(f"rows {bad_rows(empty)} have no legal move")
@@ -135,8 +137,7 @@ def flip_wdl(wdl: torch.Tensor) -> torch.Tensor:
     return wdl.flip(-1)
 
 
-def tempered_log_probs(log_p_theta: torch.Tensor, mask: torch.Tensor,
-                       tau: torch.Tensor | float) -> torch.Tensor:
+def tempered_log_probs(log_p_theta: torch.Tensor, mask: torch.Tensor, tau: torch.Tensor | float) -> torch.Tensor:
     """log μ(·|s) with μ(a|s) ∝ π_θ(a|s)^{1/τ(s)} over a ∈ 𝒜(s), Eq. 6. Returns (B, P).
 
     ``tau`` is (B,) (or a scalar); rows with τ ≤ ``TAU_MIN`` get the limit
@@ -159,6 +160,7 @@ def tempered_log_probs(log_p_theta: torch.Tensor, mask: torch.Tensor,
 
 
 # ---------------------------------------------------------------- the compact legal layout
+
 
 def legal_valid(legal: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
     """``(B, L)`` bool: True on the first ``count[b]`` columns of the legal-index tensor ``legal``."""

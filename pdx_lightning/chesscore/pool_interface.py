@@ -6,9 +6,11 @@ The engines are :class:`~pdx_lightning.chesscore.game_pool.PythonChessPool` (pyt
 ``game_pool.open_pool`` makes either. Both import this module, never each other's internals, so the two
 stay interchangeable behind the protocol (``tests/chesscore/test_game_pool.py`` checks both against it).
 """
+
 from __future__ import annotations
 
-from typing import Protocol, Sequence, runtime_checkable
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
 
 import chess
 import numpy as np
@@ -28,7 +30,7 @@ class Positions:
     them from the indices), sorted legal indices (``(b, L)``, L = the batch's largest legal count, padded
     with each row's first index) and legal counts, as numpy arrays."""
 
-    __slots__ = ("x", "mask", "legal", "count")
+    __slots__ = ("count", "legal", "mask", "x")
 
     def __init__(self, x: np.ndarray, mask: np.ndarray | None, legal: np.ndarray, count: np.ndarray) -> None:
         self.x, self.mask, self.legal, self.count = x, mask, legal, count
@@ -37,10 +39,18 @@ class Positions:
 def empty_positions(b: int, packed: bool = False) -> tuple:
     """Buffers for :class:`Positions` of ``b`` games (the legal-index buffer is ``LEGAL_STRIDE`` wide)."""
     if packed:
-        return (np.empty((b, PACKED_WORDS), np.int64), None, np.empty((b, LEGAL_STRIDE), np.int64),
-                np.empty(b, np.int32))
-    return (np.empty((b, 112, 8, 8), np.float32), np.empty((b, POLICY_SIZE), np.bool_),
-            np.empty((b, LEGAL_STRIDE), np.int64), np.empty(b, np.int32))
+        return (
+            np.empty((b, PACKED_WORDS), np.int64),
+            None,
+            np.empty((b, LEGAL_STRIDE), np.int64),
+            np.empty(b, np.int32),
+        )
+    return (
+        np.empty((b, 112, 8, 8), np.float32),
+        np.empty((b, POLICY_SIZE), np.bool_),
+        np.empty((b, LEGAL_STRIDE), np.int64),
+        np.empty(b, np.int32),
+    )
 
 
 def trim(x, mask, index, count) -> Positions:
@@ -72,11 +82,9 @@ class GamePool(Protocol):
         """The moves game ``i`` played since its root."""
         ...
 
-    def n_moves(self, i: int) -> int:
-        ...
+    def n_moves(self, i: int) -> int: ...
 
-    def root_fen(self, i: int) -> str:
-        ...
+    def root_fen(self, i: int) -> str: ...
 
     def push(self, i: int, move: chess.Move) -> None:
         """Play ``move`` in game ``i``; ``boundary.IllegalMoveError`` if it is not legal."""

@@ -33,11 +33,12 @@ last irreversible move; hot paths (self-play's ring buffer,
 from one player's view (:meth:`GameResult.wdl_for`); ``RESULT_NONE`` (-1) marks a
 game that goes on.
 """
+
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import chess
 
@@ -55,25 +56,34 @@ class Reason(enum.Enum):
     INSUFFICIENT_MATERIAL = "insufficient_material"
     SEVENTY_FIVE_MOVES = "seventy_five_moves"
     FIVEFOLD = "fivefold"
-    THREEFOLD = "threefold"          # claimed
-    FIFTY_MOVES = "fifty_moves"      # claimed
+    THREEFOLD = "threefold"  # claimed
+    FIFTY_MOVES = "fifty_moves"  # claimed
     PLY_CAP = "ply_cap"
     ADJUDICATION = "adjudication"
 
 
 # human-readable text, as the arena's reports and PGN comments have always written them
-_TEXT = {Reason.CHECKMATE: "checkmate", Reason.STALEMATE: "stalemate",
-         Reason.INSUFFICIENT_MATERIAL: "insufficient material", Reason.SEVENTY_FIVE_MOVES: "75-move rule",
-         Reason.FIVEFOLD: "fivefold repetition", Reason.THREEFOLD: "threefold repetition",
-         Reason.FIFTY_MOVES: "50-move rule", Reason.PLY_CAP: "ply cap", Reason.ADJUDICATION: "adjudication"}
+_TEXT = {
+    Reason.CHECKMATE: "checkmate",
+    Reason.STALEMATE: "stalemate",
+    Reason.INSUFFICIENT_MATERIAL: "insufficient material",
+    Reason.SEVENTY_FIVE_MOVES: "75-move rule",
+    Reason.FIVEFOLD: "fivefold repetition",
+    Reason.THREEFOLD: "threefold repetition",
+    Reason.FIFTY_MOVES: "50-move rule",
+    Reason.PLY_CAP: "ply cap",
+    Reason.ADJUDICATION: "adjudication",
+}
 
-_OF_TERMINATION = {chess.Termination.CHECKMATE: Reason.CHECKMATE,
-                   chess.Termination.STALEMATE: Reason.STALEMATE,
-                   chess.Termination.INSUFFICIENT_MATERIAL: Reason.INSUFFICIENT_MATERIAL,
-                   chess.Termination.SEVENTYFIVE_MOVES: Reason.SEVENTY_FIVE_MOVES,
-                   chess.Termination.FIVEFOLD_REPETITION: Reason.FIVEFOLD,
-                   chess.Termination.FIFTY_MOVES: Reason.FIFTY_MOVES,
-                   chess.Termination.THREEFOLD_REPETITION: Reason.THREEFOLD}
+_OF_TERMINATION = {
+    chess.Termination.CHECKMATE: Reason.CHECKMATE,
+    chess.Termination.STALEMATE: Reason.STALEMATE,
+    chess.Termination.INSUFFICIENT_MATERIAL: Reason.INSUFFICIENT_MATERIAL,
+    chess.Termination.SEVENTYFIVE_MOVES: Reason.SEVENTY_FIVE_MOVES,
+    chess.Termination.FIVEFOLD_REPETITION: Reason.FIVEFOLD,
+    chess.Termination.FIFTY_MOVES: Reason.FIFTY_MOVES,
+    chess.Termination.THREEFOLD_REPETITION: Reason.THREEFOLD,
+}
 
 _PGN = {chess.WHITE: "1-0", chess.BLACK: "0-1", None: "1/2-1/2"}
 _WINNER_OF_PGN = {v: k for k, v in _PGN.items()}
@@ -103,8 +113,7 @@ class GameResult:
         if self.reason == Reason.CHECKMATE and self.winner is None:
             raise GameResultError("a checkmate has a winner")
         if self.winner is not None and self.reason not in (Reason.CHECKMATE, Reason.ADJUDICATION):
-            raise GameResultError(f"{self.reason.value} is a draw, got winner "
-                                  f"{chess.COLOR_NAMES[self.winner]}")
+            raise GameResultError(f"{self.reason.value} is a draw, got winner {chess.COLOR_NAMES[self.winner]}")
 
     @property
     def is_draw(self) -> bool:
@@ -138,7 +147,7 @@ class GameResult:
         return f"{self.pgn_result} ({self.text})"
 
     @classmethod
-    def from_pgn(cls, result: str, reason: Reason, note: str = "") -> "GameResult":
+    def from_pgn(cls, result: str, reason: Reason, note: str = "") -> GameResult:
         """The result a PGN ``Result`` string (``"1-0"``, ``"0-1"``, ``"1/2-1/2"``) records, for
         ``reason``."""
         if result not in _WINNER_OF_PGN:
@@ -146,7 +155,7 @@ class GameResult:
         return cls(_WINNER_OF_PGN[result], reason, note)
 
     @classmethod
-    def from_outcome(cls, outcome: chess.Outcome) -> "GameResult":
+    def from_outcome(cls, outcome: chess.Outcome) -> GameResult:
         """python-chess's ``Board.outcome()`` as a result (standard chess only)."""
         if outcome.termination not in _OF_TERMINATION:
             raise GameResultError(f"python-chess termination {outcome.termination} is not standard chess")
@@ -154,6 +163,7 @@ class GameResult:
 
 
 # ---------------------------------------------------------------- repetition
+
 
 def _ep_capturer(ep: int, pawns: int, own: int, turn: chess.Color) -> int:
     """Own pawns that attack the en-passant square (a necessary condition for a legal e.p. capture)."""
@@ -172,9 +182,19 @@ def legal_ep_square(board: chess.Board) -> int | None:
 def repetition_key(board: chess.Board) -> RepetitionKey:
     """The position's identity for repetitions: equal to python-chess's ``board._transposition_key()``
     (pieces, side to move, clean castling rights, the e.p. square only when an e.p. capture is legal)."""
-    return (board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings,
-            board.occupied_co[chess.WHITE], board.occupied_co[chess.BLACK], board.turn,
-            board.clean_castling_rights(), legal_ep_square(board))
+    return (
+        board.pawns,
+        board.knights,
+        board.bishops,
+        board.rooks,
+        board.queens,
+        board.kings,
+        board.occupied_co[chess.WHITE],
+        board.occupied_co[chess.BLACK],
+        board.turn,
+        board.clean_castling_rights(),
+        legal_ep_square(board),
+    )
 
 
 def stack_repetition_key(board: chess.Board, ply: int) -> RepetitionKey:
@@ -196,8 +216,19 @@ def stack_repetition_key(board: chess.Board, ply: int) -> RepetitionKey:
         ep = ep if past.has_legal_en_passant() else None
     else:
         ep = None
-    return (st.pawns, st.knights, st.bishops, st.rooks, st.queens, st.kings, st.occupied_w, st.occupied_b,
-            st.turn, st.castling_rights, ep)
+    return (
+        st.pawns,
+        st.knights,
+        st.bishops,
+        st.rooks,
+        st.queens,
+        st.kings,
+        st.occupied_w,
+        st.occupied_b,
+        st.turn,
+        st.castling_rights,
+        ep,
+    )
 
 
 def repetition_count(board: chess.Board) -> int:
@@ -220,14 +251,20 @@ def repetition_count(board: chess.Board) -> int:
 
 # ---------------------------------------------------------------- game end
 
+
 def ply_cap_reached(board: chess.Board, max_plies: int) -> bool:
     """The game has reached ``max_plies`` plies, counted from the standard start (``board.ply()``)."""
     return board.ply() >= max_plies
 
 
-def game_end(board: chess.Board, *, legal: Sequence[chess.Move] | None = None,
-             repetitions: int | None = None, claim_draws: bool = False,
-             max_plies: int | None = None) -> GameResult | None:
+def game_end(
+    board: chess.Board,
+    *,
+    legal: Sequence[chess.Move] | None = None,
+    repetitions: int | None = None,
+    claim_draws: bool = False,
+    max_plies: int | None = None,
+) -> GameResult | None:
     """The result if the game is over at ``board`` (rules in the module docstring), else None.
 
     ``legal``: the position's legal moves when the caller generated them already (only

@@ -24,6 +24,7 @@ solver plies and ``Rating = round(600 + 100 * e*)``. Depth 1 alone costs some
 20–60 nodes, so the easiest puzzles land near 1,000-1,200 and 2,300 means not
 solved within 65,536 nodes.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,8 +38,8 @@ import random
 import re
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import chess
 import chess.engine
@@ -46,10 +47,21 @@ import chess.engine
 from pdx_lightning.atomicfile import atomic_write, atomic_write_text
 from pdx_lightning.engines.stockfish import open_engine
 
-FIELDS = ("PuzzleId", "FEN", "Moves", "Rating", "RatingDeviation", "Popularity", "NbPlays",
-          "Themes", "GameUrl", "OpeningTags", "AltMoves")
+FIELDS = (
+    "PuzzleId",
+    "FEN",
+    "Moves",
+    "Rating",
+    "RatingDeviation",
+    "Popularity",
+    "NbPlays",
+    "Themes",
+    "GameUrl",
+    "OpeningTags",
+    "AltMoves",
+)
 ALT_SEP = " | "
-DIFFICULTY_NODES = 2 ** 16  # node budget of each difficulty search
+DIFFICULTY_NODES = 2**16  # node budget of each difficulty search
 RATING_BASE, RATING_STEP = 600, 100
 
 # (engine, args, game index) -> rows; must be a module-level function (pickled to workers)
@@ -62,8 +74,10 @@ class SuiteFileError(ValueError):
 
 # ---------------------------------------------------------------- games ----
 
-def play_game(engine: chess.engine.SimpleEngine, rng: random.Random, max_plies: int = 200,
-              style: str = "mixed") -> Iterator[chess.Board]:
+
+def play_game(
+    engine: chess.engine.SimpleEngine, rng: random.Random, max_plies: int = 200, style: str = "mixed"
+) -> Iterator[chess.Board]:
     """Yield the live board after every ply of one game between random players.
 
     ``mixed`` (mates): each colour draws a Stockfish node budget ``2**U(0, 12)``
@@ -96,8 +110,7 @@ def play_game(engine: chess.engine.SimpleEngine, rng: random.Random, max_plies: 
         yield board
 
 
-def fresh_analyse(engine: chess.engine.SimpleEngine, board: chess.Board,
-                  limit: chess.engine.Limit, **kwargs):
+def fresh_analyse(engine: chess.engine.SimpleEngine, board: chess.Board, limit: chess.engine.Limit, **kwargs):
     """``engine.analyse`` after ``ucinewgame``: mate scores left in the hash by
     sibling searches make Stockfish report longer mates than exist."""
     return engine.analyse(board, limit, game=object(), **kwargs)
@@ -133,8 +146,7 @@ def _settle_log2(engine: chess.engine.SimpleEngine, board: chess.Board, accepted
     return math.log2(max(nodes, 1))
 
 
-def difficulty(engine: chess.engine.SimpleEngine, fen: str, moves: list[str],
-               alts: list[list[str]]) -> int:
+def difficulty(engine: chess.engine.SimpleEngine, fen: str, moves: list[str], alts: list[list[str]]) -> int:
     """``Rating`` value: ``600 + 100 * e*`` (see the module docstring)."""
     board = chess.Board(fen)
     worst = 0.0
@@ -163,8 +175,14 @@ def rerate(engine: chess.engine.SimpleEngine, path: str | os.PathLike) -> int:
     return len(rows)
 
 
-def make_row(puzzle_id: str, board: chess.Board, line: list[chess.Move], alts: list[list[str]],
-             themes: list[str], engine: chess.engine.SimpleEngine | None = None) -> dict:
+def make_row(
+    puzzle_id: str,
+    board: chess.Board,
+    line: list[chess.Move],
+    alts: list[list[str]],
+    themes: list[str],
+    engine: chess.engine.SimpleEngine | None = None,
+) -> dict:
     """A CSV row for the puzzle whose solver is to move in ``board`` (the last
     move of its stack is the setup move) and whose solution is ``line``."""
     before = board.copy()
@@ -172,9 +190,19 @@ def make_row(puzzle_id: str, board: chess.Board, line: list[chess.Move], alts: l
     moves = [setup.uci()] + [m.uci() for m in line]
     alts = [sorted(a) for a in alts]
     rating = difficulty(engine, before.fen(), moves, alts) if engine is not None else 0
-    return {"PuzzleId": puzzle_id, "FEN": before.fen(), "Moves": " ".join(moves), "Rating": rating,
-            "RatingDeviation": 0, "Popularity": 0, "NbPlays": 0, "Themes": " ".join(themes),
-            "GameUrl": "", "OpeningTags": "", "AltMoves": ALT_SEP.join(" ".join(a) for a in alts)}
+    return {
+        "PuzzleId": puzzle_id,
+        "FEN": before.fen(),
+        "Moves": " ".join(moves),
+        "Rating": rating,
+        "RatingDeviation": 0,
+        "Popularity": 0,
+        "NbPlays": 0,
+        "Themes": " ".join(themes),
+        "GameUrl": "",
+        "OpeningTags": "",
+        "AltMoves": ALT_SEP.join(" ".join(a) for a in alts),
+    }
 
 
 def position_key(row: dict) -> str:
@@ -193,6 +221,7 @@ _GAME_RE = re.compile(r"-g(\d+)(?:-|$)")
 
 
 # --------------------------------------------------------------- output ----
+
 
 class SuiteWriter:
     """Append-only, resumable CSV writer (one fsynced row per write)."""
@@ -294,8 +323,7 @@ def _run_worker(game: int) -> tuple[int, list]:
     return game, _WORKER["task"](_WORKER["engine"], _WORKER["args"], game)
 
 
-def _results(task: Task, args: argparse.Namespace, start: int,
-             end: int | None = None) -> Iterator[tuple[int, list]]:
+def _results(task: Task, args: argparse.Namespace, start: int, end: int | None = None) -> Iterator[tuple[int, list]]:
     """(game, rows) for games ``start, start+1, …`` (up to ``end``, exclusive, if given): in-process for
     one worker, else a pool with one engine per worker and a bounded window of games."""
     end = float("inf") if end is None else end
@@ -348,8 +376,14 @@ def generate(task: Task, args: argparse.Namespace, label: str, end: int | None =
     writer = SuiteWriter(args.out)
     start_rows, games = writer.rows, 0
     deadline = time.monotonic() + 60 * args.max_minutes if args.max_minutes is not None else None
-    bar = tqdm(total=args.count, initial=min(writer.rows, args.count), desc=label, unit="puzzle",
-               dynamic_ncols=True, disable=args.quiet)
+    bar = tqdm(
+        total=args.count,
+        initial=min(writer.rows, args.count),
+        desc=label,
+        unit="puzzle",
+        dynamic_ncols=True,
+        disable=args.quiet,
+    )
     t0 = time.monotonic()
     try:
         if writer.rows < args.count and (deadline is None or time.monotonic() < deadline):
@@ -366,27 +400,43 @@ def generate(task: Task, args: argparse.Namespace, label: str, end: int | None =
         writer.close()
     new, minutes = writer.rows - start_rows, (time.monotonic() - t0) / 60
     rate = f"{new / minutes:.1f}/min" if minutes > 0 and new else "-"
-    print(f"{label}: {writer.rows} puzzles in {args.out} ({new} new from {games} games, "
-          f"{writer.duplicates} duplicate positions skipped, {minutes:.1f} min, {rate})",
-          file=sys.stderr if args.quiet else sys.stdout)
+    print(
+        f"{label}: {writer.rows} puzzles in {args.out} ({new} new from {games} games, "
+        f"{writer.duplicates} duplicate positions skipped, {minutes:.1f} min, {rate})",
+        file=sys.stderr if args.quiet else sys.stdout,
+    )
     return 0
 
 
 def add_common_arguments(parser: argparse.ArgumentParser, count: int, nodes: int) -> None:
     parser.add_argument("--count", type=int, default=count, help="puzzles wanted in --out (default %(default)s)")
     parser.add_argument("--out", required=True, help="output CSV; an existing file is resumed")
-    parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 1) - 1),
-                        help="processes, one single-threaded Stockfish each (default %(default)s)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=max(1, (os.cpu_count() or 1) - 1),
+        help="processes, one single-threaded Stockfish each (default %(default)s)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="game g is seeded by (seed, g) (default %(default)s)")
-    parser.add_argument("--nodes", type=int, default=nodes,
-                        help="node budget of each verification search (default %(default)s)")
-    parser.add_argument("--scan-nodes", type=int, default=15_000,
-                        help="node budget of the per-position scan during games (default %(default)s)")
-    parser.add_argument("--max-minutes", type=float, default=None,
-                        help="stop after this many minutes, keeping what was found (rerun to continue)")
+    parser.add_argument(
+        "--nodes", type=int, default=nodes, help="node budget of each verification search (default %(default)s)"
+    )
+    parser.add_argument(
+        "--scan-nodes",
+        type=int,
+        default=15_000,
+        help="node budget of the per-position scan during games (default %(default)s)",
+    )
+    parser.add_argument(
+        "--max-minutes",
+        type=float,
+        default=None,
+        help="stop after this many minutes, keeping what was found (rerun to continue)",
+    )
     parser.add_argument("--stockfish", default=None, help="Stockfish binary (default: $STOCKFISH, PATH, /usr/games)")
-    parser.add_argument("--rerate", action="store_true",
-                        help="only recompute the Rating (difficulty) column of --out, in place")
+    parser.add_argument(
+        "--rerate", action="store_true", help="only recompute the Rating (difficulty) column of --out, in place"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar; summary on stderr")
 
 

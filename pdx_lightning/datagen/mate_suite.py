@@ -29,12 +29,13 @@ first run in ``<out>.candidates`` (so a resumed run sees the same list whatever
 was labelled since). A network distilled on that position set has seen these
 positions with Stockfish's best move: evaluate it on suites made from games.
 """
+
 from __future__ import annotations
 
 import argparse
 import random
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import chess
 import chess.engine
@@ -81,8 +82,9 @@ def _engine_distance(engine, board: chess.Board, sign: int, plies: int, nodes: i
     return mate if sign > 0 else 1 - mate
 
 
-def solver_distances(engine, board: chess.Board, k: int, nodes: int,
-                     stop_below: int | None = None) -> dict[chess.Move, int]:
+def solver_distances(
+    engine, board: chess.Board, k: int, nodes: int, stop_below: int | None = None
+) -> dict[chess.Move, int]:
     """Every solver move that mates within ``k`` moves, with its mate distance."""
     out = {}
     for move in list(board.legal_moves):
@@ -123,8 +125,9 @@ def defender_distances(engine, board: chess.Board, j: int, nodes: int) -> dict[c
     return out
 
 
-def solve(engine, board: chess.Board, n: int, nodes: int,
-          rng: random.Random) -> tuple[list[chess.Move], list[list[str]]] | None:
+def solve(
+    engine, board: chess.Board, n: int, nodes: int, rng: random.Random
+) -> tuple[list[chess.Move], list[list[str]]] | None:
     """(line, AltMoves) if the solver to move in ``board`` mates in exactly ``n``."""
     b = board.copy()
     line: list[chess.Move] = []
@@ -203,11 +206,21 @@ def task(engine, args: argparse.Namespace, game: int) -> list[dict]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--depth", type=int, required=True, choices=range(1, MAX_DEPTH + 1),
-                        metavar=f"{{1..{MAX_DEPTH}}}", help="N of mate-in-N")
+    parser.add_argument(
+        "--depth",
+        type=int,
+        required=True,
+        choices=range(1, MAX_DEPTH + 1),
+        metavar=f"{{1..{MAX_DEPTH}}}",
+        help="N of mate-in-N",
+    )
     common.add_common_arguments(parser, count=300, nodes=100_000)
-    parser.add_argument("--from-shards", metavar="DIR", help="candidates from a `pdx data positions` "
-                        "directory (positions whose stored best line mates in N..N+2) instead of games")
+    parser.add_argument(
+        "--from-shards",
+        metavar="DIR",
+        help="candidates from a `pdx data positions` "
+        "directory (positions whose stored best line mates in N..N+2) instead of games",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

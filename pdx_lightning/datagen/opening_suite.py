@@ -27,6 +27,7 @@ the side to move (cp) and ``acn`` the nodes of that evaluation. The reader
 (``load_openings``, ``Opening``, ``OpeningFormatError``) lives in
 ``pdx_lightning.chesscore.opening_files`` and is re-exported here.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,8 +41,10 @@ import chess.engine
 
 # the reader, re-exported for the tools and tests that import it from here
 from pdx_lightning.atomicfile import atomic_write_text
-from pdx_lightning.chesscore.opening_files import (DEFAULT_SUITE, Opening, OpeningFormatError,  # noqa: F401
-                                          load_openings, parse_opening)  # noqa: F401
+from pdx_lightning.chesscore.opening_files import (
+    Opening,
+    OpeningFormatError,  # noqa: F401
+)  # noqa: F401
 from pdx_lightning.engines.stockfish import open_engine
 
 MATE_CP = 100_000
@@ -66,15 +69,28 @@ def _cp(info: dict) -> int:
     return info["score"].relative.score(mate_score=MATE_CP)
 
 
-def random_line(engine: chess.engine.SimpleEngine, rng: random.Random, game: object, *,
-                band: tuple[int, int] = (60, 130), min_plies: int = 8, max_plies: int = 16,
-                multipv: int = 6, margin: int = 60, select_nodes: int = 10_000,
-                eval_nodes: int = 100_000, slack: int = 50) -> tuple[chess.Board, int] | None:
+def random_line(
+    engine: chess.engine.SimpleEngine,
+    rng: random.Random,
+    game: object,
+    *,
+    band: tuple[int, int] = (60, 130),
+    min_plies: int = 8,
+    max_plies: int = 16,
+    multipv: int = 6,
+    margin: int = 60,
+    select_nodes: int = 10_000,
+    eval_nodes: int = 100_000,
+    slack: int = 50,
+) -> tuple[chess.Board, int] | None:
     """One candidate line (see module docstring): ``(board, cp)`` or None."""
     board = chess.Board()
     for ply in range(max_plies + 1):
-        infos = [i for i in engine.analyse(board, chess.engine.Limit(nodes=select_nodes), multipv=multipv,
-                                           game=game) if i.get("pv")]
+        infos = [
+            i
+            for i in engine.analyse(board, chess.engine.Limit(nodes=select_nodes), multipv=multipv, game=game)
+            if i.get("pv")
+        ]
         if not infos:
             return None
         best = _cp(infos[0])
@@ -90,8 +106,16 @@ def random_line(engine: chess.engine.SimpleEngine, rng: random.Random, game: obj
     return None
 
 
-def generate_openings(count: int, *, seed: int = 0, workers: int = 1, stockfish: str | None = None,
-                      max_candidates: int | None = None, progress: bool = False, **line_kw) -> list[Opening]:
+def generate_openings(
+    count: int,
+    *,
+    seed: int = 0,
+    workers: int = 1,
+    stockfish: str | None = None,
+    max_candidates: int | None = None,
+    progress: bool = False,
+    **line_kw,
+) -> list[Opening]:
     """``count`` openings; the same for a given seed and settings whatever ``workers`` is."""
     local = threading.local()
     engines: list[chess.engine.SimpleEngine] = []
@@ -124,8 +148,9 @@ def generate_openings(count: int, *, seed: int = 0, workers: int = 1, stockfish:
                         continue
                     board, cp = got
                     seen.add(board.epd())
-                    out.append(Opening(f"pdx-uho-{len(out) + 1:04d}", board,
-                                       tuple(m.uci() for m in board.move_stack), cp))
+                    out.append(
+                        Opening(f"pdx-uho-{len(out) + 1:04d}", board, tuple(m.uci() for m in board.move_stack), cp)
+                    )
                     if bar:
                         bar.update(1)
     finally:
@@ -134,24 +159,30 @@ def generate_openings(count: int, *, seed: int = 0, workers: int = 1, stockfish:
         if bar:
             bar.close()
     if len(out) < count:
-        raise RuntimeError(f"only {len(out)} of {count} openings in {limit} candidate lines; widen --band or "
-                           f"raise --max-candidates")
+        raise RuntimeError(
+            f"only {len(out)} of {count} openings in {limit} candidate lines; widen --band or raise --max-candidates"
+        )
     return out
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--count", type=int, default=200, help="positions to write")
     parser.add_argument("--out", required=True, help="output EPD file")
-    parser.add_argument("--band", type=int, nargs=2, default=(60, 130), metavar=("LO", "HI"),
-                        help="Stockfish eval for the side to move, centipawns (default 60 130)")
+    parser.add_argument(
+        "--band",
+        type=int,
+        nargs=2,
+        default=(60, 130),
+        metavar=("LO", "HI"),
+        help="Stockfish eval for the side to move, centipawns (default 60 130)",
+    )
     parser.add_argument("--min-plies", type=int, default=8, help="earliest ply a position may be taken")
     parser.add_argument("--max-plies", type=int, default=16, help="lines longer than this are dropped")
     parser.add_argument("--multipv", type=int, default=6, help="candidate moves searched per ply")
     parser.add_argument("--margin", type=int, default=60, help="a candidate must score within this many cp of the best")
     parser.add_argument("--select-nodes", type=int, default=10_000, help="nodes of the per-ply MultiPV search")
     parser.add_argument("--eval-nodes", type=int, default=100_000, help="nodes of the band-deciding evaluation")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="seed of the random opening lines (same seed, same suite)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random opening lines (same seed, same suite)")
     parser.add_argument("--workers", type=int, default=1, help="parallel Stockfish processes (1 thread each)")
     parser.add_argument("--stockfish", default=None, help="Stockfish binary (default: found automatically)")
 
@@ -159,12 +190,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.band[0] > args.band[1] or args.min_plies > args.max_plies or args.count < 1:
         raise SystemExit("need --band LO <= HI, --min-plies <= --max-plies and --count >= 1")
-    ops = generate_openings(args.count, seed=args.seed, workers=args.workers, stockfish=args.stockfish,
-                            progress=True, band=tuple(args.band), min_plies=args.min_plies,
-                            max_plies=args.max_plies, multipv=args.multipv, margin=args.margin,
-                            select_nodes=args.select_nodes, eval_nodes=args.eval_nodes)
+    ops = generate_openings(
+        args.count,
+        seed=args.seed,
+        workers=args.workers,
+        stockfish=args.stockfish,
+        progress=True,
+        band=tuple(args.band),
+        min_plies=args.min_plies,
+        max_plies=args.max_plies,
+        multipv=args.multipv,
+        margin=args.margin,
+        select_nodes=args.select_nodes,
+        eval_nodes=args.eval_nodes,
+    )
     write_epd(ops, args.out, nodes=args.eval_nodes)
     cps = sorted(o.eval_cp for o in ops)
-    print(f"wrote {len(ops)} openings to {args.out} (eval for side to move {cps[0]}..{cps[-1]} cp, "
-          f"median {cps[len(cps) // 2]}; {sum(o.board.turn for o in ops)} with White to move)")
+    print(
+        f"wrote {len(ops)} openings to {args.out} (eval for side to move {cps[0]}..{cps[-1]} cp, "
+        f"median {cps[len(cps) // 2]}; {sum(o.board.turn for o in ops)} with White to move)"
+    )
     return 0

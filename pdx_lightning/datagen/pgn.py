@@ -23,6 +23,7 @@ Resumable: the settings are written to ``<out>/pgn.json`` and a rerun with other
 refused; shards already written (and readable) are kept, the rest are made, so rerunning the
 same command continues an interrupted run or does nothing.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,8 +62,13 @@ class PgnDataConfig:
 
     def to_json(self) -> dict:
         files = [{"path": str(Path(p).resolve()), "bytes": Path(p).stat().st_size} for p in self.pgn]
-        return {"pgn": files, "filters": self.filters.to_dict(), "shard_size": self.shard_size,
-                "holdout_every": self.holdout_every, "max_games": self.max_games}
+        return {
+            "pgn": files,
+            "filters": self.filters.to_dict(),
+            "shard_size": self.shard_size,
+            "holdout_every": self.holdout_every,
+            "max_games": self.max_games,
+        }
 
 
 def mover_wdl(result: int, white_to_move: bool) -> tuple[int, int, int]:
@@ -94,15 +100,21 @@ def pack_games(games: list[tuple[HumanGame, list[tuple[int, int, int]]]], index:
             recs.append((g_local, ply, key, idx, mover_wdl(game.result, ply % 2 == 0)))
     n = len(recs)
     wdl = np.array([r[4] for r in recs], dtype=np.float32).reshape(n, 3)
-    return Shard(game_moves=np.array(moves, dtype=np.uint16), game_offsets=np.array(offsets, dtype=np.int64),
-                 game_result=np.array(results, dtype=np.int8), game=np.array([r[0] for r in recs], dtype=np.int32),
-                 ply=np.array([r[1] for r in recs], dtype=np.int16),
-                 key=np.array([r[2] for r in recs], dtype=np.uint64),
-                 cand_idx=np.array([[r[3]] for r in recs], dtype=np.int16).reshape(n, 1),
-                 cand_wdl=(1000 * wdl).astype(np.uint16).reshape(n, 1, 3),
-                 cand_cp=np.zeros((n, 1), np.int16), cand_mate=np.zeros((n, 1), np.int16),
-                 n_cand=np.ones(n, np.uint8), wdl=wdl,
-                 meta={"shard": index, "source": "pgn", "settings": settings})
+    return Shard(
+        game_moves=np.array(moves, dtype=np.uint16),
+        game_offsets=np.array(offsets, dtype=np.int64),
+        game_result=np.array(results, dtype=np.int8),
+        game=np.array([r[0] for r in recs], dtype=np.int32),
+        ply=np.array([r[1] for r in recs], dtype=np.int16),
+        key=np.array([r[2] for r in recs], dtype=np.uint64),
+        cand_idx=np.array([[r[3]] for r in recs], dtype=np.int16).reshape(n, 1),
+        cand_wdl=(1000 * wdl).astype(np.uint16).reshape(n, 1, 3),
+        cand_cp=np.zeros((n, 1), np.int16),
+        cand_mate=np.zeros((n, 1), np.int16),
+        n_cand=np.ones(n, np.uint8),
+        wdl=wdl,
+        meta={"shard": index, "source": "pgn", "settings": settings},
+    )
 
 
 def pgn_text(game: HumanGame) -> str:
@@ -124,8 +136,9 @@ def _check_settings(out: Path, settings: dict) -> None:
         have = json.loads(path.read_text())
         diff = {k: (have.get(k), v) for k, v in settings.items() if have.get(k) != v}
         if diff:
-            raise PgnDataError(f"{out} was made with other settings (key: (on disk, now)): {diff}; use a new --out "
-                               f"directory")
+            raise PgnDataError(
+                f"{out} was made with other settings (key: (on disk, now)): {diff}; use a new --out directory"
+            )
     else:
         with atomic_write(path, "w") as f:  # a kill while writing must not leave a torn settings file
             f.write(json.dumps(settings, indent=1, sort_keys=True) + "\n")
@@ -151,8 +164,16 @@ def generate(out: str | os.PathLike, cfg: PgnDataConfig, skip_bad: bool = False)
         tmp.unlink()
     remove_stale_temps(out / HELDOUT_FILE)
     read = ReadStats()
-    counts = {"games_trained": 0, "games_heldout": 0, "games_no_result": 0, "games_other_time_control": 0,
-              "games_no_move_kept": 0, "records": 0, "shards_made": 0, "shards_kept": 0}
+    counts = {
+        "games_trained": 0,
+        "games_heldout": 0,
+        "games_no_result": 0,
+        "games_other_time_control": 0,
+        "games_no_move_kept": 0,
+        "records": 0,
+        "shards_made": 0,
+        "shards_kept": 0,
+    }
     pending: list = []
     n_pending = index = 0
 
@@ -192,31 +213,58 @@ def generate(out: str | os.PathLike, cfg: PgnDataConfig, skip_bad: bool = False)
                     close_shard()
         if pending:
             close_shard()
-    return {"out": str(out), "shards": index, **counts, "games_read": read.games, "games_empty": read.empty,
-            "games_skipped_bad": read.skipped, "games_bad_first": read.bad,
-            "heldout_pgn": str(out / HELDOUT_FILE) if cfg.holdout_every else None}
+    return {
+        "out": str(out),
+        "shards": index,
+        **counts,
+        "games_read": read.games,
+        "games_empty": read.empty,
+        "games_skipped_bad": read.skipped,
+        "games_bad_first": read.bad,
+        "heldout_pgn": str(out / HELDOUT_FILE) if cfg.holdout_every else None,
+    }
 
 
 # ---------------------------------------------------------------- CLI
 
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     # dest pgn_files: `pdx`'s output preflight would take a one-string --pgn for an output file
-    parser.add_argument("--pgn", dest="pgn_files", action="append", required=True,
-                        help="PGN file of human games (.pgn or .pgn.zst); repeatable")
-    parser.add_argument("--out", required=True,
-                        help="output directory of shards (rerun the same command to resume or do nothing)")
-    add_filter_arguments(parser, skip_plies=10, min_clock=0.0, skip_why="as `pdx eval humans`",
-                         clock_why="0: every move is a training example")
-    parser.add_argument("--holdout-every", type=int, default=0, metavar="K",
-                        help="hold out every K-th game of the file (games K, 2K, ...) into OUT/heldout.pgn "
-                             "instead of the shards (0: none)")
+    parser.add_argument(
+        "--pgn",
+        dest="pgn_files",
+        action="append",
+        required=True,
+        help="PGN file of human games (.pgn or .pgn.zst); repeatable",
+    )
+    parser.add_argument(
+        "--out", required=True, help="output directory of shards (rerun the same command to resume or do nothing)"
+    )
+    add_filter_arguments(
+        parser,
+        skip_plies=10,
+        min_clock=0.0,
+        skip_why="as `pdx eval humans`",
+        clock_why="0: every move is a training example",
+    )
+    parser.add_argument(
+        "--holdout-every",
+        type=int,
+        default=0,
+        metavar="K",
+        help="hold out every K-th game of the file (games K, 2K, ...) into OUT/heldout.pgn "
+        "instead of the shards (0: none)",
+    )
     parser.add_argument("--shard-size", type=int, default=4096, help="records per shard (whole games)")
     parser.add_argument("--max-games", type=int, help="read at most this many games of each file")
-    parser.add_argument("--skip-bad", action="store_true",
-                        help="skip and count unusable games instead of failing on the first: malformed or "
-                             "illegal moves, variants, SetUp/FEN games, impossible TimeControl/WhiteElo/BlackElo "
-                             "values, bad [%%clk] comments, a { comment left open into the next game (counts by "
-                             "reason in games_skipped_bad)")
+    parser.add_argument(
+        "--skip-bad",
+        action="store_true",
+        help="skip and count unusable games instead of failing on the first: malformed or "
+        "illegal moves, variants, SetUp/FEN games, impossible TimeControl/WhiteElo/BlackElo "
+        "values, bad [%%clk] comments, a { comment left open into the next game (counts by "
+        "reason in games_skipped_bad)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -226,12 +274,15 @@ def run(args: argparse.Namespace) -> int:
     if missing:
         raise PgnDataError(f"PGN file {missing[0]} not found")
     try:
-        filt = MoveFilter(skip_plies=args.skip_plies, min_clock=args.min_clock or None, rating_min=args.rating_min,
-                          rating_max=args.rating_max,
-                          time_controls=tuple(args.time_control) if args.time_control else None)
+        filt = MoveFilter(
+            skip_plies=args.skip_plies,
+            min_clock=args.min_clock or None,
+            rating_min=args.rating_min,
+            rating_max=args.rating_max,
+            time_controls=tuple(args.time_control) if args.time_control else None,
+        )
     except ValueError as e:
         raise PgnDataError(str(e)) from None
     cfg = PgnDataConfig(tuple(args.pgn_files), filt, args.shard_size, args.holdout_every, args.max_games)
     print(json.dumps(generate(args.out, cfg, skip_bad=args.skip_bad), indent=1))
     return 0
-

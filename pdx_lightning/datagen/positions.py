@@ -21,6 +21,7 @@ removed. Positions are unique within a shard; the reader
 in a lower-index shard, so the union is duplicate-free whatever order shards
 finish in. Every shard holds exactly ``shard_size`` records.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,7 +42,15 @@ import numpy as np
 from tqdm import tqdm
 
 from pdx_lightning.atomicfile import atomic_write
-from pdx_lightning.supervised.shards import CorruptShard, Shard, encode_move, iter_shards, load_shard, shard_path, write_shard
+from pdx_lightning.supervised.shards import (
+    CorruptShard,
+    Shard,
+    encode_move,
+    iter_shards,
+    load_shard,
+    shard_path,
+    write_shard,
+)
 from pdx_lightning.supervised.teacher import CP_WEIGHT, Teacher, TeacherError
 
 log = logging.getLogger(__name__)
@@ -91,8 +100,10 @@ def generate_shard(teacher: Teacher, cfg: GenConfig, index: int, progress=None) 
     ``teacher`` must search as ``cfg`` says (:func:`make_teacher`); its engine is reset first.
     """
     if (teacher.nodes, teacher.depth, teacher.multipv) != (cfg.nodes, cfg.depth, cfg.multipv):
-        raise ValueError(f"teacher searches nodes={teacher.nodes} depth={teacher.depth} multipv={teacher.multipv}, "
-                         f"but the config says nodes={cfg.nodes} depth={cfg.depth} multipv={cfg.multipv}")
+        raise ValueError(
+            f"teacher searches nodes={teacher.nodes} depth={teacher.depth} multipv={teacher.multipv}, "
+            f"but the config says nodes={cfg.nodes} depth={cfg.depth} multipv={cfg.multipv}"
+        )
     rng = np.random.default_rng([cfg.seed, index])
     teacher.reset()  # a fresh engine: the shard depends only on its seed, not on what the worker did before
     lo, hi = math.log(cfg.play_nodes[0]), math.log(cfg.play_nodes[1])
@@ -156,22 +167,42 @@ def _pack(recs, games, results, cfg: GenConfig, index: int, engine_id: str) -> S
     wdl = np.zeros((n, 3), dtype=np.float32)
     for i, (_, _, _, lab) in enumerate(recs):
         k = len(lab.indices)
-        cand_idx[i, :k], cand_wdl[i, :k], cand_cp[i, :k], cand_mate[i, :k] = lab.indices, lab.cand_wdl, lab.cand_cp, lab.cand_mate
+        cand_idx[i, :k], cand_wdl[i, :k], cand_cp[i, :k], cand_mate[i, :k] = (
+            lab.indices,
+            lab.cand_wdl,
+            lab.cand_cp,
+            lab.cand_mate,
+        )
         n_cand[i], wdl[i] = k, lab.wdl
     lengths = [len(m) for m in games]
     return Shard(
         game_moves=np.array([c for m in games for c in m], dtype=np.uint16),
         game_offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
         game_result=np.array(results, dtype=np.int8),
-        game=np.array([r[0] for r in recs], dtype=np.int32), ply=np.array([r[1] for r in recs], dtype=np.int16),
+        game=np.array([r[0] for r in recs], dtype=np.int32),
+        ply=np.array([r[1] for r in recs], dtype=np.int16),
         key=np.array([r[2] for r in recs], dtype=np.uint64),
-        cand_idx=cand_idx, cand_wdl=cand_wdl, cand_cp=cand_cp, cand_mate=cand_mate, n_cand=n_cand, wdl=wdl,
-        meta={"shard": index, "settings": cfg.to_json(), "engine": engine_id})
+        cand_idx=cand_idx,
+        cand_wdl=cand_wdl,
+        cand_cp=cand_cp,
+        cand_mate=cand_mate,
+        n_cand=n_cand,
+        wdl=wdl,
+        meta={"shard": index, "settings": cfg.to_json(), "engine": engine_id},
+    )
 
 
 def make_teacher(cfg: GenConfig) -> Teacher:
-    return Teacher(cfg.stockfish, nodes=cfg.nodes, depth=cfg.depth, multipv=cfg.multipv, temperature=cfg.temperature,
-                   cp_weight=cfg.cp_weight, threads=1, hash_mb=cfg.hash_mb)
+    return Teacher(
+        cfg.stockfish,
+        nodes=cfg.nodes,
+        depth=cfg.depth,
+        multipv=cfg.multipv,
+        temperature=cfg.temperature,
+        cp_weight=cfg.cp_weight,
+        threads=1,
+        hash_mb=cfg.hash_mb,
+    )
 
 
 # -- worker processes ----------------------------------------------------------
@@ -199,8 +230,9 @@ def _check_settings(out: Path, cfg: GenConfig) -> None:
         have = json.loads(settings.read_text())
         diff = {k: (have.get(k), v) for k, v in want.items() if have.get(k) != v}
         if diff:
-            raise SettingsMismatch(f"{out} was generated with other settings (key: (on disk, now)): {diff}; "
-                                   "use a new --out directory")
+            raise SettingsMismatch(
+                f"{out} was generated with other settings (key: (on disk, now)): {diff}; use a new --out directory"
+            )
     else:
         with atomic_write(settings, "w") as f:  # a kill while writing must not leave a torn settings file
             f.write(json.dumps(want, indent=1, sort_keys=True) + "\n")
@@ -236,8 +268,15 @@ def generate(out: str | Path, positions: int, cfg: GenConfig, workers: int = 1, 
     n_shards = math.ceil(positions / cfg.shard_size)
     done, todo, have = _scan(out, n_shards)
     total = n_shards * cfg.shard_size
-    log.info("%s: %d/%d shards present (%d positions), %d to make with %d worker(s)",
-             out, len(done), n_shards, have, len(todo), workers)
+    log.info(
+        "%s: %d/%d shards present (%d positions), %d to make with %d worker(s)",
+        out,
+        len(done),
+        n_shards,
+        have,
+        len(todo),
+        workers,
+    )
     bar = _Progress(total, have, progress_bar)
     t0, made, games = time.perf_counter(), 0, 0
 
@@ -281,10 +320,19 @@ def generate(out: str | Path, positions: int, cfg: GenConfig, workers: int = 1, 
     secs = time.perf_counter() - t0
     reader = iter_shards(out)
     unique = sum(len(sh.key) for sh in reader)  # what a reader gets: cross-shard duplicates dropped
-    summary = {"out": str(out), "shards": n_shards, "shards_made": len(todo), "positions": have + made,
-               "unique_positions": unique, "cross_shard_duplicates": reader.n_duplicates,
-               "corrupt_shards": reader.n_corrupt, "positions_made": made, "games_made": games,
-               "seconds": round(secs, 1), "positions_per_second": round(made / secs, 2) if made else 0.0}
+    summary = {
+        "out": str(out),
+        "shards": n_shards,
+        "shards_made": len(todo),
+        "positions": have + made,
+        "unique_positions": unique,
+        "cross_shard_duplicates": reader.n_duplicates,
+        "corrupt_shards": reader.n_corrupt,
+        "positions_made": made,
+        "games_made": games,
+        "seconds": round(secs, 1),
+        "positions_per_second": round(made / secs, 2) if made else 0.0,
+    }
     log.info("done: %s", summary)
     return summary
 
@@ -297,8 +345,15 @@ class _Progress:
         self.enabled, self.total, self.initial, self.n = enabled, total, initial, initial
         self.t0 = self.t_log = time.perf_counter()
         self.log_every = log_every
-        self.bar = tqdm(total=total, initial=initial, unit="pos", smoothing=0.05, disable=not self.tty,
-                        file=sys.stderr, dynamic_ncols=True)
+        self.bar = tqdm(
+            total=total,
+            initial=initial,
+            unit="pos",
+            smoothing=0.05,
+            disable=not self.tty,
+            file=sys.stderr,
+            dynamic_ncols=True,
+        )
 
     def update(self, n: int) -> None:
         self.n += n
@@ -308,8 +363,14 @@ class _Progress:
             self.t_log = now
             rate = (self.n - self.initial) / (now - self.t0)
             eta = (self.total - self.n) / rate if rate > 0 else float("inf")
-            log.info("%d/%d positions (%.1f%%), %.1f pos/s, ETA %s", self.n, self.total, 100 * self.n / self.total,
-                     rate, "?" if eta == float("inf") else time.strftime("%H:%M:%S", time.gmtime(eta)))
+            log.info(
+                "%d/%d positions (%.1f%%), %.1f pos/s, ETA %s",
+                self.n,
+                self.total,
+                100 * self.n / self.total,
+                rate,
+                "?" if eta == float("inf") else time.strftime("%H:%M:%S", time.gmtime(eta)),
+            )
 
     def shard_done(self, index: int, secs: float) -> None:
         rate = (self.n - self.initial) / max(time.perf_counter() - self.t0, 1e-9)
@@ -328,18 +389,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--positions", type=int, required=True, help="positions to label (rounded up to whole shards)")
     parser.add_argument("--workers", type=int, default=1, help="worker processes, each with a 1-thread Stockfish")
     parser.add_argument("--seed", type=int, default=d.seed, help="shard s is generated from seed (SEED, s)")
-    parser.add_argument("--nodes", type=int, default=None,
-                        help=f"node budget per labelling search (default {d.nodes} unless --depth is given)")
-    parser.add_argument("--depth", type=int, default=None,
-                        help="depth bound per labelling search (with --nodes too, whichever comes first)")
+    parser.add_argument(
+        "--nodes",
+        type=int,
+        default=None,
+        help=f"node budget per labelling search (default {d.nodes} unless --depth is given)",
+    )
+    parser.add_argument(
+        "--depth",
+        type=int,
+        default=None,
+        help="depth bound per labelling search (with --nodes too, whichever comes first)",
+    )
     parser.add_argument("--multipv", type=int, default=d.multipv, help="K: candidate moves per position")
     parser.add_argument("--shard-size", type=int, default=d.shard_size, help="positions per shard")
-    parser.add_argument("--opening-plies", type=int, default=d.opening_plies,
-                        help="each game starts with U{1..N} uniformly random plies")
-    parser.add_argument("--play-nodes", type=int, nargs=2, default=list(d.play_nodes), metavar=("LO", "HI"),
-                        help="per-side Stockfish node budget when playing, log-uniform in [LO, HI] per game")
-    parser.add_argument("--random-rate", type=float, default=d.random_rate,
-                        help="per game, a random-move rate drawn from [0, R]")
+    parser.add_argument(
+        "--opening-plies",
+        type=int,
+        default=d.opening_plies,
+        help="each game starts with U{1..N} uniformly random plies",
+    )
+    parser.add_argument(
+        "--play-nodes",
+        type=int,
+        nargs=2,
+        default=list(d.play_nodes),
+        metavar=("LO", "HI"),
+        help="per-side Stockfish node budget when playing, log-uniform in [LO, HI] per game",
+    )
+    parser.add_argument(
+        "--random-rate", type=float, default=d.random_rate, help="per game, a random-move rate drawn from [0, R]"
+    )
     parser.add_argument("--label-rate", type=float, default=d.label_rate, help="probability a position is labelled")
     parser.add_argument("--max-plies", type=int, default=d.max_plies, help="game length cap")
     parser.add_argument("--stockfish", default=None, help="Stockfish binary (default: $STOCKFISH, PATH, /usr/games)")
@@ -348,10 +428,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace) -> GenConfig:
     nodes = GenConfig.nodes if args.nodes is None and args.depth is None else args.nodes
-    return GenConfig(seed=args.seed, nodes=nodes, depth=args.depth, multipv=args.multipv, shard_size=args.shard_size,
-                     opening_plies=args.opening_plies, play_nodes=tuple(args.play_nodes),
-                     random_rate=args.random_rate, label_rate=args.label_rate, max_plies=args.max_plies,
-                     stockfish=args.stockfish)
+    return GenConfig(
+        seed=args.seed,
+        nodes=nodes,
+        depth=args.depth,
+        multipv=args.multipv,
+        shard_size=args.shard_size,
+        opening_plies=args.opening_plies,
+        play_nodes=tuple(args.play_nodes),
+        random_rate=args.random_rate,
+        label_rate=args.label_rate,
+        max_plies=args.max_plies,
+        stockfish=args.stockfish,
+    )
 
 
 def _sigterm(signum, frame):

@@ -34,6 +34,7 @@ scans as in a game, and every rule above applies unchanged. The list is frozen
 in ``<out>.candidates`` (see ``common``). A network distilled on that position
 set has seen these positions: evaluate it on suites made from games.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -96,8 +97,11 @@ def valid_mate_in_one(engine, board: chess.Board, pair: Pair, nodes: int) -> boo
 
 
 def valid_attack(engine, board: chess.Board, pair: Pair, nodes: int) -> bool:
-    return (pair.second is None or valid_mate_in_one(engine, board, pair, nodes)
-            or win_chances(pair.score) > win_chances(pair.second) + 0.7)
+    return (
+        pair.second is None
+        or valid_mate_in_one(engine, board, pair, nodes)
+        or win_chances(pair.score) > win_chances(pair.second) + 0.7
+    )
 
 
 def cook_mate(engine, board: chess.Board, winner: chess.Color, nodes: int) -> list[chess.Move] | None:
@@ -151,8 +155,9 @@ def _alts(board: chess.Board, line: list[chess.Move]) -> list[list[str]]:
     return alts
 
 
-def analyze_position(engine, board: chess.Board, prev: Score, score: Score,
-                     nodes: int) -> tuple[list[chess.Move], bool, Score | None] | None:
+def analyze_position(
+    engine, board: chess.Board, prev: Score, score: Score, nodes: int
+) -> tuple[list[chess.Move], bool, Score | None] | None:
     """(line, is_mate, final eval) of a puzzle starting with the solver to move in ``board``."""
     winner = board.turn
     if board.legal_moves.count() < 2:
@@ -255,12 +260,20 @@ def shard_task(engine, args: argparse.Namespace, game: int) -> list[dict]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     common.add_common_arguments(parser, count=1000, nodes=100_000)
-    parser.add_argument("--branches", type=int, default=2,
-                        help="random setup moves tried at every game position besides the game's own "
-                             "(default %(default)s; 0 = game moves only, as lichess-puzzler)")
-    parser.add_argument("--from-shards", metavar="DIR", help="candidates from a `pdx data positions` "
-                        "directory (positions whose stored MultiPV search shows a winning only-move, each "
-                        "with its game's last move as the setup move) instead of games")
+    parser.add_argument(
+        "--branches",
+        type=int,
+        default=2,
+        help="random setup moves tried at every game position besides the game's own "
+        "(default %(default)s; 0 = game moves only, as lichess-puzzler)",
+    )
+    parser.add_argument(
+        "--from-shards",
+        metavar="DIR",
+        help="candidates from a `pdx data positions` "
+        "directory (positions whose stored MultiPV search shows a winning only-move, each "
+        "with its game's last move as the setup move) instead of games",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

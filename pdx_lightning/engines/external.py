@@ -11,6 +11,7 @@ engine's policy argmax for Lc0-style engines, the searchless comparison this pro
 any other key is sent as a UCI option (an integer where it parses as one). The command line is
 split with shell rules (:func:`shlex.split`) and run without a shell.
 """
+
 from __future__ import annotations
 
 import shlex
@@ -45,7 +46,7 @@ def parse_uci_spec(spec: str) -> tuple[list[str], chess.engine.Limit, dict]:
             if not sep or not key.strip():
                 raise UciSpecError(f"{spec!r}: bad field {part!r}; use key=value")
             fields[key.strip()] = value.strip()
-        rest = spec[close + 2:]
+        rest = spec[close + 2 :]
     try:
         argv = shlex.split(rest)
     except ValueError as e:

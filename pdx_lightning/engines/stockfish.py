@@ -1,4 +1,5 @@
 """Locating and opening the Stockfish binary (teacher, oracle, anchor)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -28,16 +29,26 @@ def find_stockfish(path: str | os.PathLike | None = None) -> str:
     raise StockfishNotFound(f"Stockfish not found {where}: {INSTALL_HINT}")
 
 
-def open_engine(path: str | os.PathLike | None = None, threads: int = 1, hash_mb: int = 16,
-                options: dict | None = None, search_timeout: float | None = None) -> RestartingEngine:
+def open_engine(
+    path: str | os.PathLike | None = None,
+    threads: int = 1,
+    hash_mb: int = 16,
+    options: dict | None = None,
+    search_timeout: float | None = None,
+) -> RestartingEngine:
     """Start Stockfish over UCI with ``threads`` and ``hash_mb`` (plus extra UCI ``options``).
 
     The engine is a :class:`RestartingEngine`: ``play`` / ``analyse`` are bounded in time
     (``search_timeout``, default ``SEARCH_TIMEOUT``) and survive a crashed or hung process
     (restart + one retry); everything else is python-chess's ``SimpleEngine``.
     """
-    return RestartingEngine(path, threads=threads, hash_mb=hash_mb, options=options,
-                            search_timeout=SEARCH_TIMEOUT if search_timeout is None else search_timeout)
+    return RestartingEngine(
+        path,
+        threads=threads,
+        hash_mb=hash_mb,
+        options=options,
+        search_timeout=SEARCH_TIMEOUT if search_timeout is None else search_timeout,
+    )
 
 
 # --- Stockfish as a rated opponent (arena anchors) -------------------------------------------
@@ -84,8 +95,9 @@ def parse_stockfish_spec(spec: str) -> tuple[chess.engine.Limit, dict]:
     for part in filter(None, spec[3:].split(",")):
         key, sep, value = part.partition("=")
         if not sep or key not in ("nodes", "depth", "movetime", "elo", "skill", "hash"):
-            raise StockfishSpecError(f"{spec!r}: bad field {part!r}; use nodes=, depth=, movetime= (ms), elo=, "
-                                     f"skill=, hash=")
+            raise StockfishSpecError(
+                f"{spec!r}: bad field {part!r}; use nodes=, depth=, movetime= (ms), elo=, skill=, hash="
+            )
         try:
             kv[key] = int(value)
         except ValueError:
@@ -109,8 +121,9 @@ def parse_stockfish_spec(spec: str) -> tuple[chess.engine.Limit, dict]:
         level = float(kv["skill"])
     else:
         level = None
-    limit = chess.engine.Limit(nodes=kv.get("nodes"), depth=kv.get("depth"),
-                               time=kv["movetime"] / 1000 if "movetime" in kv else None)
+    limit = chess.engine.Limit(
+        nodes=kv.get("nodes"), depth=kv.get("depth"), time=kv["movetime"] / 1000 if "movetime" in kv else None
+    )
     if limit.nodes is None and limit.depth is None and limit.time is None:
         if level is None or level >= 20:
             raise StockfishSpecError(f"{spec!r}: give a search limit (nodes=, depth= or movetime=)")
@@ -133,7 +146,7 @@ SEARCH_TIMEOUT = 120.0  # seconds; far beyond any node/depth-bounded search we r
 # UCI handshake (python-chess defaults to 10 s): a start on a machine oversubscribed by other jobs
 # (measured: a starved test's Stockfish missed 10 s) is slow, not broken
 STARTUP_TIMEOUT = 60.0
-QUIT_GRACE = 2.0        # seconds an engine gets to exit on ``quit`` before it is killed
+QUIT_GRACE = 2.0  # seconds an engine gets to exit on ``quit`` before it is killed
 ENGINE_FAULTS = (chess.engine.EngineError, asyncio.TimeoutError, TimeoutError, OSError)
 
 
@@ -181,9 +194,11 @@ def close_engine(engine: chess.engine.SimpleEngine, grace: float | None = None) 
     try:
         engine.returncode.result(timeout=grace)
     except Exception:  # noqa: BLE001
+
         def _force_exit() -> None:
             if not engine.protocol.returncode.done():
                 engine.protocol.returncode.set_result(engine.transport.get_returncode() or -9)
+
         try:
             engine.protocol.loop.call_soon_threadsafe(_force_exit)
         except RuntimeError:  # loop already closed: nothing is waiting
@@ -197,9 +212,16 @@ class RestartingEngine:
     current ``SimpleEngine`` (``id``, ``protocol``, ``transport``, ``configure``, ...).
     """
 
-    def __init__(self, path: str | os.PathLike | None = None, *, threads: int | None = 1, hash_mb: int | None = 16,
-                 options: dict | None = None, search_timeout: float | None = SEARCH_TIMEOUT,
-                 command: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike | None = None,
+        *,
+        threads: int | None = 1,
+        hash_mb: int | None = 16,
+        options: dict | None = None,
+        search_timeout: float | None = SEARCH_TIMEOUT,
+        command: list[str] | None = None,
+    ) -> None:
         # ``command``: any other UCI engine's command line (``uci:`` arena players); options it lacks are not sent
         self.path = command if command else find_stockfish(path)
         base = {"Threads": threads, "Hash": hash_mb}
@@ -262,4 +284,3 @@ class RestartingEngine:
                     raise EngineFailure(f"Stockfish failed twice ({what}) on {describe_position(board)}") from exc
                 log.warning("Stockfish failed (%s) on %s; restarted it, retrying once", what, describe_position(board))
         raise AssertionError("unreachable")
-

@@ -23,6 +23,7 @@ Stockfish) the moves before it are kept. ``d`` prints the current FEN.
 The model loads in a background thread, so ``uci`` is answered at once;
 ``isready`` and ``go`` wait for it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,11 +54,11 @@ def score_to_cp(s: float) -> int:
 class UciEngine:
     """Protocol state machine; ``handle(line)`` returns False on ``quit``."""
 
-    def __init__(self, model_name: str, out: TextIO = sys.stdout, temperature: str = "0", seed: int = 0,
-                 threads: int = 1) -> None:
+    def __init__(
+        self, model_name: str, out: TextIO = sys.stdout, temperature: str = "0", seed: int = 0, threads: int = 1
+    ) -> None:
         self.model_name, self.out = model_name, out
-        self.options = {"Temperature": temperature, "Seed": str(seed), "Threads": str(threads),
-                        "UCI_ShowWDL": "true"}
+        self.options = {"Temperature": temperature, "Seed": str(seed), "Threads": str(threads), "UCI_ShowWDL": "true"}
         self._check_temperature(temperature)
         self.root = chess.STARTING_FEN
         self.board = chess.Board()
@@ -160,7 +161,7 @@ class UciEngine:
         if not args or args[0] != "name":
             raise ValueError("usage: setoption name <id> [value <x>]")
         k = args.index("value") if "value" in args else len(args)
-        name, value = " ".join(args[1:k]), " ".join(args[k + 1:])
+        name, value = " ".join(args[1:k]), " ".join(args[k + 1 :])
         key = next((o for o in self.options if o.lower() == name.lower()), None)
         if key is None:
             raise ValueError(f"no such option {name!r}")
@@ -186,7 +187,7 @@ class UciEngine:
 
     def cmd_position(self, args: list[str]) -> None:
         k = args.index("moves") if "moves" in args else len(args)
-        head, moves = args[:k], args[k + 1:]
+        head, moves = args[:k], args[k + 1 :]
         if head == ["startpos"]:
             root = chess.STARTING_FEN
         elif head and head[0] == "fen" and len(head) > 1:
@@ -208,8 +209,10 @@ class UciEngine:
                 move = None
             if move is None or not board.is_legal(move):
                 self.root, self.board = root, board
-                raise ValueError(f"illegal move {uci!r} (move {n} of the position command) in {board.fen()}; "
-                                 f"position set to the {n - 1} moves before it")
+                raise ValueError(
+                    f"illegal move {uci!r} (move {n} of the position command) in {board.fen()}; "
+                    f"position set to the {n - 1} moves before it"
+                )
             board.push(move)
         self.root, self.board = root, board
 
@@ -274,7 +277,7 @@ class UciEngine:
         if not legal:
             self.send("info depth 0 score " + ("mate 0" if board.is_check() else "cp 0"))
             return "bestmove (none)"
-        mask = legal_mask([board], [legal])                               # (1, 4288)
+        mask = legal_mask([board], [legal])  # (1, 4288)
         assert self.model is not None  # _ready(): loaded
         with torch.inference_mode():
             out = self.model(torch.from_numpy(encode_boards([board])))

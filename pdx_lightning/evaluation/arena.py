@@ -16,12 +16,12 @@ schedule), so a running arena can be watched. The report (``evaluation.arena_rep
 of the first player's Elo over the second's crosses a bound; games already in flight are played out
 and counted, so the stop comes at the granularity of ``--concurrency``.
 """
+
 from __future__ import annotations
 
 import argparse
 import random
 import time
-from pathlib import Path
 
 import torch
 
@@ -38,44 +38,76 @@ from pdx_lightning.runtime.jsonio import write_json
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     a = parser.add_argument
-    add_network_arguments(parser, "a model (base:small, .ckpt, .pt, random:tiny) or a Stockfish anchor "
-                          "(sf:nodes=1000, sf:elo=1500), or any UCI engine ('uci:lc0 --weights=F.pb.gz', default go "
-                          "nodes 1; 'uci[nodes=800]:CMD' for a search); repeat for every player (>= 2)",
-                          weights_help=None, micro_batch=False, device="cpu",
-                          device_help="torch device of the networks")
+    add_network_arguments(
+        parser,
+        "a model (base:small, .ckpt, .pt, random:tiny) or a Stockfish anchor "
+        "(sf:nodes=1000, sf:elo=1500), or any UCI engine ('uci:lc0 --weights=F.pb.gz', default go "
+        "nodes 1; 'uci[nodes=800]:CMD' for a search); repeat for every player (>= 2)",
+        weights_help=None,
+        micro_batch=False,
+        device="cpu",
+        device_help="torch device of the networks",
+    )
     a("--label", action="append", help="display names, one per --model (default: the model strings)")
-    a("--openings", default=str(DEFAULT_SUITE), help="opening suite: EPD/FEN/UCI lines (.epd or any text "
-      "file) or a PGN book (.pgn; each game's end position, with its moves as history); default: the "
-      "bundled UHO-like suite")
+    a(
+        "--openings",
+        default=str(DEFAULT_SUITE),
+        help="opening suite: EPD/FEN/UCI lines (.epd or any text "
+        "file) or a PGN book (.pgn; each game's end position, with its moves as history); default: the "
+        "bundled UHO-like suite",
+    )
     a("--games", type=int, default=20, help="games per pair, even: games/2 openings, each from both colours")
     a("--base", help="the base model (label or model string; default the first)")
     a("--base-games", type=int, default=0, help="games of every model against --base (if more than --games)")
     a("--sample", action="store_true", help="sample moves from mu ∝ pi^(1/tau) instead of the argmax")
-    a("--temperature", nargs="+", help="tau per model (one value for all): 'adaptive' (tau = H(WDL)) or a "
-      "number (1 = raw pi); needs --sample")
+    a(
+        "--temperature",
+        nargs="+",
+        help="tau per model (one value for all): 'adaptive' (tau = H(WDL)) or a number (1 = raw pi); needs --sample",
+    )
     a("--max-plies", type=int, default=MAX_PLIES, help="ply cap counted from the standard start (draw)")
-    a("--claim-draws", action=argparse.BooleanOptionalAction, default=True,
-      help="end at threefold repetition / 50-move rule (else only fivefold / 75-move)")
+    a(
+        "--claim-draws",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="end at threefold repetition / 50-move rule (else only fivefold / 75-move)",
+    )
     a("--adjudicate", type=int, default=0, metavar="K", help="adjudicate after K agreeing value-head plies (0: off)")
     a("--adjudicate-draw", type=float, default=0.9, help="P(draw) both heads must exceed")
     a("--adjudicate-win", type=float, default=0.97, help="expected score for one side both heads must exceed")
     a("--concurrency", type=int, default=1024, help="games in flight (the networks' batch size)")
     a("--seed", type=int, default=0, help="opening order and sampling seed")
-    a("--threads", type=int, help="torch CPU threads (default: torch's; use 1 on a shared, oversubscribed "
-      "machine, where intra-op threads stall)")
+    a(
+        "--threads",
+        type=int,
+        help="torch CPU threads (default: torch's; use 1 on a shared, oversubscribed "
+        "machine, where intra-op threads stall)",
+    )
     a("--stockfish", help="Stockfish binary for sf: players")
-    a("--elo-model", choices=elo.MODELS, default="bayeselo",
-      help="draw model of the ladder's Elo fit: 'bayeselo' (Coulom's BayesElo, the paper's) or 'davidson' "
-      "(Bradley-Terry with Davidson draws)")
+    a(
+        "--elo-model",
+        choices=elo.MODELS,
+        default="bayeselo",
+        help="draw model of the ladder's Elo fit: 'bayeselo' (Coulom's BayesElo, the paper's) or 'davidson' "
+        "(Bradley-Terry with Davidson draws)",
+    )
     a("--anchor", help="player fixed at --anchor-elo (default the base)")
-    a("--anchor-elo", type=float, default=0.0, help="the anchor's rating on the ladder (e.g. 1500 for "
-      "--anchor sf:elo=1500)")
+    a(
+        "--anchor-elo",
+        type=float,
+        default=0.0,
+        help="the anchor's rating on the ladder (e.g. 1500 for --anchor sf:elo=1500)",
+    )
     a("--prior-draws", type=float, default=2.0, help="virtual draws per pair that met (BayesElo's prior)")
-    a("--sprt", metavar="ELO0,ELO1[,ALPHA,BETA]", help="two players only: sequential test of H0 'the first "
-      "--model is ELO0 stronger than the second' vs H1 'ELO1 stronger' (logistic Elo; alpha, beta default "
-      "0.05), pentanomial LLR over complete opening pairs; no new games once it decides. Games already in "
-      "flight (up to --concurrency) are played out and counted: use a --concurrency well below --games "
-      "for an early stop. --games is then the maximum")
+    a(
+        "--sprt",
+        metavar="ELO0,ELO1[,ALPHA,BETA]",
+        help="two players only: sequential test of H0 'the first "
+        "--model is ELO0 stronger than the second' vs H1 'ELO1 stronger' (logistic Elo; alpha, beta default "
+        "0.05), pentanomial LLR over complete opening pairs; no new games once it decides. Games already in "
+        "flight (up to --concurrency) are played out and counted: use a --concurrency well below --games "
+        "for an early stop. --games is then the maximum",
+    )
     a("--pgn", help="write every game as PGN here, as it finishes (finish order; Round is the schedule)")
     a("--json", help="write results as JSON here")
     a("--md", help="write the markdown report here (it is also printed)")
@@ -96,7 +128,7 @@ def _labels(args: argparse.Namespace) -> list[str]:
     labels = args.label or list(args.model)
     if len(labels) != len(args.model):
         raise ArenaError(f"{len(labels)} --label for {len(args.model)} --model")
-    return [lab if labels.count(lab) == 1 else f"{lab}#{labels[:k + 1].count(lab)}" for k, lab in enumerate(labels)]
+    return [lab if labels.count(lab) == 1 else f"{lab}#{labels[: k + 1].count(lab)}" for k, lab in enumerate(labels)]
 
 
 def _temperatures(args: argparse.Namespace, n: int) -> list[str | float]:
@@ -126,8 +158,10 @@ def parse_sprt(text: str) -> match.SPRT:
             raise ValueError("expected 2 or 4 numbers")
         return match.SPRT(*values)
     except ValueError as e:
-        raise ArenaError(f"--sprt {text!r}: use elo0,elo1[,alpha,beta] with elo1 > elo0 and alpha, beta in "
-                         f"(0, 0.5), e.g. --sprt 0,10 ({e})") from None
+        raise ArenaError(
+            f"--sprt {text!r}: use elo0,elo1[,alpha,beta] with elo1 > elo0 and alpha, beta in "
+            f"(0, 0.5), e.g. --sprt 0,10 ({e})"
+        ) from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -144,23 +178,39 @@ def run(args: argparse.Namespace) -> int:
     anchor = _resolve(args.anchor, labels, specs, "--anchor") or base
     openings = load_openings(args.openings)
     random.Random(args.seed).shuffle(openings)
-    sched = round_robin(len(specs), len(openings), args.games, labels.index(base) if args.base_games else None,
-                        args.base_games)
+    sched = round_robin(
+        len(specs), len(openings), args.games, labels.index(base) if args.base_games else None, args.base_games
+    )
     if max(args.games, args.base_games) // 2 > len(openings) and not args.sample:
-        raise ArenaError(f"{max(args.games, args.base_games) // 2} paired openings needed, the suite has "
-                         f"{len(openings)}: argmax games from a reused opening would be duplicates")
+        raise ArenaError(
+            f"{max(args.games, args.base_games) // 2} paired openings needed, the suite has "
+            f"{len(openings)}: argmax games from a reused opening would be duplicates"
+        )
     torch.manual_seed(args.seed)
     if args.threads:
         torch.set_num_threads(args.threads)
     monitor = SprtMonitor(sprt) if sprt is not None else None
     games, players, seconds = _play(args, labels, temps, openings, sched, monitor)
-    report = arena_report(ArenaRun(
-        games=games, labels=labels, specs=list(specs), base=base, anchor=anchor, seconds=seconds,
-        scheduled=len(sched), sampled=args.sample, openings=args.openings,
-        config={k: v for k, v in vars(args).items() if not k.startswith("_")},
-        elo_model=args.elo_model, anchor_elo=args.anchor_elo, prior_draws=args.prior_draws, sprt=monitor,
-        stockfish={p.label: p.version for p in players if isinstance(p, StockfishPlayer)},
-        uci_engines={p.label: p.version for p in players if isinstance(p, UciPlayer)}))
+    report = arena_report(
+        ArenaRun(
+            games=games,
+            labels=labels,
+            specs=list(specs),
+            base=base,
+            anchor=anchor,
+            seconds=seconds,
+            scheduled=len(sched),
+            sampled=args.sample,
+            openings=args.openings,
+            config={k: v for k, v in vars(args).items() if not k.startswith("_")},
+            elo_model=args.elo_model,
+            anchor_elo=args.anchor_elo,
+            prior_draws=args.prior_draws,
+            sprt=monitor,
+            stockfish={p.label: p.version for p in players if isinstance(p, StockfishPlayer)},
+            uci_engines={p.label: p.version for p in players if isinstance(p, UciPlayer)},
+        )
+    )
     if args.json:
         write_json(args.json, report, indent=1, quiet=True)
     md = report["markdown"]
@@ -170,8 +220,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _play(args: argparse.Namespace, labels: list[str], temps: list[str | float], openings: list[Opening],
-          sched: list[tuple[int, int, int]], monitor: SprtMonitor | None) -> tuple[list[Game], list[Player], float]:
+def _play(
+    args: argparse.Namespace,
+    labels: list[str],
+    temps: list[str | float],
+    openings: list[Opening],
+    sched: list[tuple[int, int, int]],
+    monitor: SprtMonitor | None,
+) -> tuple[list[Game], list[Player], float]:
     """Start the players, play the schedule (streaming ``--pgn``), close the players: the games, the
     players and the seconds of play."""
     players: list[Player] = []
@@ -185,14 +241,32 @@ def _play(args: argparse.Namespace, labels: list[str], temps: list[str | float],
 
     try:
         for k, (spec, lab, t) in enumerate(zip(args.model, labels, temps)):
-            players.append(make_player(spec, lab, sample=args.sample, temperature=t, seed=args.seed + k,
-                                       device=args.device, stockfish=args.stockfish))
+            players.append(
+                make_player(
+                    spec,
+                    lab,
+                    sample=args.sample,
+                    temperature=t,
+                    seed=args.seed + k,
+                    device=args.device,
+                    stockfish=args.stockfish,
+                )
+            )
         t0 = time.perf_counter()
-        games = play_games(players, openings, sched, max_plies=args.max_plies, claim_draws=args.claim_draws,
-                           adjudicate=args.adjudicate, adjudicate_draw=args.adjudicate_draw,
-                           adjudicate_win=args.adjudicate_win, concurrency=args.concurrency,
-                           progress=not args.quiet, on_finish=finished,
-                           stop=monitor.stop if monitor is not None else None)
+        games = play_games(
+            players,
+            openings,
+            sched,
+            max_plies=args.max_plies,
+            claim_draws=args.claim_draws,
+            adjudicate=args.adjudicate,
+            adjudicate_draw=args.adjudicate_draw,
+            adjudicate_win=args.adjudicate_win,
+            concurrency=args.concurrency,
+            progress=not args.quiet,
+            on_finish=finished,
+            stop=monitor.stop if monitor is not None else None,
+        )
         seconds = time.perf_counter() - t0
     finally:
         for p in players:

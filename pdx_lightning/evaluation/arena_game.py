@@ -11,6 +11,7 @@ expected score ≥ ``adjudicate_win`` for K plies. Every game ends with a ``rule
 ``Result`` and ``Termination`` (``normal`` for the rules, ``adjudication`` for the ply cap and
 adjudication) come from it, and its text (the specific rule) is the last move's comment.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -66,7 +67,7 @@ class Game:
     legal: list = None
     moves: list = field(default_factory=list)
     end: GameResult | None = None
-    streak_draw: int = 0   # consecutive plies the movers' value heads agreed on a draw,
+    streak_draw: int = 0  # consecutive plies the movers' value heads agreed on a draw,
     streak_white: int = 0  # on a White win,
     streak_black: int = 0  # on a Black win (adjudication)
 
@@ -87,8 +88,13 @@ class Game:
 
     def rules_end(self, claim_draws: bool, max_plies: int | None = None) -> GameResult | None:
         """``rules.game_end`` at the current position (cached legal moves, ring-buffer repetitions)."""
-        return game_end(self.board, legal=self.legal, repetitions=self.hist.repetitions(),
-                        claim_draws=claim_draws, max_plies=max_plies)
+        return game_end(
+            self.board,
+            legal=self.legal,
+            repetitions=self.hist.repetitions(),
+            claim_draws=claim_draws,
+            max_plies=max_plies,
+        )
 
     def play(self, move: chess.Move, wdl: np.ndarray | None, rules: GameRules, adjudicable: bool) -> None:
         """Push the mover's ``move`` and set ``end`` if the game is over; ``wdl`` is the mover's value
@@ -130,6 +136,16 @@ class Game:
 def to_pgn(g: Game, labels: list[str], event: str = "pdx arena") -> chess.pgn.Game:
     """The game as PGN: FEN/SetUp from the opening position, the opening line in the game comment."""
     line = f"opening {g.opening.id}: {' '.join(g.opening.line)}" if g.opening.line else None
-    return game_pgn(g.opening.board, g.moves, event=event, round=g.round, white=labels[g.white],
-                    black=labels[g.black], result=g.result, termination=g.end.termination,
-                    tags={"Opening": g.opening.id}, comment=line, end_comment=g.reason)
+    return game_pgn(
+        g.opening.board,
+        g.moves,
+        event=event,
+        round=g.round,
+        white=labels[g.white],
+        black=labels[g.black],
+        result=g.result,
+        termination=g.end.termination,
+        tags={"Opening": g.opening.id},
+        comment=line,
+        end_comment=g.reason,
+    )

@@ -5,11 +5,11 @@ both colours); :func:`play_games` keeps up to ``concurrency`` games in flight an
 every player for its moves in all the games in which it is to move at once
 (:class:`~pdx_lightning.evaluation.arena_players.Player`).
 """
+
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
-from typing import Callable
+from collections.abc import Callable, Sequence
 
 from pdx_lightning.chesscore.opening_files import Opening
 from pdx_lightning.evaluation.arena_game import MAX_PLIES, ArenaError, Game, GameRules
@@ -17,8 +17,9 @@ from pdx_lightning.evaluation.arena_players import Player
 from pdx_lightning.runtime.progress import progress as progress_bar
 
 
-def round_robin(n_players: int, n_openings: int, games: int, base: int | None = None,
-                base_games: int = 0) -> list[tuple[int, int, int]]:
+def round_robin(
+    n_players: int, n_openings: int, games: int, base: int | None = None, base_games: int = 0
+) -> list[tuple[int, int, int]]:
     """``(white, black, opening)`` for every pair; each opening played from both colours."""
     sched = []
     for i in range(n_players):
@@ -32,11 +33,21 @@ def round_robin(n_players: int, n_openings: int, games: int, base: int | None = 
     return sched
 
 
-def play_games(players: Sequence[Player], openings: list[Opening], schedule: list[tuple[int, int, int]], *,
-               max_plies: int = MAX_PLIES, claim_draws: bool = True, adjudicate: int = 0,
-               adjudicate_draw: float = 0.9, adjudicate_win: float = 0.97, concurrency: int = 1024,
-               progress: bool = True, on_finish: Callable[[Game], None] | None = None,
-               stop: Callable[[], bool] | None = None) -> list[Game]:
+def play_games(
+    players: Sequence[Player],
+    openings: list[Opening],
+    schedule: list[tuple[int, int, int]],
+    *,
+    max_plies: int = MAX_PLIES,
+    claim_draws: bool = True,
+    adjudicate: int = 0,
+    adjudicate_draw: float = 0.9,
+    adjudicate_win: float = 0.97,
+    concurrency: int = 1024,
+    progress: bool = True,
+    on_finish: Callable[[Game], None] | None = None,
+    stop: Callable[[], bool] | None = None,
+) -> list[Game]:
     """Play ``schedule`` with up to ``concurrency`` games in flight; finished games in schedule order.
 
     ``on_finish(game)`` is called as each game ends (finish order). ``stop()`` is asked before a pair's

@@ -7,6 +7,7 @@ Eq. 5, the adaptive arms' behaviour policy; ``1`` for raw π). ``sf:...`` player
 anchors (``pdx_lightning.engines.stockfish``) and ``uci:...`` players any UCI engine
 (``pdx_lightning.engines.external``), one move at a time.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -46,8 +47,9 @@ class NetPlayer:
 
     has_value_head = True
 
-    def __init__(self, label: str, model: torch.nn.Module, sample: bool = False,
-                 temperature: str | float = 1.0, seed: int = 0) -> None:
+    def __init__(
+        self, label: str, model: torch.nn.Module, sample: bool = False, temperature: str | float = 1.0, seed: int = 0
+    ) -> None:
         self.label, self.model, self.sample = label, model, sample
         self.adaptive = temperature == "adaptive"
         self.tau = None if self.adaptive else float(temperature)
@@ -111,8 +113,16 @@ class UciPlayer(EnginePlayer):
         super().__init__(label, engine, limit, engine.id.get("name", argv[0]))
 
 
-def make_player(spec: str, label: str | None = None, *, sample: bool = False, temperature: str | float = 1.0,
-                seed: int = 0, device: str = "cpu", stockfish: str | None = None) -> Player:
+def make_player(
+    spec: str,
+    label: str | None = None,
+    *,
+    sample: bool = False,
+    temperature: str | float = 1.0,
+    seed: int = 0,
+    device: str = "cpu",
+    stockfish: str | None = None,
+) -> Player:
     """A player from a model name (``pdx_lightning.nets.load_model``), an ``sf:`` spec or a ``uci:`` spec."""
     label = label or spec
     if is_stockfish_spec(spec):

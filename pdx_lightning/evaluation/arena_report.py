@@ -7,6 +7,7 @@ first player's Elo over the second's (:class:`SprtMonitor`) is updated after eve
 and can stop the scheduling of new ones. :func:`arena_report` builds the JSON document (its markdown
 under ``"markdown"``) from plain data, :class:`ArenaRun`.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -85,15 +86,19 @@ class SprtMonitor:
         llr, final = match.sprt_status(t, 0, 0, 0, self.pairs)
         verdicts = {"H1": "H1 was accepted", "H0": "H0 was accepted", None: "no decision"}
         verdict = verdicts[self.decision or final]
-        lines = [f"SPRT: llr {llr:.3g} ({100 * llr / hi if llr >= 0 else 100 * llr / -lo:.1f}%), "
-                 f"lbound {lo:.3g}, ubound {hi:.3g} - {verdict} (elo0 {t.elo0:g}, elo1 {t.elo1:g}, alpha "
-                 f"{t.alpha:g}, beta {t.beta:g}; pentanomial, {len(self.pairs)} complete pairs)"]
+        lines = [
+            f"SPRT: llr {llr:.3g} ({100 * llr / hi if llr >= 0 else 100 * llr / -lo:.1f}%), "
+            f"lbound {lo:.3g}, ubound {hi:.3g} - {verdict} (elo0 {t.elo0:g}, elo1 {t.elo1:g}, alpha "
+            f"{t.alpha:g}, beta {t.beta:g}; pentanomial, {len(self.pairs)} complete pairs)"
+        ]
         if self.decided_after is not None:
-            lines.append(f"SPRT stop: the bound was crossed after {self.decided_after} finished games (llr "
-                         f"{self.llr_at_decision:.3g}); no game "
-                         f"was started after that, the {played - self.decided_after} games in flight were "
-                         f"played out and are counted ({played} of {scheduled} scheduled games played; games "
-                         f"run in batches of up to --concurrency)")
+            lines.append(
+                f"SPRT stop: the bound was crossed after {self.decided_after} finished games (llr "
+                f"{self.llr_at_decision:.3g}); no game "
+                f"was started after that, the {played - self.decided_after} games in flight were "
+                f"played out and are counted ({played} of {scheduled} scheduled games played; games "
+                f"run in batches of up to --concurrency)"
+            )
         else:
             lines.append(f"SPRT: no bound crossed in {played} games (the --games maximum)")
         return lines
@@ -102,11 +107,21 @@ class SprtMonitor:
         """The report's ``"sprt"`` entry (``text``: :meth:`lines`)."""
         t = self.test
         llr, final = match.sprt_status(t, 0, 0, 0, self.pairs)
-        return {"elo0": t.elo0, "elo1": t.elo1, "alpha": t.alpha, "beta": t.beta,
-                "bounds": list(t.bounds), "llr": llr, "decision": self.decision or final,
-                "llr_at_decision": self.llr_at_decision,
-                "pairs": len(self.pairs), "decided_after_games": self.decided_after,
-                "games_played": played, "games_scheduled": scheduled, "text": self.lines(played, scheduled)}
+        return {
+            "elo0": t.elo0,
+            "elo1": t.elo1,
+            "alpha": t.alpha,
+            "beta": t.beta,
+            "bounds": list(t.bounds),
+            "llr": llr,
+            "decision": self.decision or final,
+            "llr_at_decision": self.llr_at_decision,
+            "pairs": len(self.pairs),
+            "decided_after_games": self.decided_after,
+            "games_played": played,
+            "games_scheduled": scheduled,
+            "text": self.lines(played, scheduled),
+        }
 
 
 @dataclass
@@ -115,14 +130,14 @@ class ArenaRun:
 
     games: list[Game]
     labels: list[str]
-    specs: list[str]                 # the --model strings, one per label
+    specs: list[str]  # the --model strings, one per label
     base: str
-    anchor: str                      # the ladder's fixed player
+    anchor: str  # the ladder's fixed player
     seconds: float
-    scheduled: int                   # games in the schedule (more than played after an SPRT stop)
+    scheduled: int  # games in the schedule (more than played after an SPRT stop)
     sampled: bool
-    openings: str                    # the opening suite's path
-    config: dict[str, Any]           # the command's options, recorded in the report as given
+    openings: str  # the opening suite's path
+    config: dict[str, Any]  # the command's options, recorded in the report as given
     elo_model: str = "bayeselo"
     anchor_elo: float = 0.0
     prior_draws: float = 2.0
@@ -139,32 +154,56 @@ def arena_report(run: ArenaRun) -> dict[str, Any]:
     plies = sum(len(g.moves) for g in games)
     rate = len(games) / max(run.seconds, 1e-9)
     reasons = Counter(g.reason for g in games)
-    head = (f"## Arena: {len(games)} games, {len(labels)} players, {'sampled' if run.sampled else 'argmax'}; "
-            f"openings {Path(run.openings).name}; {run.seconds:.1f} s ({rate:.2f} games/s, "
-            f"{plies / max(run.seconds, 1e-9):.0f} plies/s)\n\n")
+    head = (
+        f"## Arena: {len(games)} games, {len(labels)} players, {'sampled' if run.sampled else 'argmax'}; "
+        f"openings {Path(run.openings).name}; {run.seconds:.1f} s ({rate:.2f} games/s, "
+        f"{plies / max(run.seconds, 1e-9):.0f} plies/s)\n\n"
+    )
     head += "Terminations: " + ", ".join(f"{k} {v}" for k, v in reasons.most_common())
-    report = {"config": run.config,
-              "players": [{"label": lab, "model": s} for lab, s in zip(labels, run.specs)],
-              "base": run.base, "seconds": run.seconds, "games_per_s": rate,
-              "plies": plies, "terminations": dict(reasons), "counts": counts.tolist(),
-              "games": [{"white": labels[g.white], "black": labels[g.black], "opening": g.opening.id,
-                         "round": g.round, "result": g.result, "reason": g.reason, "plies": len(g.moves)}
-                        for g in games],
-              "head_to_head": elo.head_to_head(labels, counts, run.base),
-              "los_direct": elo.matrix_dict(labels, elo.direct_los_matrix(counts))}
+    report = {
+        "config": run.config,
+        "players": [{"label": lab, "model": s} for lab, s in zip(labels, run.specs)],
+        "base": run.base,
+        "seconds": run.seconds,
+        "games_per_s": rate,
+        "plies": plies,
+        "terminations": dict(reasons),
+        "counts": counts.tolist(),
+        "games": [
+            {
+                "white": labels[g.white],
+                "black": labels[g.black],
+                "opening": g.opening.id,
+                "round": g.round,
+                "result": g.result,
+                "reason": g.reason,
+                "plies": len(g.moves),
+            }
+            for g in games
+        ],
+        "head_to_head": elo.head_to_head(labels, counts, run.base),
+        "los_direct": elo.matrix_dict(labels, elo.direct_los_matrix(counts)),
+    }
     matches = match_summaries(games, counts, labels)
     report["matches"] = [_match_dict(m) for m in matches]
     block = [line for m in matches for line in (*m.lines(), "")]
     if run.sprt is not None:
         report["sprt"] = run.sprt.as_dict(len(games), run.scheduled)
         block += report["sprt"]["text"] + [""]
-    head += ("\n\n### Matches (cutechess-cli / fastchess style)\n\nPer pair, A's record: the score Elo of "
-             "this pair's games alone (± 95 %), LOS from wins and losses, and the pentanomial record of "
-             "its opening pairs (A's pair score 0, ½, 1, 1½, 2).\n\n```\n" + "\n".join(block).rstrip()
-             + "\n```")
+    head += (
+        "\n\n### Matches (cutechess-cli / fastchess style)\n\nPer pair, A's record: the score Elo of "
+        "this pair's games alone (± 95 %), LOS from wins and losses, and the pentanomial record of "
+        "its opening pairs (A's pair score 0, ½, 1, 1½, 2).\n\n```\n" + "\n".join(block).rstrip() + "\n```"
+    )
     try:
-        fit = elo.fit_elo(labels, counts, model=run.elo_model, anchor=run.anchor, anchor_rating=run.anchor_elo,
-                          prior_draws=run.prior_draws)
+        fit = elo.fit_elo(
+            labels,
+            counts,
+            model=run.elo_model,
+            anchor=run.anchor,
+            anchor_rating=run.anchor_elo,
+            prior_draws=run.prior_draws,
+        )
         report["elo"] = fit.as_dict()
         md = head + "\n\n" + elo.ladder_markdown(fit, counts, run.base)
     except elo.EloFitError as e:
@@ -178,7 +217,20 @@ def arena_report(run: ArenaRun) -> dict[str, Any]:
 
 def _match_dict(m: match.MatchSummary) -> dict[str, Any]:
     """A pair's summary as JSON (infinite Elo at a 0 % / 100 % score becomes null when written)."""
-    return {"a": m.a, "b": m.b, "wins": m.wins, "losses": m.losses, "draws": m.draws, "games": m.games,
-            "score": m.score, "elo": m.elo, "elo_error": m.elo_error, "los": m.los,
-            "draw_ratio": m.draw_ratio, "pentanomial": list(m.pentanomial) if m.pentanomial else None,
-            "ptnml_elo": m.ptnml_elo, "ptnml_error": m.ptnml_error, "lines": m.lines()}
+    return {
+        "a": m.a,
+        "b": m.b,
+        "wins": m.wins,
+        "losses": m.losses,
+        "draws": m.draws,
+        "games": m.games,
+        "score": m.score,
+        "elo": m.elo,
+        "elo_error": m.elo_error,
+        "los": m.los,
+        "draw_ratio": m.draw_ratio,
+        "pentanomial": list(m.pentanomial) if m.pentanomial else None,
+        "ptnml_elo": m.ptnml_elo,
+        "ptnml_error": m.ptnml_error,
+        "lines": m.lines(),
+    }

@@ -40,6 +40,7 @@ JSON (``--json OUT``; ``null`` for unavailable numbers)::
         "seconds": {"expand", "draw" (wall), "cpu" (process CPU time, all threads)}}],
      "png": path | null}
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,18 +48,28 @@ import math
 import random
 import time
 from array import array
-from typing import Any, Callable, Protocol, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 import chess
 import numpy as np
 import torch
 
 from pdx_lightning.chesscore.encoding import encode_boards
-from pdx_lightning.evaluation.play import (TABIYAS, ModelCache, PlayModeError, add_model_arguments,
-                                           game_over, play_distribution, resolve_play_modes, root_board, write_json)
-from pdx_lightning.evaluation.markdown import markdown_table
-from pdx_lightning.nets.inference import device_of, evaluate
 from pdx_lightning.chesscore.moves import index_to_move, indices_mask, legal_indices
+from pdx_lightning.evaluation.markdown import markdown_table
+from pdx_lightning.evaluation.play import (
+    TABIYAS,
+    ModelCache,
+    PlayModeError,
+    add_model_arguments,
+    game_over,
+    play_distribution,
+    resolve_play_modes,
+    root_board,
+    write_json,
+)
+from pdx_lightning.nets.inference import device_of, evaluate
 from pdx_lightning.runtime.progress import progress
 
 TICK = 1000  # draws between progress reports of run_seed
@@ -117,8 +128,8 @@ class NetworkPolicy:
                 live.append(i)
                 idx.append(legal_indices(b, legal))
         if live:
-            mask = indices_mask(idx)                                                # (L, 4288)
-            x = torch.from_numpy(encode_boards([boards[i] for i in live]))        # (L, 112, 8, 8)
+            mask = indices_mask(idx)  # (L, 4288)
+            x = torch.from_numpy(encode_boards([boards[i] for i in live]))  # (L, 112, 8, 8)
             log_pi, wdl = evaluate(self.model, x, mask, self.micro_batch)
             log_p = play_distribution(log_pi, wdl, mask, self.mode).double().numpy()
             for r, i in enumerate(live):
@@ -145,7 +156,7 @@ class CoverageTree:
         self.edge_parent = array("q")
         self.rem = array("d")
         self.root_rem = 1.0
-        self._cand_edge: list[int] = []    # edges into not-yet-expanded internal nodes (prefetch pool)
+        self._cand_edge: list[int] = []  # edges into not-yet-expanded internal nodes (prefetch pool)
         self._cand_mass: list[float] = []
         self.batches = 0
         self.expand_seconds = 0.0
@@ -157,7 +168,7 @@ class CoverageTree:
     def reset(self) -> None:
         """Forget every draw (a new seed): remaining mass = original mass everywhere."""
         self.rem = array("d", self.edge_mass)
-        self.root_rem = 1.0 if self.node_start[0] < 0 else math.fsum(self.rem[:self.node_count[0]])
+        self.root_rem = 1.0 if self.node_start[0] < 0 else math.fsum(self.rem[: self.node_count[0]])
 
     def _new_node(self, edge: int) -> int:
         parent = self.edge_parent[edge]
@@ -245,12 +256,13 @@ class CoverageTree:
         for e in reversed(path[:-1]):  # exact remaining mass = sum over the child's edges
             w = child[e]
             s = start[w]
-            rem[e] = sum(rem[s:s + count[w]])
-        self.root_rem = sum(rem[0:count[0]])
+            rem[e] = sum(rem[s : s + count[w]])
+        self.root_rem = sum(rem[0 : count[0]])
         return mass
 
-    def run_seed(self, seed: int, max_draws: int, target: float | None = None,
-                 on_draws: Callable[[int], None] | None = None) -> tuple[np.ndarray, bool]:
+    def run_seed(
+        self, seed: int, max_draws: int, target: float | None = None, on_draws: Callable[[int], None] | None = None
+    ) -> tuple[np.ndarray, bool]:
         """Masses of successive draws for one seed, stopping at ``max_draws``, at ``target`` (if given)
         or when every line of positive mass is drawn; returns ``(masses, exhausted)``.
 
@@ -273,8 +285,8 @@ class CoverageTree:
 
 # ---------------------------------------------------------------- seeds → curve and draws-to-target
 
-def summarize_seeds(runs: Sequence[np.ndarray], exhausted: Sequence[bool], target: float,
-                    n_points: int = 200) -> dict:
+
+def summarize_seeds(runs: Sequence[np.ndarray], exhausted: Sequence[bool], target: float, n_points: int = 200) -> dict:
     """Curve (mean/std of Ω_K over seeds) and draws-to-target statistics from per-seed draw masses.
 
     An exhausted seed's Ω stays at its final value (every further draw adds 0), so its curve is
@@ -286,23 +298,39 @@ def summarize_seeds(runs: Sequence[np.ndarray], exhausted: Sequence[bool], targe
     reached = [k for k in per_seed if k is not None]
     lengths = [len(c) for c, ex in zip(cums, exhausted) if not ex]
     k_end = min(lengths) if lengths else max(len(c) for c in cums)
-    decades = [10 ** j for j in range(13) if 10 ** j <= k_end]
+    decades = [10**j for j in range(13) if 10**j <= k_end]
     ks = np.round(np.logspace(0, math.log10(max(k_end, 1)), n_points)).astype(np.int64)
     ks = np.unique(np.concatenate([ks, decades, [k_end]]))
     ks = ks[(ks >= 1) & (ks <= k_end)]
-    at = np.stack([c[np.minimum(ks, len(c)) - 1] for c in cums])      # (S, points)
+    at = np.stack([c[np.minimum(ks, len(c)) - 1] for c in cums])  # (S, points)
     mean, std = at.mean(0), (at.std(0, ddof=1) if len(cums) > 1 else np.zeros(len(ks)))
     omega_at = {str(k): float(mean[ks == k][0]) for k in decades}
-    return {"draws_to_target": {"per_seed": per_seed, "reached": len(reached), "seeds": len(runs),
-                                "mean": float(np.mean(reached)) if reached else None,
-                                "std": float(np.std(reached, ddof=1)) if len(reached) > 1 else None},
-            "curve": {"k": ks.tolist(), "mean": mean.tolist(), "std": std.tolist()},
-            "omega_at": omega_at, "draws": [len(c) for c in cums],
-            "final_omega": [float(c[-1]) if c.size else 0.0 for c in cums], "exhausted": list(map(bool, exhausted))}
+    return {
+        "draws_to_target": {
+            "per_seed": per_seed,
+            "reached": len(reached),
+            "seeds": len(runs),
+            "mean": float(np.mean(reached)) if reached else None,
+            "std": float(np.std(reached, ddof=1)) if len(reached) > 1 else None,
+        },
+        "curve": {"k": ks.tolist(), "mean": mean.tolist(), "std": std.tolist()},
+        "omega_at": omega_at,
+        "draws": [len(c) for c in cums],
+        "final_omega": [float(c[-1]) if c.size else 0.0 for c in cums],
+        "exhausted": list(map(bool, exhausted)),
+    }
 
 
-def coverage(source: PolicySource, depth: int, seeds: Sequence[int], max_draws: int, target: float = 0.95,
-             until: str = "target", expand_batch: int = 1024, progress_desc: str | None = None) -> dict:
+def coverage(
+    source: PolicySource,
+    depth: int,
+    seeds: Sequence[int],
+    max_draws: int,
+    target: float = 0.95,
+    until: str = "target",
+    expand_batch: int = 1024,
+    progress_desc: str | None = None,
+) -> dict:
     """Ω^N_K for one policy and root over ``seeds`` (one shared, lazily expanded tree); see module docstring.
 
     ``progress_desc`` names a progress bar counting draws (None: no bar); its total is known only for
@@ -324,29 +352,50 @@ def coverage(source: PolicySource, depth: int, seeds: Sequence[int], max_draws: 
     total = time.perf_counter() - t0
     out = summarize_seeds(runs, exhausted, target)
     out["tree"] = {"nodes_expanded": tree.nodes_expanded, "edges": len(tree.edge_mass), "batches": tree.batches}
-    out["seconds"] = {"expand": tree.expand_seconds, "draw": total - tree.expand_seconds,
-                      "cpu": time.process_time() - c0}
+    out["seconds"] = {
+        "expand": tree.expand_seconds,
+        "draw": total - tree.expand_seconds,
+        "cpu": time.process_time() - c0,
+    }
     return out
 
 
 # ---------------------------------------------------------------- CLI
 
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_arguments(parser)
-    parser.add_argument("--position", action="append",
-                        help=f"root: {', '.join(TABIYAS)}, a UCI move list from the start or a FEN; "
-                             f"repeatable (default: all four tabiyas)")
-    parser.add_argument("--depth", type=int, nargs="+", default=[4],
-                        help="line depth N in plies; several (e.g. --depth 3 4) measure each (default 4)")
+    parser.add_argument(
+        "--position",
+        action="append",
+        help=f"root: {', '.join(TABIYAS)}, a UCI move list from the start or a FEN; "
+        f"repeatable (default: all four tabiyas)",
+    )
+    parser.add_argument(
+        "--depth",
+        type=int,
+        nargs="+",
+        default=[4],
+        help="line depth N in plies; several (e.g. --depth 3 4) measure each (default 4)",
+    )
     parser.add_argument("--draws", type=int, default=200_000, help="maximum draws K per seed (default 200000)")
     parser.add_argument("--seeds", type=int, default=10, help="sampling seeds 0..S-1 (default 10; the paper: 100)")
-    parser.add_argument("--target", type=float, default=0.95,
-                        help="coverage whose draws-to-reach are reported (default 0.95)")
-    parser.add_argument("--until", choices=("target", "draws"), default="target",
-                        help="a seed stops at the target (the paper's curves end there) or after --draws")
-    parser.add_argument("--expand-batch", type=int, default=1024,
-                        help="nodes per batched expansion: the needed one + the heaviest unexpanded frontier "
-                             "nodes (default 1024); 0 = the whole frontier (breadth-first). Speed and memory only")
+    parser.add_argument(
+        "--target", type=float, default=0.95, help="coverage whose draws-to-reach are reported (default 0.95)"
+    )
+    parser.add_argument(
+        "--until",
+        choices=("target", "draws"),
+        default="target",
+        help="a seed stops at the target (the paper's curves end there) or after --draws",
+    )
+    parser.add_argument(
+        "--expand-batch",
+        type=int,
+        default=1024,
+        help="nodes per batched expansion: the needed one + the heaviest unexpanded frontier "
+        "nodes (default 1024); 0 = the whole frontier (breadth-first). Speed and memory only",
+    )
     parser.add_argument("--png", metavar="OUT", help="write the coverage curves (one panel per position)")
 
 
@@ -356,11 +405,36 @@ def render(results: list[dict], target: float) -> str:
     rows = []
     for r in results:
         d, om, sec = r["draws_to_target"], r["omega_at"], r["seconds"]
-        rows.append([r.get("depth", ""), r["position"], r["model"], r["play"], draws_cell(r),
-                     *[f"{om[k]:.3g}" if k in om else "" for k in ("1", "10", "100", "1000")],
-                     r["tree"]["nodes_expanded"], f"{sec['expand']:.1f} + {sec['draw']:.1f}"])
-    out.append(markdown_table(["N", "Position", "Model", "Samp.", "Draws to target", "Ω_1", "Ω_10", "Ω_100",
-                               "Ω_1000", "Nodes", "Seconds (expand + draw)"], rows))
+        rows.append(
+            [
+                r.get("depth", ""),
+                r["position"],
+                r["model"],
+                r["play"],
+                draws_cell(r),
+                *[f"{om[k]:.3g}" if k in om else "" for k in ("1", "10", "100", "1000")],
+                r["tree"]["nodes_expanded"],
+                f"{sec['expand']:.1f} + {sec['draw']:.1f}",
+            ]
+        )
+    out.append(
+        markdown_table(
+            [
+                "N",
+                "Position",
+                "Model",
+                "Samp.",
+                "Draws to target",
+                "Ω_1",
+                "Ω_10",
+                "Ω_100",
+                "Ω_1000",
+                "Nodes",
+                "Seconds (expand + draw)",
+            ],
+            rows,
+        )
+    )
     return "\n".join(out)
 
 
@@ -381,15 +455,21 @@ def plot(results: list[dict], positions: list[str], target: float, path: str) ->
     import matplotlib.pyplot as plt  # noqa: PLC0415
 
     depths = sorted({r["depth"] for r in results})
-    fig, axes = plt.subplots(len(depths), len(positions), figsize=(4.5 * len(positions), 3.6 * len(depths)),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        len(depths), len(positions), figsize=(4.5 * len(positions), 3.6 * len(depths)), squeeze=False
+    )
     colors = {}
     for row, depth in zip(axes, depths):
         for ax, pos in zip(row, positions):
             for r in (r for r in results if r["position"] == pos and r["depth"] == depth):
                 c = colors.setdefault(r["model"], f"C{len(colors) % 10}")
-                ax.plot(r["curve"]["k"], r["curve"]["mean"], color=c, ls="--" if r["play"] == "adaptive" else "-",
-                        label=f"{r['model']} ({r['play']})")
+                ax.plot(
+                    r["curve"]["k"],
+                    r["curve"]["mean"],
+                    color=c,
+                    ls="--" if r["play"] == "adaptive" else "-",
+                    label=f"{r['model']} ({r['play']})",
+                )
             ax.axhline(target, color="gray", ls=":", lw=1)
             ax.set_xscale("log")
             ax.set_ylim(0, 1.02)
@@ -419,23 +499,51 @@ def run(args: argparse.Namespace) -> int:
         for depth in args.depth:
             for pos, board in roots:
                 src = NetworkPolicy(models(name), board, mode, args.micro_batch)
-                r = coverage(src, depth, range(args.seeds), args.draws, args.target, args.until, args.expand_batch,
-                             progress_desc=f"coverage depth {depth}")
+                r = coverage(
+                    src,
+                    depth,
+                    range(args.seeds),
+                    args.draws,
+                    args.target,
+                    args.until,
+                    args.expand_batch,
+                    progress_desc=f"coverage depth {depth}",
+                )
                 r["tree"]["positions_evaluated"] = src.positions
                 results.append({"model": name, "play": mode, "position": pos, "depth": depth, **r})
-                print(f"{name} ({mode}) @ {pos}, depth {depth}: draws to target {r['draws_to_target']['per_seed']} "
-                      f"[{r['seconds']['expand']:.1f}s expand, {r['seconds']['draw']:.1f}s draw]", flush=True)
+                print(
+                    f"{name} ({mode}) @ {pos}, depth {depth}: draws to target {r['draws_to_target']['per_seed']} "
+                    f"[{r['seconds']['expand']:.1f}s expand, {r['seconds']['draw']:.1f}s draw]",
+                    flush=True,
+                )
     print(render(results, args.target))
     names = [p for p, _ in roots]
     if args.png:
         plot(results, names, args.target, args.png)
     if args.json:
-        write_json(args.json, {
-            "command": "eval coverage", "depths": args.depth, "max_draws": args.draws,
-            "seeds": list(range(args.seeds)), "target": args.target, "until": args.until,
-            "expand_batch": args.expand_batch,
-            "positions": [{"name": p, "moves": [m.uci() for m in b.move_stack], "fen": b.fen(),
-                           "ply": len(b.move_stack), "legal_moves": b.legal_moves.count()} for p, b in roots],
-            "models": [{"name": n, "play": m} for n, m in zip(args.model, plays)],
-            "results": results, "png": args.png})
+        write_json(
+            args.json,
+            {
+                "command": "eval coverage",
+                "depths": args.depth,
+                "max_draws": args.draws,
+                "seeds": list(range(args.seeds)),
+                "target": args.target,
+                "until": args.until,
+                "expand_batch": args.expand_batch,
+                "positions": [
+                    {
+                        "name": p,
+                        "moves": [m.uci() for m in b.move_stack],
+                        "fen": b.fen(),
+                        "ply": len(b.move_stack),
+                        "legal_moves": b.legal_moves.count(),
+                    }
+                    for p, b in roots
+                ],
+                "models": [{"name": n, "play": m} for n, m in zip(args.model, plays)],
+                "results": results,
+                "png": args.png,
+            },
+        )
     return 0

@@ -29,6 +29,7 @@ JSON (``--json OUT``)::
                  "entropy": {"mean", "se"}, "forward_kl": {"mean", "se", "n_inf"},
                  "reverse_kl": {"mean", "se", "n_inf"}, "cov_k": {"mean", "se"}, "seconds"}]}
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,25 +41,36 @@ import numpy as np
 import torch
 
 from pdx_lightning.chesscore.encoding import GameHistory, encode_rows
-from pdx_lightning.evaluation.play import (ModelCache, PlayModeError, add_model_arguments,
-                                           play_distribution, resolve_play_modes, write_json)
-from pdx_lightning.evaluation.markdown import markdown_table
-from pdx_lightning.nets.inference import device_of, evaluate
 from pdx_lightning.chesscore.moves import index_to_move, legal_mask
 from pdx_lightning.chesscore.policy import entropy, forward_kl, reverse_kl
 from pdx_lightning.chesscore.rules import game_end, ply_cap_reached
+from pdx_lightning.evaluation.markdown import markdown_table
+from pdx_lightning.evaluation.play import (
+    ModelCache,
+    PlayModeError,
+    add_model_arguments,
+    play_distribution,
+    resolve_play_modes,
+    write_json,
+)
+from pdx_lightning.nets.inference import device_of, evaluate
 from pdx_lightning.runtime.progress import progress
 
 
-def policy_diagnostics(log_p: torch.Tensor, log_p_base: torch.Tensor, mask: torch.Tensor,
-                       top_k: int = 5) -> dict[str, torch.Tensor]:
+def policy_diagnostics(
+    log_p: torch.Tensor, log_p_base: torch.Tensor, mask: torch.Tensor, top_k: int = 5
+) -> dict[str, torch.Tensor]:
     """Per position (B,): H(p), KL(π_base‖p), KL(p‖π_base), and p's mass on the base's top-k legal moves."""
     k = min(top_k, log_p_base.shape[1])
-    top = torch.where(mask, log_p_base, float("-inf")).topk(k, dim=1).indices        # (B, k)
-    legal_top = mask.gather(1, top)                                                 # fewer than k legal moves
+    top = torch.where(mask, log_p_base, float("-inf")).topk(k, dim=1).indices  # (B, k)
+    legal_top = mask.gather(1, top)  # fewer than k legal moves
     cov = torch.where(legal_top, log_p.gather(1, top).exp(), torch.zeros_like(legal_top, dtype=log_p.dtype))
-    return {"entropy": entropy(log_p, mask), "forward_kl": forward_kl(log_p_base, log_p, mask),
-            "reverse_kl": reverse_kl(log_p, log_p_base, mask), "cov_k": cov.sum(1)}
+    return {
+        "entropy": entropy(log_p, mask),
+        "forward_kl": forward_kl(log_p_base, log_p, mask),
+        "reverse_kl": reverse_kl(log_p, log_p_base, mask),
+        "cov_k": cov.sum(1),
+    }
 
 
 def clustered_mean(x: np.ndarray, groups: np.ndarray) -> dict:
@@ -69,7 +81,7 @@ def clustered_mean(x: np.ndarray, groups: np.ndarray) -> dict:
     n_groups = len(np.unique(g))
     if n_groups > 1:
         resid = np.bincount(g, weights=x - out["mean"])  # per-game residual sums
-        out["se"] = float(math.sqrt(n_groups / (n_groups - 1) * (resid ** 2).sum()) / x.size)
+        out["se"] = float(math.sqrt(n_groups / (n_groups - 1) * (resid**2).sum()) / x.size)
     return out
 
 
@@ -84,9 +96,18 @@ def _ended(board: chess.Board, legal: list, hist: GameHistory, claim_draws: bool
 
 
 @torch.inference_mode()
-def self_play_diagnostics(model: torch.nn.Module, mode: str, base: torch.nn.Module, games: int = 64,
-                          max_plies: int = 200, seed: int = 0, micro_batch: int = 512, top_k: int = 5,
-                          claim_draws: bool = False, progress_desc: str | None = None) -> dict:
+def self_play_diagnostics(
+    model: torch.nn.Module,
+    mode: str,
+    base: torch.nn.Module,
+    games: int = 64,
+    max_plies: int = 200,
+    seed: int = 0,
+    micro_batch: int = 512,
+    top_k: int = 5,
+    claim_draws: bool = False,
+    progress_desc: str | None = None,
+) -> dict:
     """Play ``games`` self-play games of ``model`` (sampling its ``mode`` play distribution) and
     average :func:`policy_diagnostics` against ``base`` over every position reached.
 
@@ -102,8 +123,8 @@ def self_play_diagnostics(model: torch.nn.Module, mode: str, base: torch.nn.Modu
     live = list(range(games))
     with progress(total=games, desc=progress_desc or "", unit="game", disable=progress_desc is None) as bar:
         while live:
-            x = torch.from_numpy(encode_rows([hist[i].row(boards[i]) for i in live]))       # (L, 112, 8, 8)
-            mask = legal_mask([boards[i] for i in live], [legal[i] for i in live])          # (L, 4288)
+            x = torch.from_numpy(encode_rows([hist[i].row(boards[i]) for i in live]))  # (L, 112, 8, 8)
+            mask = legal_mask([boards[i] for i in live], [legal[i] for i in live])  # (L, 4288)
             log_pi, wdl = evaluate(model, x, mask, micro_batch)
             log_p = play_distribution(log_pi, wdl, mask, mode)
             log_base = log_pi if base is model else evaluate(base, x, mask, micro_batch)[0]
@@ -130,21 +151,29 @@ def self_play_diagnostics(model: torch.nn.Module, mode: str, base: torch.nn.Modu
     out = {k: clustered_mean(np.concatenate(v), groups) for k, v in stats.items()}
     for k in ("entropy", "cov_k"):
         out[k].pop("n_inf")
-    out.update({"positions": int(groups.size), "games": games, "results": results,
-                "plies_mean": float(np.mean([len(b.move_stack) for b in boards])),
-                "seconds": time.perf_counter() - t0})
+    out.update(
+        {
+            "positions": int(groups.size),
+            "games": games,
+            "results": results,
+            "plies_mean": float(np.mean([len(b.move_stack) for b in boards])),
+            "seconds": time.perf_counter() - t0,
+        }
+    )
     return out
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_arguments(parser)
     parser.add_argument("--base", help="the raw reference π_base of the KLs and cov_k (default: the first --model)")
-    parser.add_argument("--games", type=int, default=64,
-                        help="self-play games per model, played in parallel (default 64)")
+    parser.add_argument(
+        "--games", type=int, default=64, help="self-play games per model, played in parallel (default 64)"
+    )
     parser.add_argument("--max-plies", type=int, default=200, help="ply cap of a game (default 200)")
     parser.add_argument("--seed", type=int, default=0, help="sampling seed (the same for every model)")
-    parser.add_argument("--top-k", type=int, default=5,
-                        help="k of cov_k, the mass on the base's top-k moves (default 5)")
+    parser.add_argument(
+        "--top-k", type=int, default=5, help="k of cov_k, the mass on the base's top-k moves (default 5)"
+    )
     parser.add_argument("--claim-draws", action="store_true", help="end games at threefold repetition / 50 moves")
 
 
@@ -153,12 +182,37 @@ def render(base: str, rows: list[dict], top_k: int) -> str:
         s = f"{d['mean']:.3g}" if math.isfinite(d["mean"]) else "–"
         return s + (f" ({d['n_inf']} inf)" if d.get("n_inf") else "")
 
-    return "\n".join([
-        f"## Single-state diagnostics over self-play positions (Table 5 style; base = {base}, raw)", "",
-        markdown_table(["Configuration", "Samp.", "Games", "Positions", "Ent(p)", "KL(π_base‖p)", "KL(p‖π_base)",
-                        f"cov{top_k}"],
-                       [[r["name"], r["play"], r["games"], r["positions"], cell(r["entropy"]), cell(r["forward_kl"]),
-                         cell(r["reverse_kl"]), cell(r["cov_k"])] for r in rows])])
+    return "\n".join(
+        [
+            f"## Single-state diagnostics over self-play positions (Table 5 style; base = {base}, raw)",
+            "",
+            markdown_table(
+                [
+                    "Configuration",
+                    "Samp.",
+                    "Games",
+                    "Positions",
+                    "Ent(p)",
+                    "KL(π_base‖p)",
+                    "KL(p‖π_base)",
+                    f"cov{top_k}",
+                ],
+                [
+                    [
+                        r["name"],
+                        r["play"],
+                        r["games"],
+                        r["positions"],
+                        cell(r["entropy"]),
+                        cell(r["forward_kl"]),
+                        cell(r["reverse_kl"]),
+                        cell(r["cov_k"]),
+                    ]
+                    for r in rows
+                ],
+            ),
+        ]
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -174,13 +228,33 @@ def run(args: argparse.Namespace) -> int:
     models = ModelCache(args.weights, device_of(args.device))
     rows = []
     for name, mode in zip(args.model, plays):
-        r = self_play_diagnostics(models(name), mode, models(base_name), args.games, args.max_plies, args.seed,
-                                  args.micro_batch, args.top_k, args.claim_draws, progress_desc="diagnostics")
+        r = self_play_diagnostics(
+            models(name),
+            mode,
+            models(base_name),
+            args.games,
+            args.max_plies,
+            args.seed,
+            args.micro_batch,
+            args.top_k,
+            args.claim_draws,
+            progress_desc="diagnostics",
+        )
         rows.append({"name": name, "play": mode, **r})
         print(f"{name} ({mode}): {r['positions']} positions in {r['seconds']:.1f}s", flush=True)
     print(render(base_name, rows, args.top_k))
     if args.json:
-        write_json(args.json, {"command": "eval diagnostics", "base": base_name, "games": args.games,
-                               "max_plies": args.max_plies, "seed": args.seed, "top_k": args.top_k,
-                               "claim_draws": args.claim_draws, "models": rows})
+        write_json(
+            args.json,
+            {
+                "command": "eval diagnostics",
+                "base": base_name,
+                "games": args.games,
+                "max_plies": args.max_plies,
+                "seed": args.seed,
+                "top_k": args.top_k,
+                "claim_draws": args.claim_draws,
+                "models": rows,
+            },
+        )
     return 0

@@ -38,6 +38,7 @@ fixed priors — BayesElo's defaults advantage 32.8 Elo and drawelo 97.3 (Davids
 unless the pool has at least ``FIT_NUISANCE_MIN_GAMES`` games; the fit records which was used
 (``EloFit.nuisance``) and the ladder's header says it.
 """
+
 from __future__ import annotations
 
 import math
@@ -52,8 +53,8 @@ C_ELO = math.log(10.0) / 400.0  # natural-logit units per Elo point
 Z95 = 1.959963984540054
 MODELS = ("bayeselo", "davidson")
 ADV_PRIOR_SD = 100.0 * C_ELO  # logit units
-FIT_NUISANCE_MIN_GAMES = 400    # fewer games: advantage and draw parameter held at the defaults below
-DEFAULT_ADVANTAGE = 32.8       # Elo, BayesElo's default eloAdvantage
+FIT_NUISANCE_MIN_GAMES = 400  # fewer games: advantage and draw parameter held at the defaults below
+DEFAULT_ADVANTAGE = 32.8  # Elo, BayesElo's default eloAdvantage
 DEFAULT_DRAW = {"bayeselo": 97.3, "davidson": 0.75}  # BayesElo's default eloDraw; Davidson's matching ν
 NUISANCE_MODES = ("auto", "fit", "fixed")
 DRAW_PRIOR = {"bayeselo": math.log(97.3 * C_ELO), "davidson": math.log(0.75)}  # centre of the log-draw prior
@@ -120,8 +121,11 @@ def _cell_terms(model: str, u: np.ndarray, th: float, counts: np.ndarray):
         d = math.exp(th)
         # log P(W) = logσ(u − d), log P(L) = logσ(−u − d),
         # log P(D) = log(σ(u + d) − σ(u − d)) = logσ(u + d) + logσ(d − u) + log(1 − e^{−2d})
-        ll = (c_w * _logsig(u - d) + c_l * _logsig(-u - d)
-              + c_d * (_logsig(u + d) + _logsig(d - u) + _log1mexp_neg(2.0 * d)))
+        ll = (
+            c_w * _logsig(u - d)
+            + c_l * _logsig(-u - d)
+            + c_d * (_logsig(u + d) + _logsig(d - u) + _log1mexp_neg(2.0 * d))
+        )
         # d/dz logσ(z) = σ(−z), d²/dz² = −σ(z)σ(−z); z = ±u ± d
         terms = [(c_w, u - d, 1.0, -1.0), (c_l, -u - d, -1.0, -1.0), (c_d, u + d, 1.0, 1.0), (c_d, d - u, -1.0, 1.0)]
         g_u = np.zeros_like(u)
@@ -158,8 +162,16 @@ def _cell_terms(model: str, u: np.ndarray, th: float, counts: np.ndarray):
     return ll, g_u, g_t, h_uu, h_ut, h_tt
 
 
-def _objective(x: np.ndarray, counts: np.ndarray, free: np.ndarray, anchor_x: float, model: str,
-               adv_fixed: float | None, draw_fixed: float | None, weak_priors: bool):
+def _objective(
+    x: np.ndarray,
+    counts: np.ndarray,
+    free: np.ndarray,
+    anchor_x: float,
+    model: str,
+    adv_fixed: float | None,
+    draw_fixed: float | None,
+    weak_priors: bool,
+):
     """−log posterior, its gradient and Hessian in ``x`` = [free ratings, (adv), (θ)], logit units."""
     n, k = counts.shape[0], int(free.sum())
     r = np.full(n, anchor_x)
@@ -205,20 +217,20 @@ class EloFit:
     """A fitted pool: ratings (Elo), their 95 % intervals and covariance."""
 
     players: list[str]
-    ratings: np.ndarray          # (n,)
-    stderr: np.ndarray           # (n,), 0 for the anchor
-    cov: np.ndarray              # (n, n)
+    ratings: np.ndarray  # (n,)
+    stderr: np.ndarray  # (n,), 0 for the anchor
+    cov: np.ndarray  # (n, n)
     model: str
     anchor: str
     anchor_rating: float
-    advantage: float             # white advantage, Elo
-    draw: float                  # drawelo (Elo, bayeselo) or ν (davidson)
-    games: np.ndarray            # (n,) games per player (virtual draws excluded)
+    advantage: float  # white advantage, Elo
+    draw: float  # drawelo (Elo, bayeselo) or ν (davidson)
+    games: np.ndarray  # (n,) games per player (virtual draws excluded)
     prior_draws: float
     weak_priors: bool
     nll: float
     extra: dict = field(default_factory=dict)
-    nuisance: str = "fitted"     # how advantage/draw were set: "fitted", "fixed (defaults)", "given"
+    nuisance: str = "fitted"  # how advantage/draw were set: "fitted", "fixed (defaults)", "given"
 
     @property
     def ci95(self) -> np.ndarray:
@@ -239,19 +251,35 @@ class EloFit:
         lo, hi = self.ci95.T
         los_m = self.los_matrix()
         return {
-            "model": self.model, "anchor": self.anchor, "anchor_rating": self.anchor_rating,
-            "advantage": self.advantage, "draw": self.draw, "nuisance": self.nuisance,
-            "prior_draws": self.prior_draws, "nll": self.nll,
-            "ratings": [{"player": p, "elo": float(r), "stderr": float(s), "ci95": [float(a), float(b)],
-                         "games": int(g)}
-                        for p, r, s, a, b, g in zip(self.players, self.ratings, self.stderr, lo, hi, self.games)],
+            "model": self.model,
+            "anchor": self.anchor,
+            "anchor_rating": self.anchor_rating,
+            "advantage": self.advantage,
+            "draw": self.draw,
+            "nuisance": self.nuisance,
+            "prior_draws": self.prior_draws,
+            "nll": self.nll,
+            "ratings": [
+                {"player": p, "elo": float(r), "stderr": float(s), "ci95": [float(a), float(b)], "games": int(g)}
+                for p, r, s, a, b, g in zip(self.players, self.ratings, self.stderr, lo, hi, self.games)
+            ],
             "los": matrix_dict(self.players, los_m),
         }
 
 
-def fit_elo(players: list[str], counts: np.ndarray, *, model: str = "bayeselo", anchor: str | None = None,
-            anchor_rating: float = 0.0, advantage: float | None = None, draw: float | None = None,
-            prior_draws: float = 2.0, weak_priors: bool = True, nuisance: str = "auto") -> EloFit:
+def fit_elo(
+    players: list[str],
+    counts: np.ndarray,
+    *,
+    model: str = "bayeselo",
+    anchor: str | None = None,
+    anchor_rating: float = 0.0,
+    advantage: float | None = None,
+    draw: float | None = None,
+    prior_draws: float = 2.0,
+    weak_priors: bool = True,
+    nuisance: str = "auto",
+) -> EloFit:
     """Fit ratings to ``counts`` (n, n, 3) = (W, D, L) of i as White vs j as Black.
 
     ``anchor`` (default the first player) is fixed at ``anchor_rating``;
@@ -267,8 +295,7 @@ def fit_elo(players: list[str], counts: np.ndarray, *, model: str = "bayeselo", 
         raise EloFitError(f"unknown nuisance mode {nuisance!r}; modes: {', '.join(NUISANCE_MODES)}")
     counts = np.asarray(counts, dtype=np.float64)
     how = "given" if advantage is not None and draw is not None else "fitted"
-    if how == "fitted" and (nuisance == "fixed"
-                            or (nuisance == "auto" and counts.sum() < FIT_NUISANCE_MIN_GAMES)):
+    if how == "fitted" and (nuisance == "fixed" or (nuisance == "auto" and counts.sum() < FIT_NUISANCE_MIN_GAMES)):
         how = "fixed (defaults)" if advantage is None and draw is None else "fixed (defaults) + given"
         advantage = DEFAULT_ADVANTAGE if advantage is None else advantage
         draw = DEFAULT_DRAW[model] if draw is None else draw
@@ -310,8 +337,14 @@ def fit_elo(players: list[str], counts: np.ndarray, *, model: str = "bayeselo", 
         return f * scale, g * scale
 
     # Newton with a trust region on the exact Hessian: a handful of iterations to machine precision
-    res = scipy.optimize.minimize(fun, x0, jac=True, hess=lambda x: _objective(x, *args)[2] * scale,
-                                  method="trust-exact", options={"gtol": 1e-9, "maxiter": 200})
+    res = scipy.optimize.minimize(
+        fun,
+        x0,
+        jac=True,
+        hess=lambda x: _objective(x, *args)[2] * scale,
+        method="trust-exact",
+        options={"gtol": 1e-9, "maxiter": 200},
+    )
     hess = _objective(res.x, *args)[2]
     try:
         cov_x = np.linalg.inv(hess)
@@ -320,11 +353,15 @@ def fit_elo(players: list[str], counts: np.ndarray, *, model: str = "bayeselo", 
         ok = False
     converged = bool(res.success or float(np.abs(res.jac).max()) < 1e-8)  # "precision loss" at the optimum is fine
     if not converged:
-        raise EloFitError(f"the Elo fit did not converge ({res.message}); with prior_draws=0 or "
-                          f"weak_priors=False an unbeaten or winless player has no finite rating")
+        raise EloFitError(
+            f"the Elo fit did not converge ({res.message}); with prior_draws=0 or "
+            f"weak_priors=False an unbeaten or winless player has no finite rating"
+        )
     if not ok:
-        raise EloFitError("the information matrix is singular: the pool is disconnected or a player is "
-                          "unbeaten/winless; use prior_draws > 0 or more games")
+        raise EloFitError(
+            "the information matrix is singular: the pool is disconnected or a player is "
+            "unbeaten/winless; use prior_draws > 0 or more games"
+        )
     ratings = np.full(n, anchor_rating, dtype=np.float64)
     ratings[free] = res.x[: n - 1] / C_ELO
     cov = np.zeros((n, n))
@@ -337,10 +374,23 @@ def fit_elo(players: list[str], counts: np.ndarray, *, model: str = "bayeselo", 
         d = math.exp(res.x[pos]) / C_ELO if model == "bayeselo" else math.exp(res.x[pos])
     else:
         d = float(draw)
-    return EloFit(list(players), ratings, np.sqrt(np.diag(cov)), cov, model, anchor, anchor_rating,
-                  float(adv), float(d), games.astype(np.int64), prior_draws, weak_priors, float(res.fun) / scale,
-                  extra={"converged": converged, "message": str(res.message), "iterations": int(res.nit)},
-                  nuisance=how)
+    return EloFit(
+        list(players),
+        ratings,
+        np.sqrt(np.diag(cov)),
+        cov,
+        model,
+        anchor,
+        anchor_rating,
+        float(adv),
+        float(d),
+        games.astype(np.int64),
+        prior_draws,
+        weak_priors,
+        float(res.fun) / scale,
+        extra={"converged": converged, "message": str(res.message), "iterations": int(res.nit)},
+        nuisance=how,
+    )
 
 
 def pair_record(counts: np.ndarray, i: int, j: int) -> tuple[int, int, int]:
@@ -353,8 +403,10 @@ def pair_record(counts: np.ndarray, i: int, j: int) -> tuple[int, int, int]:
 
 def matrix_dict(players: list[str], m: np.ndarray) -> dict:
     """``{row player: {column player: value}}`` with None for NaN (JSON-ready)."""
-    return {p: {q: (None if math.isnan(m[i, j]) else float(m[i, j])) for j, q in enumerate(players)}
-            for i, p in enumerate(players)}
+    return {
+        p: {q: (None if math.isnan(m[i, j]) else float(m[i, j])) for j, q in enumerate(players)}
+        for i, p in enumerate(players)
+    }
 
 
 def direct_los_matrix(counts: np.ndarray) -> np.ndarray:
@@ -381,8 +433,20 @@ def head_to_head(players: list[str], counts: np.ndarray, base: str) -> list[dict
         if n == 0:
             continue
         e, e_lo, e_hi = (v if math.isfinite(v) else None for v in score_elo(w, d, lo))  # None: 0 % / 100 %
-        rows.append({"player": p, "opponent": base, "games": n, "w": w, "d": d, "l": lo,
-                     "score": (w + 0.5 * d) / n, "los": los(w, lo), "elo": e, "elo_ci95": [e_lo, e_hi]})
+        rows.append(
+            {
+                "player": p,
+                "opponent": base,
+                "games": n,
+                "w": w,
+                "d": d,
+                "l": lo,
+                "score": (w + 0.5 * d) / n,
+                "los": los(w, lo),
+                "elo": e,
+                "elo_ci95": [e_lo, e_hi],
+            }
+        )
     return rows
 
 
@@ -395,17 +459,27 @@ def ladder_markdown(fit: EloFit, counts: np.ndarray, base: str | None = None) ->
     players = fit.players
     order = np.argsort(-fit.ratings)
     drawname = "drawelo" if fit.model == "bayeselo" else "ν"
-    out = [f"### Ladder ({fit.model}; {fit.anchor} fixed at {fit.anchor_rating:g}; white adv "
-           f"{fit.advantage:+.1f}, {drawname} {fit.draw:.3g} ({fit.nuisance}); prior {fit.prior_draws:g} "
-           f"virtual draws/pair)", "",
-           f"Ladder Elo: the {fit.model} model fitted to every game of the pool (its Elo scale spreads wider "
-           f"than a plain score Elo when there are many draws). The pairs table's ΔElo is the logistic score "
-           f"Elo of that pair's direct record alone, so the two differ by construction.",
-           ""]
+    out = [
+        f"### Ladder ({fit.model}; {fit.anchor} fixed at {fit.anchor_rating:g}; white adv "
+        f"{fit.advantage:+.1f}, {drawname} {fit.draw:.3g} ({fit.nuisance}); prior {fit.prior_draws:g} "
+        f"virtual draws/pair)",
+        "",
+        f"Ladder Elo: the {fit.model} model fitted to every game of the pool (its Elo scale spreads wider "
+        f"than a plain score Elo when there are many draws). The pairs table's ΔElo is the logistic score "
+        f"Elo of that pair's direct record alone, so the two differ by construction.",
+        "",
+    ]
     lo, hi = fit.ci95.T
-    ladder = [[rank, players[i], f"{fit.ratings[i]:+.1f}",
-               "anchor" if players[i] == fit.anchor else f"[{lo[i]:+.1f}, {hi[i]:+.1f}]", fit.games[i]]
-              for rank, i in enumerate(order, 1)]
+    ladder = [
+        [
+            rank,
+            players[i],
+            f"{fit.ratings[i]:+.1f}",
+            "anchor" if players[i] == fit.anchor else f"[{lo[i]:+.1f}, {hi[i]:+.1f}]",
+            fit.games[i],
+        ]
+        for rank, i in enumerate(order, 1)
+    ]
     out.append(markdown_table(["#", "player", "Elo", "95% CI", "games"], ladder, right={2, 4}))
     pairs = []
     for i in range(len(players)):
@@ -414,19 +488,48 @@ def ladder_markdown(fit: EloFit, counts: np.ndarray, base: str | None = None) ->
             n = w + d + l_
             if n:
                 e, e_lo, e_hi = score_elo(w, d, l_)
-                pairs.append([players[i], players[j], n, f"{w}–{d}–{l_}", f"{(w + d / 2) / n:.3f}",
-                              f"{los(w, l_):.3f}", f"{_f(e)} [{_f(e_lo)}, {_f(e_hi)}]"])
-    out += ["", "### Pairs", "",
-            markdown_table(["A", "B", "games", "W–D–L (A)", "score", "LOS", "ΔElo (score, this pair)"], pairs,
-                           right={2, 4, 5})]
+                pairs.append(
+                    [
+                        players[i],
+                        players[j],
+                        n,
+                        f"{w}–{d}–{l_}",
+                        f"{(w + d / 2) / n:.3f}",
+                        f"{los(w, l_):.3f}",
+                        f"{_f(e)} [{_f(e_lo)}, {_f(e_hi)}]",
+                    ]
+                )
+    out += [
+        "",
+        "### Pairs",
+        "",
+        markdown_table(
+            ["A", "B", "games", "W–D–L (A)", "score", "LOS", "ΔElo (score, this pair)"], pairs, right={2, 4, 5}
+        ),
+    ]
     if base is not None:
-        out += ["", f"### Head-to-head vs {base}", "",
-                markdown_table(["player", "games", "W–D–L", "score", "LOS"],
-                               [[r["player"], r["games"], f"{r['w']}–{r['d']}–{r['l']}", f"{r['score']:.3f}",
-                                 f"{r['los']:.3f}"] for r in head_to_head(players, counts, base)], right={1, 3, 4})]
+        out += [
+            "",
+            f"### Head-to-head vs {base}",
+            "",
+            markdown_table(
+                ["player", "games", "W–D–L", "score", "LOS"],
+                [
+                    [r["player"], r["games"], f"{r['w']}–{r['d']}–{r['l']}", f"{r['score']:.3f}", f"{r['los']:.3f}"]
+                    for r in head_to_head(players, counts, base)
+                ],
+                right={1, 3, 4},
+            ),
+        ]
     m = fit.los_matrix()
-    out += ["", "### LOS matrix (row better than column, from the fit)", "",
-            markdown_table(["", *(players[j] for j in order)],
-                           [[players[i], *(_f(m[i, j], "{:.3f}") for j in order)] for i in order],
-                           right=range(1, len(players) + 1))]
+    out += [
+        "",
+        "### LOS matrix (row better than column, from the fit)",
+        "",
+        markdown_table(
+            ["", *(players[j] for j in order)],
+            [[players[i], *(_f(m[i, j], "{:.3f}") for j in order)] for i in order],
+            right=range(1, len(players) + 1),
+        ),
+    ]
     return "\n".join(out) + "\n"

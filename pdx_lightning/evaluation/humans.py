@@ -43,13 +43,14 @@ JSON (``--json``)::
      "paired": [{"baseline", "model", "overall": {positions, gained, lost, mcnemar_p, top1_diff,
                  nll_diff, nll_diff_ci}, "by_rating": [...], ...}], "seconds", "positions_per_s"}
 """
+
 from __future__ import annotations
 
 import argparse
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import chess
 import numpy as np
@@ -57,12 +58,17 @@ import torch
 
 from pdx_lightning.chesscore.encoding import EncodedRow, encode_rows, row_from_board
 from pdx_lightning.chesscore.moves import indices_mask, legal_indices, move_to_index
+from pdx_lightning.chesscore.pgn_games import (
+    TIME_CONTROLS,
+    HumanGame,
+    MoveFilter,
+    ReadStats,
+    add_filter_arguments,
+    read_games,
+)
 from pdx_lightning.errors import UserError
-from pdx_lightning.chesscore.pgn_games import (TIME_CONTROLS, HumanGame, MoveFilter, ReadStats, add_filter_arguments,
-                                           read_games)
 from pdx_lightning.evaluation.markdown import markdown_table
-from pdx_lightning.evaluation.stats import (bin_edges_labels, mcnemar_exact, mean_interval_moments,
-                                            wilson_interval)
+from pdx_lightning.evaluation.stats import bin_edges_labels, mcnemar_exact, mean_interval_moments, wilson_interval
 from pdx_lightning.nets.arguments import add_network_arguments
 from pdx_lightning.nets.inference import device_of, evaluate
 from pdx_lightning.runtime.jsonio import write_json
@@ -95,44 +101,51 @@ class Axis:
 
 
 def axes_for(bins: Sequence[float]) -> list[Axis]:
-    return [Axis("overall", ["all"]),
-            Axis("rating", [lab for *_, lab in bin_edges_labels(bins)] + ["unrated"]),
-            Axis("time_control", list(TIME_CONTROLS)), Axis("clock", list(CLOCK_LABELS)),
-            Axis("phase", phase_labels())]
+    return [
+        Axis("overall", ["all"]),
+        Axis("rating", [lab for *_, lab in bin_edges_labels(bins)] + ["unrated"]),
+        Axis("time_control", list(TIME_CONTROLS)),
+        Axis("clock", list(CLOCK_LABELS)),
+        Axis("phase", phase_labels()),
+    ]
 
 
-def position_codes(ratings: np.ndarray, speeds: np.ndarray, clocks: np.ndarray, plies: np.ndarray,
-                   bins: Sequence[float]) -> dict[str, np.ndarray]:
+def position_codes(
+    ratings: np.ndarray, speeds: np.ndarray, clocks: np.ndarray, plies: np.ndarray, bins: Sequence[float]
+) -> dict[str, np.ndarray]:
     """Each position's bin index on every axis of :func:`axes_for` (NaN rating: ``unrated``; NaN clock:
     ``none``)."""
     n_rating = len(bins) + 1
     rating = np.searchsorted(np.asarray(bins, float), ratings, side="right")
     clock = np.searchsorted(np.asarray(CLOCK_EDGES), clocks, side="right")
-    return {"overall": np.zeros(len(plies), np.int64),
-            "rating": np.where(np.isnan(ratings), n_rating, rating).astype(np.int64),
-            "time_control": speeds.astype(np.int64),
-            "clock": np.where(np.isnan(clocks), len(CLOCK_LABELS) - 1, clock).astype(np.int64),
-            "phase": np.searchsorted(np.asarray(PHASE_EDGES), plies, side="right").astype(np.int64)}
+    return {
+        "overall": np.zeros(len(plies), np.int64),
+        "rating": np.where(np.isnan(ratings), n_rating, rating).astype(np.int64),
+        "time_control": speeds.astype(np.int64),
+        "clock": np.where(np.isnan(clocks), len(CLOCK_LABELS) - 1, clock).astype(np.int64),
+        "phase": np.searchsorted(np.asarray(PHASE_EDGES), plies, side="right").astype(np.int64),
+    }
 
 
 @dataclass
 class MatchScores:
     """Per model (M) and position (B): top-k matches and NLL of the human move."""
 
-    top: dict[int, np.ndarray]   # k -> (M, B) bool
-    nll: np.ndarray              # (M, B) float64, nats
+    top: dict[int, np.ndarray]  # k -> (M, B) bool
+    nll: np.ndarray  # (M, B) float64, nats
 
 
 @torch.inference_mode()
-def score_positions(models: Sequence[torch.nn.Module], x: torch.Tensor, mask: torch.Tensor,
-                    human: torch.Tensor, micro_batch: int = 512) -> MatchScores:
+def score_positions(
+    models: Sequence[torch.nn.Module], x: torch.Tensor, mask: torch.Tensor, human: torch.Tensor, micro_batch: int = 512
+) -> MatchScores:
     """Match and NLL of the human moves ``human`` (B,) policy indices, legal under ``mask`` (B, P)."""
     top = {k: [] for k in TOP_K}
     nll = []
     for model in models:
-        logp, _ = evaluate(model, x, mask, micro_batch)                 # (B, P), -inf off the legal moves
-        lp = logp.gather(1, human[:, None])[:, 0]                       # (B,)
-        rank = (logp > lp[:, None]).sum(1) + 1                          # (B,)
+        logp, _ = evaluate(model, x, mask, micro_batch)  # (B, P), -inf off the legal moves
+        lp = logp.gather(1, human[:, None])[:, 0]  # (B,)
+        rank = (logp > lp[:, None]).sum(1) + 1  # (B,)
         for k in TOP_K:
             top[k].append((logp.argmax(1) == human) if k == 1 else rank <= k)
         nll.append(-lp.double())
@@ -153,9 +166,9 @@ class Tally:
 
     def add(self, codes: dict[str, np.ndarray], s: MatchScores) -> None:
         t1 = s.top[1]
-        per = np.stack([np.ones_like(s.nll), t1, s.top[3], s.top[5], s.nll, s.nll ** 2], -1)   # (M, B, F)
+        per = np.stack([np.ones_like(s.nll), t1, s.top[3], s.top[5], s.nll, s.nll**2], -1)  # (M, B, F)
         d = s.nll - s.nll[:1]
-        pair = np.stack([t1 & ~t1[:1], ~t1 & t1[:1], d, d ** 2], -1).astype(np.float64)     # (M, B, 4)
+        pair = np.stack([t1 & ~t1[:1], ~t1 & t1[:1], d, d**2], -1).astype(np.float64)  # (M, B, 4)
         for a in self.axes:
             np.add.at(self.counts[a.name], codes[a.name], per.transpose(1, 0, 2))
             np.add.at(self.paired[a.name], codes[a.name], pair.transpose(1, 0, 2))
@@ -175,15 +188,22 @@ class Tally:
         n = int(self.counts[axis][j, m, 0])
         gained, lost, dsum, dsq = self.paired[axis][j, m]
         d, lo, hi = mean_interval_moments(n, float(dsum), float(dsq))
-        return {"positions": n, "gained": int(gained), "lost": int(lost),
-                "mcnemar_p": mcnemar_exact(int(gained), int(lost)),
-                "top1_diff": float((gained - lost) / n) if n else math.nan, "nll_diff": d, "nll_diff_ci": [lo, hi]}
+        return {
+            "positions": n,
+            "gained": int(gained),
+            "lost": int(lost),
+            "mcnemar_p": mcnemar_exact(int(gained), int(lost)),
+            "top1_diff": float((gained - lost) / n) if n else math.nan,
+            "nll_diff": d,
+            "nll_diff_ci": [lo, hi],
+        }
 
     def _breakdowns(self, m: int, fn) -> dict:
         out = {"overall": fn("overall", 0, m)}
         for a in self.axes[1:]:
-            out[f"by_{a.name}"] = [{"bin": lab, **fn(a.name, j, m)} for j, lab in enumerate(a.labels)
-                                   if self.counts[a.name][j, m, 0] > 0]
+            out[f"by_{a.name}"] = [
+                {"bin": lab, **fn(a.name, j, m)} for j, lab in enumerate(a.labels) if self.counts[a.name][j, m, 0] > 0
+            ]
         return out
 
     def summary(self, m: int) -> dict:
@@ -194,6 +214,7 @@ class Tally:
 
 
 # ---------------------------------------------------------------- streaming
+
 
 @dataclass
 class _Pending:
@@ -236,9 +257,16 @@ def game_positions(game: HumanGame, filt: MoveFilter, skipped: dict[str, int]):
         board.push(move)
 
 
-def evaluate_games(models: Sequence[torch.nn.Module], games, filt: MoveFilter, read: ReadStats,
-                   bins: Sequence[float] = RATING_BINS, batch: int = 1024, micro_batch: int = 512,
-                   progress_desc: str | None = None) -> HumanEvalResult:
+def evaluate_games(
+    models: Sequence[torch.nn.Module],
+    games,
+    filt: MoveFilter,
+    read: ReadStats,
+    bins: Sequence[float] = RATING_BINS,
+    batch: int = 1024,
+    micro_batch: int = 512,
+    progress_desc: str | None = None,
+) -> HumanEvalResult:
     """Score every kept position of ``games`` (an iterable of :class:`HumanGame`) with every model."""
     t0 = time.perf_counter()
     tally = Tally(len(models), axes_for(bins))
@@ -251,10 +279,18 @@ def evaluate_games(models: Sequence[torch.nn.Module], games, filt: MoveFilter, r
         nonlocal pend
         if not pend:
             return
-        x = torch.from_numpy(encode_rows(pend.rows))                   # (B, 112, 8, 8)
+        x = torch.from_numpy(encode_rows(pend.rows))  # (B, 112, 8, 8)
         s = score_positions(models, x, indices_mask(pend.legal), torch.tensor(pend.human), micro_batch)
-        tally.add(position_codes(np.array(pend.rating, float), np.array(pend.speed), np.array(pend.clock, float),
-                                 np.array(pend.ply), bins), s)
+        tally.add(
+            position_codes(
+                np.array(pend.rating, float),
+                np.array(pend.speed),
+                np.array(pend.clock, float),
+                np.array(pend.ply),
+                bins,
+            ),
+            s,
+        )
         bar.update(len(pend))
         pend = _Pending()
 
@@ -282,6 +318,7 @@ def evaluate_games(models: Sequence[torch.nn.Module], games, filt: MoveFilter, r
 
 # ---------------------------------------------------------------- report
 
+
 def fmt_rate(g: dict, key: str) -> str:
     lo, hi = g[f"{key}_ci"]
     return f"{100 * g[key]:.1f} ± {50 * (hi - lo):.1f}"
@@ -289,59 +326,122 @@ def fmt_rate(g: dict, key: str) -> str:
 
 def render(labels: list[str], summaries: list[dict], paired: list[dict]) -> str:
     """Markdown: overall, then each breakdown (top-1 % per model), then the pairings with the first."""
-    out = ["## Human move matching (top-k: % of human moves in the model's k most probable; ± half the 95% "
-           "Wilson interval; NLL in nats)", "",
-           markdown_table(["Model", "positions", "top-1 (%)", "top-3 (%)", "top-5 (%)", "NLL"],
-                          [[lab, s["overall"]["positions"], fmt_rate(s["overall"], "top1"),
-                            fmt_rate(s["overall"], "top3"), fmt_rate(s["overall"], "top5"),
-                            f"{s['overall']['nll']:.3f}"] for lab, s in zip(labels, summaries)])]
-    titles = {"rating": "mover's rating", "time_control": "time control (Lichess speed)",
-              "clock": "mover's clock before the move", "phase": "ply of the position"}
+    out = [
+        "## Human move matching (top-k: % of human moves in the model's k most probable; ± half the 95% "
+        "Wilson interval; NLL in nats)",
+        "",
+        markdown_table(
+            ["Model", "positions", "top-1 (%)", "top-3 (%)", "top-5 (%)", "NLL"],
+            [
+                [
+                    lab,
+                    s["overall"]["positions"],
+                    fmt_rate(s["overall"], "top1"),
+                    fmt_rate(s["overall"], "top3"),
+                    fmt_rate(s["overall"], "top5"),
+                    f"{s['overall']['nll']:.3f}",
+                ]
+                for lab, s in zip(labels, summaries)
+            ],
+        ),
+    ]
+    titles = {
+        "rating": "mover's rating",
+        "time_control": "time control (Lichess speed)",
+        "clock": "mover's clock before the move",
+        "phase": "ply of the position",
+    }
     for axis, title in titles.items():
         key = f"by_{axis}"
         bins = [b["bin"] for b in summaries[0][key]]
         cell = {(i, b["bin"]): b for i, s in enumerate(summaries) for b in s[key]}
-        out += ["", f"### By {title}: top-1 (%) / NLL", "",
-                markdown_table(["Bin", "positions", *labels],
-                               [[b, cell[0, b]["positions"], *[f"{100 * cell[i, b]['top1']:.1f} / "
-                                                               f"{cell[i, b]['nll']:.2f}" for i in range(len(labels))]]
-                                for b in bins])]
+        out += [
+            "",
+            f"### By {title}: top-1 (%) / NLL",
+            "",
+            markdown_table(
+                ["Bin", "positions", *labels],
+                [
+                    [
+                        b,
+                        cell[0, b]["positions"],
+                        *[f"{100 * cell[i, b]['top1']:.1f} / {cell[i, b]['nll']:.2f}" for i in range(len(labels))],
+                    ]
+                    for b in bins
+                ],
+            ),
+        ]
     if paired:
-        out += ["", f"### Paired with {labels[0]} on the same positions (top-1: exact McNemar; ΔNLL: 95% t)", "",
-                markdown_table(["Model", "Δtop-1 (pts)", "gained", "lost", "McNemar p", "ΔNLL (nats)"],
-                               [[p["label"], f"{100 * p['overall']['top1_diff']:+.2f}", p["overall"]["gained"],
-                                 p["overall"]["lost"], f"{p['overall']['mcnemar_p']:.3g}",
-                                 f"{p['overall']['nll_diff']:+.3f} [{p['overall']['nll_diff_ci'][0]:+.3f}, "
-                                 f"{p['overall']['nll_diff_ci'][1]:+.3f}]"] for p in paired])]
+        out += [
+            "",
+            f"### Paired with {labels[0]} on the same positions (top-1: exact McNemar; ΔNLL: 95% t)",
+            "",
+            markdown_table(
+                ["Model", "Δtop-1 (pts)", "gained", "lost", "McNemar p", "ΔNLL (nats)"],
+                [
+                    [
+                        p["label"],
+                        f"{100 * p['overall']['top1_diff']:+.2f}",
+                        p["overall"]["gained"],
+                        p["overall"]["lost"],
+                        f"{p['overall']['mcnemar_p']:.3g}",
+                        f"{p['overall']['nll_diff']:+.3f} [{p['overall']['nll_diff_ci'][0]:+.3f}, "
+                        f"{p['overall']['nll_diff_ci'][1]:+.3f}]",
+                    ]
+                    for p in paired
+                ],
+            ),
+        ]
     return "\n".join(out)
 
 
 # ---------------------------------------------------------------- CLI
+
 
 def _floats(text: str) -> list[float]:
     return [float(v) for v in text.split(",")]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_network_arguments(parser, "model name or file (base:maia-1900, base:small, .ckpt, .pt, .pb.gz); repeat to "
-                                  "compare (paired statistics are against the first)")
-    parser.add_argument("--label", action="append",
-                        help="a name per --model for the tables and JSON, same order (default: the model string)")
-    parser.add_argument("--pgn", action="append", required=True,
-                        help="PGN file (.pgn or .pgn.zst, e.g. a Lichess monthly dump); repeatable")
-    add_filter_arguments(parser, skip_plies=SKIP_PLIES, min_clock=MIN_CLOCK,
-                         skip_why="10: the opening cut Maia's move-matching is commonly described with, "
-                                  "McIlroy-Young et al. 2020; book moves say little",
-                         clock_why="30: Maia drops moves under 30 s")
+    add_network_arguments(
+        parser,
+        "model name or file (base:maia-1900, base:small, .ckpt, .pt, .pb.gz); repeat to "
+        "compare (paired statistics are against the first)",
+    )
+    parser.add_argument(
+        "--label",
+        action="append",
+        help="a name per --model for the tables and JSON, same order (default: the model string)",
+    )
+    parser.add_argument(
+        "--pgn",
+        action="append",
+        required=True,
+        help="PGN file (.pgn or .pgn.zst, e.g. a Lichess monthly dump); repeatable",
+    )
+    add_filter_arguments(
+        parser,
+        skip_plies=SKIP_PLIES,
+        min_clock=MIN_CLOCK,
+        skip_why="10: the opening cut Maia's move-matching is commonly described with, "
+        "McIlroy-Young et al. 2020; book moves say little",
+        clock_why="30: Maia drops moves under 30 s",
+    )
     parser.add_argument("--max-games", type=int, help="read at most this many games of each file")
-    parser.add_argument("--skip-bad", action="store_true",
-                        help="skip and count unusable games instead of failing on the first: malformed or "
-                             "illegal moves, variants, SetUp/FEN games, impossible TimeControl/WhiteElo/BlackElo "
-                             "values, bad [%%clk] comments, a { comment left open into the next game (counts by "
-                             "reason in the summary line and JSON games.skipped_bad)")
-    parser.add_argument("--bins", type=_floats, default=list(RATING_BINS),
-                        help="inner edges of the mover's-rating bins, comma-separated (default: 1000,1100,...,"
-                             "2500)")
+    parser.add_argument(
+        "--skip-bad",
+        action="store_true",
+        help="skip and count unusable games instead of failing on the first: malformed or "
+        "illegal moves, variants, SetUp/FEN games, impossible TimeControl/WhiteElo/BlackElo "
+        "values, bad [%%clk] comments, a { comment left open into the next game (counts by "
+        "reason in the summary line and JSON games.skipped_bad)",
+    )
+    parser.add_argument(
+        "--bins",
+        type=_floats,
+        default=list(RATING_BINS),
+        help="inner edges of the mover's-rating bins, comma-separated (default: 1000,1100,...,2500)",
+    )
     parser.add_argument("--batch", type=int, default=1024, help="positions encoded and scored together")
     parser.add_argument("--json", metavar="OUT", help="write the results as JSON (schema in the module docstring)")
 
@@ -360,35 +460,55 @@ def run(args: argparse.Namespace) -> int:
     if args.batch < 1 or args.micro_batch < 1:
         raise HumansArgumentError("--batch and --micro-batch must be >= 1")
     try:
-        filt = MoveFilter(skip_plies=args.skip_plies, min_clock=args.min_clock or None,
-                          rating_min=args.rating_min, rating_max=args.rating_max,
-                          time_controls=tuple(args.time_control) if args.time_control else None)
+        filt = MoveFilter(
+            skip_plies=args.skip_plies,
+            min_clock=args.min_clock or None,
+            rating_min=args.rating_min,
+            rating_max=args.rating_max,
+            time_controls=tuple(args.time_control) if args.time_control else None,
+        )
         bin_edges_labels(args.bins)
     except ValueError as e:
         raise HumansArgumentError(str(e)) from None
     device = device_of(args.device)
     models = [load_model(name, weights=args.weights).to(device).eval() for name in args.model]
     read = ReadStats()
-    res = evaluate_games(models, _games(args, read), filt, read, args.bins, args.batch, args.micro_batch,
-                         progress_desc="humans")
+    res = evaluate_games(
+        models, _games(args, read), filt, read, args.bins, args.batch, args.micro_batch, progress_desc="humans"
+    )
     games = {"read": read.games, "used": res.games_used, **{k: v for k, v in read.to_dict().items() if k != "games"}}
-    print(f"games: {read.games} read, {res.games_used} used, {read.empty} empty, skipped "
-          f"{sum(read.skipped.values())} bad {read.skipped}; positions: {res.positions} scored, skipped "
-          f"{res.skipped}")
+    print(
+        f"games: {read.games} read, {res.games_used} used, {read.empty} empty, skipped "
+        f"{sum(read.skipped.values())} bad {read.skipped}; positions: {res.positions} scored, skipped "
+        f"{res.skipped}"
+    )
     if not res.positions:
         print("no positions to score")
         return 1
     summaries = [res.tally.summary(m) for m in range(len(models))]
-    paired = [{"baseline": labels[0], "model": args.model[m], "label": labels[m], **res.tally.compare(m)}
-              for m in range(1, len(models))]
+    paired = [
+        {"baseline": labels[0], "model": args.model[m], "label": labels[m], **res.tally.compare(m)}
+        for m in range(1, len(models))
+    ]
     print(render(labels, summaries, paired))
     if args.json:
-        write_json(args.json, {
-            "command": "eval humans", "pgn": list(args.pgn), "filters": filt.to_dict(), "games": games,
-            "positions_skipped": res.skipped, "bins": list(args.bins),
-            "match_rule": "top-1: argmax = human move; top-k: 1 + #moves strictly more probable <= k",
-            "models": [{"name": n, "label": lab, "weights": args.weights, **s}
-                       for n, lab, s in zip(args.model, labels, summaries)],
-            "paired": paired, "seconds": res.seconds,
-            "positions_per_s": res.positions * len(models) / res.seconds if res.seconds > 0 else math.nan})
+        write_json(
+            args.json,
+            {
+                "command": "eval humans",
+                "pgn": list(args.pgn),
+                "filters": filt.to_dict(),
+                "games": games,
+                "positions_skipped": res.skipped,
+                "bins": list(args.bins),
+                "match_rule": "top-1: argmax = human move; top-k: 1 + #moves strictly more probable <= k",
+                "models": [
+                    {"name": n, "label": lab, "weights": args.weights, **s}
+                    for n, lab, s in zip(args.model, labels, summaries)
+                ],
+                "paired": paired,
+                "seconds": res.seconds,
+                "positions_per_s": res.positions * len(models) / res.seconds if res.seconds > 0 else math.nan,
+            },
+        )
     return 0

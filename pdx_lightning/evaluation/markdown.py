@@ -1,5 +1,6 @@
 """The one Markdown table builder: the eval tools' tables, the arena's ladder (``elo.ladder_markdown``) and
 ``pdx report``'s tables (:mod:`pdx_lightning.experiments.report`) all go through :func:`markdown_table`."""
+
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence

@@ -13,6 +13,7 @@
   units, s0 and s1 the expected unit scores under H0 and H1), stopped at the Wald bounds
   ``log(β/(1−α))`` and ``log((1−β)/α)``. An approximation (Van den Bergh's), stated as such.
 """
+
 from __future__ import annotations
 
 import math
@@ -31,13 +32,14 @@ def elo_to_score(elo: float) -> float:
 @dataclass(frozen=True)
 class MatchSummary:
     """A's record against B and the numbers derived from it."""
+
     a: str
     b: str
     wins: int
     losses: int
     draws: int
     elo: float
-    elo_error: float      # half-width of the 95 % interval, as cutechess prints "+/-"
+    elo_error: float  # half-width of the 95 % interval, as cutechess prints "+/-"
     los: float
     draw_ratio: float
     pentanomial: tuple[int, int, int, int, int] | None = None
@@ -54,13 +56,17 @@ class MatchSummary:
 
     def lines(self) -> list[str]:
         """The lines cutechess-cli / fastchess users read."""
-        out = [f"Score of {self.a} vs {self.b}: {self.wins} - {self.losses} - {self.draws}  "
-               f"[{self.score:.3f}] {self.games}",
-               f"Elo difference: {_fmt(self.elo)} +/- {_fmt(self.elo_error, sign=False)}, "
-               f"LOS: {100 * self.los:.1f} %, DrawRatio: {100 * self.draw_ratio:.1f} %"]
+        out = [
+            f"Score of {self.a} vs {self.b}: {self.wins} - {self.losses} - {self.draws}  "
+            f"[{self.score:.3f}] {self.games}",
+            f"Elo difference: {_fmt(self.elo)} +/- {_fmt(self.elo_error, sign=False)}, "
+            f"LOS: {100 * self.los:.1f} %, DrawRatio: {100 * self.draw_ratio:.1f} %",
+        ]
         if self.pentanomial is not None:
-            out.append(f"Ptnml(0-2): [{', '.join(map(str, self.pentanomial))}], "
-                       f"Elo (pairs): {_fmt(self.ptnml_elo)} +/- {_fmt(self.ptnml_error, sign=False)}")
+            out.append(
+                f"Ptnml(0-2): [{', '.join(map(str, self.pentanomial))}], "
+                f"Elo (pairs): {_fmt(self.ptnml_elo)} +/- {_fmt(self.ptnml_error, sign=False)}"
+            )
         return out
 
 
@@ -96,20 +102,23 @@ def pentanomial_elo(counts: tuple[int, ...]) -> tuple[float, float]:
     return score_to_elo(mu), (hi - lo) / 2
 
 
-def summarize(a: str, b: str, wins: int, losses: int, draws: int,
-              pair_scores: list[float] | None = None) -> MatchSummary:
+def summarize(
+    a: str, b: str, wins: int, losses: int, draws: int, pair_scores: list[float] | None = None
+) -> MatchSummary:
     """Everything :meth:`MatchSummary.lines` prints, from A's record (and its paired-opening scores)."""
     elo, lo, hi = score_elo(wins, draws, losses)
     n = wins + losses + draws
     ptn = pentanomial(pair_scores) if pair_scores else None
     p_elo, p_err = pentanomial_elo(ptn) if ptn else (None, None)
-    return MatchSummary(a, b, wins, losses, draws, elo, (hi - lo) / 2, los(wins, losses),
-                        draws / n if n else 0.0, ptn, p_elo, p_err)
+    return MatchSummary(
+        a, b, wins, losses, draws, elo, (hi - lo) / 2, los(wins, losses), draws / n if n else 0.0, ptn, p_elo, p_err
+    )
 
 
 @dataclass(frozen=True)
 class SPRT:
     """H0: elo = elo0 vs H1: elo = elo1 (logistic Elo), error rates alpha (false H1) and beta (false H0)."""
+
     elo0: float = 0.0
     elo1: float = 10.0
     alpha: float = 0.05
@@ -125,8 +134,13 @@ class SPRT:
     def bounds(self) -> tuple[float, float]:
         return math.log(self.beta / (1 - self.alpha)), math.log((1 - self.beta) / self.alpha)
 
-    def llr(self, unit_scores: list[float] | None = None, *, counts: tuple[int, ...] | None = None,
-            values: tuple[float, ...] | None = None) -> float:
+    def llr(
+        self,
+        unit_scores: list[float] | None = None,
+        *,
+        counts: tuple[int, ...] | None = None,
+        values: tuple[float, ...] | None = None,
+    ) -> float:
         """GSPRT log-likelihood ratio over i.i.d. units scored in [0, 1] (games, or pairs / 2).
 
         Pass the unit scores, or ``counts`` of each value in ``values``."""
@@ -150,8 +164,9 @@ class SPRT:
         return "H1" if llr >= hi else "H0" if llr <= lo else None
 
 
-def sprt_status(test: SPRT, wins: int, losses: int, draws: int,
-                pair_scores: list[float] | None = None) -> tuple[float, str | None]:
+def sprt_status(
+    test: SPRT, wins: int, losses: int, draws: int, pair_scores: list[float] | None = None
+) -> tuple[float, str | None]:
     """LLR and decision: pentanomial (pairs) when pair scores are given, else trinomial (games)."""
     if pair_scores:
         ptn = pentanomial(pair_scores)

@@ -7,6 +7,7 @@ puzzle counts as solved only if the argmax at every solver position is
 accepted (the marked move, a suite ``AltMoves`` entry — generated suites
 list every mate-preserving move there — or any immediate mate).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,19 +27,38 @@ def render_mates(names: list[str], summaries: list[dict], paired: list[dict]) ->
     depths = sorted({d["depth"] for s in summaries for d in s["by_depth"]})
     cell = {(i, d["depth"]): d for i, s in enumerate(summaries) for d in s["by_depth"]}
     n_row = ["n", *[cell[0, d]["n"] for d in depths]]
-    out = ["## Mate-in-N accuracy (%), 95% Wilson intervals (Table 3 style)", "",
-           markdown_table(["Model", *map(str, depths)],
-                          [n_row, *[[n, *[fmt_acc(cell[i, d]) for d in depths]] for i, n in enumerate(names)]]),
-           "", "## Solution probability p* by depth: geometric mean (arithmetic) (Table 4 style)", "",
-           markdown_table(["Model", *map(str, depths)],
-                          [[n, *[f"{cell[i, d]['p_star_geo']:.3f} ({cell[i, d]['p_star_arith']:.3f})"
-                                 for d in depths]] for i, n in enumerate(names)])]
+    out = [
+        "## Mate-in-N accuracy (%), 95% Wilson intervals (Table 3 style)",
+        "",
+        markdown_table(
+            ["Model", *map(str, depths)],
+            [n_row, *[[n, *[fmt_acc(cell[i, d]) for d in depths]] for i, n in enumerate(names)]],
+        ),
+        "",
+        "## Solution probability p* by depth: geometric mean (arithmetic) (Table 4 style)",
+        "",
+        markdown_table(
+            ["Model", *map(str, depths)],
+            [
+                [n, *[f"{cell[i, d]['p_star_geo']:.3f} ({cell[i, d]['p_star_arith']:.3f})" for d in depths]]
+                for i, n in enumerate(names)
+            ],
+        ),
+    ]
     if paired:
         pc = {(j, d["depth"]): d for j, c in enumerate(paired) for d in c["by_depth"]}
-        out += ["", f"## Paired p* ratio vs {names[0]} by depth (95% t-interval); Δacc (pts)", "",
-                markdown_table(["Model", *map(str, depths)],
-                               [[c["model"], *[f"{fmt_ratio(pc[j, d])}; {100 * pc[j, d]['acc_diff']:+.2f}"
-                                               for d in depths]] for j, c in enumerate(paired)])]
+        out += [
+            "",
+            f"## Paired p* ratio vs {names[0]} by depth (95% t-interval); Δacc (pts)",
+            "",
+            markdown_table(
+                ["Model", *map(str, depths)],
+                [
+                    [c["model"], *[f"{fmt_ratio(pc[j, d])}; {100 * pc[j, d]['acc_diff']:+.2f}" for d in depths]]
+                    for j, c in enumerate(paired)
+                ],
+            ),
+        ]
     return "\n".join(out)
 
 

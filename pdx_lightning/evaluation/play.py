@@ -15,23 +15,24 @@ Root positions (:data:`TABIYAS`, :func:`root_board`): the initial position and
 the three Appendix H tabiyas, built by playing their moves from the standard
 start so the encoder sees the full move history.
 """
+
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple, Sequence
+from typing import NamedTuple
 
 import chess
-import numpy as np
 import torch
 
 from pdx_lightning.chesscore.encoding import encode_boards
-from pdx_lightning.nets.arguments import add_network_arguments
-from pdx_lightning.nets.inference import evaluate
 from pdx_lightning.chesscore.moves import legal_mask
-from pdx_lightning.runtime.jsonio import json_safe, write_json  # noqa: F401  (the tools' JSON writer)
 from pdx_lightning.chesscore.policy import tempered_log_probs, wdl_entropy
 from pdx_lightning.chesscore.rules import game_end
+from pdx_lightning.nets.arguments import add_network_arguments
+from pdx_lightning.nets.inference import evaluate
+from pdx_lightning.runtime.jsonio import json_safe, write_json  # noqa: F401  (the tools' JSON writer)
 from pdx_lightning.safeio import load_torch_bounded
 
 PLAY_MODES = ("adaptive", "raw")
@@ -42,10 +43,10 @@ class PlayModeError(ValueError):
 
 
 class PlayEval(NamedTuple):
-    log_p: torch.Tensor   # (B, 4288) log of the play distribution, -inf off its support
+    log_p: torch.Tensor  # (B, 4288) log of the play distribution, -inf off its support
     log_pi: torch.Tensor  # (B, 4288) raw masked log π
-    wdl: torch.Tensor     # (B, 3) the model's WDL probabilities
-    mask: torch.Tensor    # (B, 4288) bool legal moves
+    wdl: torch.Tensor  # (B, 3) the model's WDL probabilities
+    mask: torch.Tensor  # (B, 4288) bool legal moves
 
 
 def play_distribution(log_pi: torch.Tensor, wdl: torch.Tensor, mask: torch.Tensor, mode: str) -> torch.Tensor:
@@ -57,16 +58,16 @@ def play_distribution(log_pi: torch.Tensor, wdl: torch.Tensor, mask: torch.Tenso
     raise PlayModeError(f"unknown play mode {mode!r}; choose from {', '.join(PLAY_MODES)}")
 
 
-def evaluate_play(model: torch.nn.Module, boards: Sequence[chess.Board], mode: str,
-                  micro_batch: int = 512) -> PlayEval:
+def evaluate_play(model: torch.nn.Module, boards: Sequence[chess.Board], mode: str, micro_batch: int = 512) -> PlayEval:
     """Evaluate ``boards`` (their move stacks give the history) and return the play distribution."""
     mask = legal_mask(boards)
     log_pi, wdl = evaluate(model, torch.from_numpy(encode_boards(boards)), mask, micro_batch)
     return PlayEval(play_distribution(log_pi, wdl, mask, mode), log_pi, wdl, mask)
 
 
-def play_log_probs(model: torch.nn.Module, boards: Sequence[chess.Board], mode: str,
-                   micro_batch: int = 512) -> torch.Tensor:
+def play_log_probs(
+    model: torch.nn.Module, boards: Sequence[chess.Board], mode: str, micro_batch: int = 512
+) -> torch.Tensor:
     """``(B, 4288)`` log-probabilities of the moves ``model`` plays at ``boards`` under ``mode``."""
     return evaluate_play(model, boards, mode, micro_batch).log_p
 
@@ -89,8 +90,10 @@ def resolve_play_modes(models: Sequence[str], plays: Sequence[str] | None) -> li
     if len(plays) == 1:
         plays = plays * len(models)
     if len(plays) != len(models):
-        raise PlayModeError(f"--play given {len(plays)} times for {len(models)} --model; give it once "
-                            f"(for all models) or once per model, in the same order")
+        raise PlayModeError(
+            f"--play given {len(plays)} times for {len(models)} --model; give it once "
+            f"(for all models) or once per model, in the same order"
+        )
     out = []
     for name, mode in zip(models, plays):
         if mode not in (*PLAY_MODES, "auto"):
@@ -133,21 +136,31 @@ def root_board(spec: str) -> tuple[str, chess.Board]:
         try:
             board.push_uci(uci)
         except ValueError:
-            raise ValueError(f"position {spec!r}: {uci!r} is not a legal move in {board.fen()} (give a tabiya "
-                             f"name {', '.join(TABIYAS)}, a UCI move list from the start, or a FEN)") from None
+            raise ValueError(
+                f"position {spec!r}: {uci!r} is not a legal move in {board.fen()} (give a tabiya "
+                f"name {', '.join(TABIYAS)}, a UCI move list from the start, or a FEN)"
+            ) from None
     return name, board
 
 
 # ---------------------------------------------------------------- CLI plumbing shared by the three tools
 
+
 def add_model_arguments(parser: argparse.ArgumentParser, play: bool = True) -> None:
-    add_network_arguments(parser, "model name or file (base:small, random:<preset>, .ckpt, .pt, .pb.gz); repeatable",
-                          weights_help="which weights of a Lightning checkpoint to use")
+    add_network_arguments(
+        parser,
+        "model name or file (base:small, random:<preset>, .ckpt, .pt, .pb.gz); repeatable",
+        weights_help="which weights of a Lightning checkpoint to use",
+    )
     if play:
-        parser.add_argument("--play", action="append", choices=(*PLAY_MODES, "auto"),
-                            help="play distribution per --model, same order (once = all models): adaptive "
-                                 "(μ ∝ π^(1/τ), τ = H(own WDL)), raw (π), auto (default: a pdx fit "
-                                 "checkpoint's self-play temperature, else raw)")
+        parser.add_argument(
+            "--play",
+            action="append",
+            choices=(*PLAY_MODES, "auto"),
+            help="play distribution per --model, same order (once = all models): adaptive "
+            "(μ ∝ π^(1/τ), τ = H(own WDL)), raw (π), auto (default: a pdx fit "
+            "checkpoint's self-play temperature, else raw)",
+        )
     parser.add_argument("--json", metavar="OUT", help="write the results as JSON (schema in the module docstring)")
 
 

@@ -24,29 +24,38 @@ with optimal mates found only for mate-in-1; the full set needs ``AltMoves``.
 * Paired comparisons are per-puzzle log-ratios ``log p*_B − log p*_A`` (= ℓ_A − ℓ_B),
   reported as the probability ratio ``exp(mean)`` with a t-interval.
 """
+
 from __future__ import annotations
 
 import argparse
 import math
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 import torch
 
+from pdx_lightning.chesscore.moves import index_to_move, move_to_index
 from pdx_lightning.evaluation.markdown import markdown_table
-from pdx_lightning.evaluation.stats import (RATING_BINS, assign_bins, bin_edges_labels, mcnemar_exact,
-                                            mean_interval, wilson_interval)
+from pdx_lightning.evaluation.stats import (
+    RATING_BINS,
+    assign_bins,
+    bin_edges_labels,
+    mcnemar_exact,
+    mean_interval,
+    wilson_interval,
+)
 from pdx_lightning.evaluation.suite import Puzzle, Suite, load_suite
 from pdx_lightning.nets.arguments import add_network_arguments
 from pdx_lightning.nets.inference import device_of, evaluate_boards
-from pdx_lightning.chesscore.moves import index_to_move, move_to_index
 from pdx_lightning.runtime.jsonio import write_json
 from pdx_lightning.runtime.progress import progress
 
-MULTI_SOLUTION_RULE = ("accepted = marked move + AltMoves + any immediate checkmate; solved = every solver "
-                       "ply's argmax accepted, an argmax checkmate ends the puzzle won")
+MULTI_SOLUTION_RULE = (
+    "accepted = marked move + AltMoves + any immediate checkmate; solved = every solver "
+    "ply's argmax accepted, an argmax checkmate ends the puzzle won"
+)
 
 
 @dataclass
@@ -58,20 +67,20 @@ class SuiteResult:
     """
 
     ids: list[str]
-    rating: np.ndarray        # (N,) float64, NaN when unrated
-    difficulty: np.ndarray    # (N,) float64 binning value (Difficulty, else Rating), NaN if none
-    depth: np.ndarray         # (N,) int64 solver moves
-    solved: np.ndarray        # (N,) bool
-    first_fail: np.ndarray    # (N,) int64 0-based solver ply of the first wrong argmax; -1 when solved
-    log_p_star: np.ndarray    # (N,) float64, −ℓ of Eq. 9
-    offsets: np.ndarray       # (N+1,) int64
-    ply_correct: np.ndarray   # (P,) bool: argmax ∈ W(s)
-    ply_mate: np.ndarray      # (P,) bool: the argmax checkmates at once
-    ply_log_p: np.ndarray     # (P,) float64 log Σ_{a∈W(s)} π(a|s)
-    ply_rank: np.ndarray      # (P,) int64 1 + number of moves strictly more probable than the best accepted
+    rating: np.ndarray  # (N,) float64, NaN when unrated
+    difficulty: np.ndarray  # (N,) float64 binning value (Difficulty, else Rating), NaN if none
+    depth: np.ndarray  # (N,) int64 solver moves
+    solved: np.ndarray  # (N,) bool
+    first_fail: np.ndarray  # (N,) int64 0-based solver ply of the first wrong argmax; -1 when solved
+    log_p_star: np.ndarray  # (N,) float64, −ℓ of Eq. 9
+    offsets: np.ndarray  # (N+1,) int64
+    ply_correct: np.ndarray  # (P,) bool: argmax ∈ W(s)
+    ply_mate: np.ndarray  # (P,) bool: the argmax checkmates at once
+    ply_log_p: np.ndarray  # (P,) float64 log Σ_{a∈W(s)} π(a|s)
+    ply_rank: np.ndarray  # (P,) int64 1 + number of moves strictly more probable than the best accepted
     ply_top_log_p: np.ndarray  # (P,) float64 log π of the argmax
-    ply_value: np.ndarray     # (P,) float64 W − L of the value head, side to move's view
-    ply_move: list[str]       # (P,) UCI of the argmax
+    ply_value: np.ndarray  # (P,) float64 W − L of the value head, side to move's view
+    ply_move: list[str]  # (P,) UCI of the argmax
     seconds: float = 0.0
 
     @property
@@ -93,12 +102,17 @@ def _indices(moves, turn) -> list[int]:
 def _padded(rows: list[list[int]]) -> torch.Tensor:
     out = torch.full((len(rows), max(1, max(map(len, rows)))), -1, dtype=torch.long)
     for r, idx in enumerate(rows):
-        out[r, :len(idx)] = torch.tensor(idx, dtype=torch.long)
+        out[r, : len(idx)] = torch.tensor(idx, dtype=torch.long)
     return out
 
 
-def score_suite(model: torch.nn.Module, puzzles: Sequence[Puzzle], micro_batch: int = 512,
-                chunk: int = 8192, progress_desc: str | None = None) -> SuiteResult:
+def score_suite(
+    model: torch.nn.Module,
+    puzzles: Sequence[Puzzle],
+    micro_batch: int = 512,
+    chunk: int = 8192,
+    progress_desc: str | None = None,
+) -> SuiteResult:
     """Score ``puzzles`` with ``model`` (used as given: pass it in eval mode, on its device).
 
     One pass per solver ply over every puzzle whose line reaches it; boards are
@@ -121,13 +135,13 @@ def score_suite(model: torch.nn.Module, puzzles: Sequence[Puzzle], micro_batch: 
         for k in range(int(depth.max()) if N else 0):
             alive = np.flatnonzero(depth > k)
             for start in range(0, len(alive), chunk):
-                ids = alive[start:start + chunk]
+                ids = alive[start : start + chunk]
                 bs = [boards[i] for i in ids]
-                logp, wdl = evaluate_boards(model, bs, micro_batch)              # (C, 4288), (C, 3)
+                logp, wdl = evaluate_boards(model, bs, micro_batch)  # (C, 4288), (C, 3)
                 acc = _padded([_indices(puzzles[i].accepted[k], b.turn) for i, b in zip(ids, bs)])  # (C, A)
-                mts = _padded([_indices(puzzles[i].mates[k], b.turn) for i, b in zip(ids, bs)])     # (C, M)
-                g = logp.gather(1, acc.clamp(min=0)).masked_fill(acc < 0, -math.inf)                # (C, A)
-                top = logp.argmax(dim=1)                                                            # (C,)
+                mts = _padded([_indices(puzzles[i].mates[k], b.turn) for i, b in zip(ids, bs)])  # (C, M)
+                g = logp.gather(1, acc.clamp(min=0)).masked_fill(acc < 0, -math.inf)  # (C, A)
+                top = logp.argmax(dim=1)  # (C,)
                 best = g.max(dim=1).values
                 rows = offsets[ids] + k
                 correct[rows] = (acc == top[:, None]).any(1).numpy()
@@ -159,14 +173,27 @@ def score_suite(model: torch.nn.Module, puzzles: Sequence[Puzzle], micro_batch: 
         return math.nan if v is None else float(v)
 
     return SuiteResult(
-        ids=[p.puzzle_id for p in puzzles], rating=np.array([num(p.rating) for p in puzzles]),
-        difficulty=np.array([num(p.difficulty) for p in puzzles]), depth=depth, solved=solved,
-        first_fail=first_fail, log_p_star=log_p_star, offsets=offsets, ply_correct=correct, ply_mate=mate,
-        ply_log_p=log_w, ply_rank=rank, ply_top_log_p=top_lp, ply_value=value, ply_move=top_uci,
-        seconds=time.perf_counter() - t0)
+        ids=[p.puzzle_id for p in puzzles],
+        rating=np.array([num(p.rating) for p in puzzles]),
+        difficulty=np.array([num(p.difficulty) for p in puzzles]),
+        depth=depth,
+        solved=solved,
+        first_fail=first_fail,
+        log_p_star=log_p_star,
+        offsets=offsets,
+        ply_correct=correct,
+        ply_mate=mate,
+        ply_log_p=log_w,
+        ply_rank=rank,
+        ply_top_log_p=top_lp,
+        ply_value=value,
+        ply_move=top_uci,
+        seconds=time.perf_counter() - t0,
+    )
 
 
 # ---------------------------------------------------------------- summaries
+
 
 def _group(r: SuiteResult, sel: np.ndarray) -> dict:
     n, k = int(sel.sum()), int(r.solved[sel].sum())
@@ -174,17 +201,28 @@ def _group(r: SuiteResult, sel: np.ndarray) -> dict:
     m, nlo, nhi = mean_interval(-r.log_p_star[sel])
     ply_sel = sel[r.ply_puzzle()]
     n_pos = int(ply_sel.sum())
-    return {"n": n, "solved": k, "acc": k / n if n else math.nan, "acc_ci": [lo, hi],
-            "nll": m, "nll_ci": [nlo, nhi], "p_star_geo": math.exp(-m) if n else math.nan,
-            "p_star_geo_ci": [math.exp(-nhi), min(1.0, math.exp(-nlo))],  # ℓ >= 0, so p* <= 1
-            "p_star_arith": float(np.exp(r.log_p_star[sel]).mean()) if n else math.nan,
-            "positions": n_pos, "position_acc": float(r.ply_correct[ply_sel].mean()) if n_pos else math.nan}
+    return {
+        "n": n,
+        "solved": k,
+        "acc": k / n if n else math.nan,
+        "acc_ci": [lo, hi],
+        "nll": m,
+        "nll_ci": [nlo, nhi],
+        "p_star_geo": math.exp(-m) if n else math.nan,
+        "p_star_geo_ci": [math.exp(-nhi), min(1.0, math.exp(-nlo))],  # ℓ >= 0, so p* <= 1
+        "p_star_arith": float(np.exp(r.log_p_star[sel]).mean()) if n else math.nan,
+        "positions": n_pos,
+        "position_acc": float(r.ply_correct[ply_sel].mean()) if n_pos else math.nan,
+    }
 
 
 def _breakdowns(r: SuiteResult, bins: Sequence[float], group: Callable[[np.ndarray], dict]) -> dict:
     b = assign_bins(r.difficulty, bins)
-    by_bin = [{"bin": label, "lo": lo, "hi": hi, **group(b == j)}
-              for j, (lo, hi, label) in enumerate(bin_edges_labels(bins)) if (b == j).any()]
+    by_bin = [
+        {"bin": label, "lo": lo, "hi": hi, **group(b == j)}
+        for j, (lo, hi, label) in enumerate(bin_edges_labels(bins))
+        if (b == j).any()
+    ]
     by_depth = [{"depth": int(d), **group(r.depth == d)} for d in np.unique(r.depth)]
     return {"by_bin": by_bin, "by_depth": by_depth, "unbinned": int((b < 0).sum())}
 
@@ -208,18 +246,26 @@ def compare(base: SuiteResult, other: SuiteResult, bins: Sequence[float] = RATIN
         gained = int((other.solved & ~base.solved & sel).sum())
         lost = int((base.solved & ~other.solved & sel).sum())
         n = int(sel.sum())
-        return {"n": n, "log_ratio": m, "log_ratio_ci": [lo, hi], "p_star_ratio": math.exp(m),
-                "p_star_ratio_ci": [math.exp(lo), math.exp(hi)],
-                "acc_diff": (int(other.solved[sel].sum()) - int(base.solved[sel].sum())) / n,
-                "gained": gained, "lost": lost, "mcnemar_p": mcnemar_exact(gained, lost)}
+        return {
+            "n": n,
+            "log_ratio": m,
+            "log_ratio_ci": [lo, hi],
+            "p_star_ratio": math.exp(m),
+            "p_star_ratio_ci": [math.exp(lo), math.exp(hi)],
+            "acc_diff": (int(other.solved[sel].sum()) - int(base.solved[sel].sum())) / n,
+            "gained": gained,
+            "lost": lost,
+            "mcnemar_p": mcnemar_exact(gained, lost),
+        }
 
     out = group(np.ones(len(base.ids), bool))
     out.update(_breakdowns(base, bins, group))
     return out
 
 
-def evaluate_for_validation(model: torch.nn.Module, puzzles: Sequence[Puzzle],
-                            mates: Sequence[Puzzle] | None = None, micro_batch: int = 512) -> dict[str, float]:
+def evaluate_for_validation(
+    model: torch.nn.Module, puzzles: Sequence[Puzzle], mates: Sequence[Puzzle] | None = None, micro_batch: int = 512
+) -> dict[str, float]:
     """Scalars for the ``PuzzleValidation`` callback (TensorBoard names).
 
     ``puzzles`` → ``puzzles/acc``, ``puzzles/p_star_geo``, ``puzzles/p_star_arith``,
@@ -233,8 +279,14 @@ def evaluate_for_validation(model: torch.nn.Module, puzzles: Sequence[Puzzle],
         out: dict[str, float] = {}
         if puzzles:
             s = _group(r := score_suite(model, puzzles, micro_batch), np.ones(len(r.ids), bool))
-            out.update({"puzzles/acc": s["acc"], "puzzles/p_star_geo": s["p_star_geo"],
-                        "puzzles/p_star_arith": s["p_star_arith"], "puzzles/nll": s["nll"]})
+            out.update(
+                {
+                    "puzzles/acc": s["acc"],
+                    "puzzles/p_star_geo": s["p_star_geo"],
+                    "puzzles/p_star_arith": s["p_star_arith"],
+                    "puzzles/nll": s["nll"],
+                }
+            )
         if mates:
             r = score_suite(model, mates, micro_batch)
             for d in np.unique(r.depth):
@@ -247,6 +299,7 @@ def evaluate_for_validation(model: torch.nn.Module, puzzles: Sequence[Puzzle],
 
 
 # ---------------------------------------------------------------- CLI (shared with `pdx eval mates`)
+
 
 def add_suite_filter_arguments(parser: argparse.ArgumentParser) -> None:
     """The suite-selection flags shared by ``pdx eval puzzles|mates|recovery`` (see ``load_suite``)."""
@@ -261,30 +314,56 @@ def add_suite_filter_arguments(parser: argparse.ArgumentParser) -> None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags of ``pdx eval puzzles`` (``pdx eval mates`` uses the same)."""
     add_network_arguments(parser, "model name or file (repeat to compare; paired stats are against the first)")
-    parser.add_argument("--suite", action="append", required=True,
-                        help="puzzle CSV or .csv.zst (Lichess, Ruoss or generated format); repeatable")
+    parser.add_argument(
+        "--suite",
+        action="append",
+        required=True,
+        help="puzzle CSV or .csv.zst (Lichess, Ruoss or generated format); repeatable",
+    )
     add_suite_filter_arguments(parser)
-    parser.add_argument("--bins", type=lambda s: [float(v) for v in s.split(",")], default=list(RATING_BINS),
-                        help="inner rating/difficulty bin edges, comma-separated (default: 600,800,...,2600)")
+    parser.add_argument(
+        "--bins",
+        type=lambda s: [float(v) for v in s.split(",")],
+        default=list(RATING_BINS),
+        help="inner rating/difficulty bin edges, comma-separated (default: 600,800,...,2600)",
+    )
     parser.add_argument("--json", metavar="OUT", help="write summaries, paired comparisons and per-puzzle arrays")
 
 
 def per_puzzle(r: SuiteResult) -> dict:
     """Per-puzzle arrays (per-ply ones nested per puzzle), enough to rebuild every table."""
+
     def split(a):
         return [a[r.plies(i)].tolist() for i in range(len(r.ids))]
 
-    return {"solved": r.solved.tolist(), "first_fail": r.first_fail.tolist(), "log_p_star": r.log_p_star.tolist(),
-            "ply_correct": split(r.ply_correct), "ply_mate": split(r.ply_mate),
-            "ply_log_p": split(r.ply_log_p), "ply_rank": split(r.ply_rank), "ply_top_log_p": split(r.ply_top_log_p),
-            "ply_value": split(r.ply_value), "ply_move": split(np.array(r.ply_move, dtype=object))}
+    return {
+        "solved": r.solved.tolist(),
+        "first_fail": r.first_fail.tolist(),
+        "log_p_star": r.log_p_star.tolist(),
+        "ply_correct": split(r.ply_correct),
+        "ply_mate": split(r.ply_mate),
+        "ply_log_p": split(r.ply_log_p),
+        "ply_rank": split(r.ply_rank),
+        "ply_top_log_p": split(r.ply_top_log_p),
+        "ply_value": split(r.ply_value),
+        "ply_move": split(np.array(r.ply_move, dtype=object)),
+    }
 
 
 def load_from_args(args: argparse.Namespace) -> Suite:
-    suite = load_suite(args.suite, rating_min=args.rating_min, rating_max=args.rating_max, themes=args.themes,
-                       sample=args.sample, seed=args.seed, skip_bad=args.skip_bad)
-    print(f"suite: {len(suite)} puzzles from {', '.join(suite.paths)} ({suite.n_selected} of {suite.n_rows} rows "
-          f"matched the filters; {suite.n_bad} malformed rows skipped)")
+    suite = load_suite(
+        args.suite,
+        rating_min=args.rating_min,
+        rating_max=args.rating_max,
+        themes=args.themes,
+        sample=args.sample,
+        seed=args.seed,
+        skip_bad=args.skip_bad,
+    )
+    print(
+        f"suite: {len(suite)} puzzles from {', '.join(suite.paths)} ({suite.n_selected} of {suite.n_rows} rows "
+        f"matched the filters; {suite.n_bad} malformed rows skipped)"
+    )
     return suite
 
 
@@ -301,27 +380,51 @@ def run_eval(args: argparse.Namespace, command: str, render: Callable[[list[str]
     for name in args.model:
         model = load_model(name, weights=args.weights).to(device).eval()
         evaluate_boards(model, [suite.puzzles[0].board])  # warm-up, so positions/s excludes one-off setup
-        results.append(score_suite(model, suite.puzzles, micro_batch=args.micro_batch,
-                                   progress_desc=command.removeprefix("eval ")))
+        results.append(
+            score_suite(model, suite.puzzles, micro_batch=args.micro_batch, progress_desc=command.removeprefix("eval "))
+        )
     summaries = [summarize(r, args.bins) for r in results]
-    paired = [{"baseline": args.model[0], "model": m, **compare(results[0], r, args.bins)}
-              for m, r in zip(args.model[1:], results[1:])]
+    paired = [
+        {"baseline": args.model[0], "model": m, **compare(results[0], r, args.bins)}
+        for m, r in zip(args.model[1:], results[1:])
+    ]
     print(render(args.model, summaries, paired))
     if args.json:
         ps = suite.puzzles
-        doc = {"command": command, "multi_solution": MULTI_SOLUTION_RULE,
-               "suite": {"files": suite.paths, "rows": suite.n_rows, "selected": suite.n_selected,
-                         "puzzles": len(ps), "skipped_bad": suite.n_bad, "bad_rows": suite.bad,
-                         "filters": {"rating_min": args.rating_min, "rating_max": args.rating_max,
-                                     "themes": args.themes, "sample": args.sample, "seed": args.seed}},
-               "bins": list(args.bins),
-               "puzzles": {"id": [p.puzzle_id for p in ps], "rating": [p.rating for p in ps],
-                           "difficulty": [p.difficulty for p in ps], "depth": [p.depth for p in ps],
-                           "themes": [" ".join(p.themes) for p in ps], "source": [p.source for p in ps],
-                           "line": [" ".join(m.uci() for m in p.line) for p in ps]},
-               "models": [{"name": n, "weights": args.weights, "summary": s, "per_puzzle": per_puzzle(r)}
-                          for n, s, r in zip(args.model, summaries, results)],
-               "paired": paired}
+        doc = {
+            "command": command,
+            "multi_solution": MULTI_SOLUTION_RULE,
+            "suite": {
+                "files": suite.paths,
+                "rows": suite.n_rows,
+                "selected": suite.n_selected,
+                "puzzles": len(ps),
+                "skipped_bad": suite.n_bad,
+                "bad_rows": suite.bad,
+                "filters": {
+                    "rating_min": args.rating_min,
+                    "rating_max": args.rating_max,
+                    "themes": args.themes,
+                    "sample": args.sample,
+                    "seed": args.seed,
+                },
+            },
+            "bins": list(args.bins),
+            "puzzles": {
+                "id": [p.puzzle_id for p in ps],
+                "rating": [p.rating for p in ps],
+                "difficulty": [p.difficulty for p in ps],
+                "depth": [p.depth for p in ps],
+                "themes": [" ".join(p.themes) for p in ps],
+                "source": [p.source for p in ps],
+                "line": [" ".join(m.uci() for m in p.line) for p in ps],
+            },
+            "models": [
+                {"name": n, "weights": args.weights, "summary": s, "per_puzzle": per_puzzle(r)}
+                for n, s, r in zip(args.model, summaries, results)
+            ],
+            "paired": paired,
+        }
         write_json(args.json, doc)
     return 0
 
@@ -337,22 +440,64 @@ def fmt_ratio(c: dict) -> str:
 
 
 def render_puzzles(names: list[str], summaries: list[dict], paired: list[dict]) -> str:
-    out = ["## Puzzle accuracy (multi-solution scored, 95% Wilson intervals) and solution probability p*", "",
-           markdown_table(["Model", "n", "Acc. (%)", "p* geo", "p* arith", "ℓ (nats)", "positions/s"],
-                          [[n, s["n"], fmt_acc(s), f"{s['p_star_geo']:.3f}", f"{s['p_star_arith']:.3f}",
-                            f"{s['nll']:.3f}", f"{s['positions_per_s']:.0f}"] for n, s in zip(names, summaries)])]
+    out = [
+        "## Puzzle accuracy (multi-solution scored, 95% Wilson intervals) and solution probability p*",
+        "",
+        markdown_table(
+            ["Model", "n", "Acc. (%)", "p* geo", "p* arith", "ℓ (nats)", "positions/s"],
+            [
+                [
+                    n,
+                    s["n"],
+                    fmt_acc(s),
+                    f"{s['p_star_geo']:.3f}",
+                    f"{s['p_star_arith']:.3f}",
+                    f"{s['nll']:.3f}",
+                    f"{s['positions_per_s']:.0f}",
+                ]
+                for n, s in zip(names, summaries)
+            ],
+        ),
+    ]
     bins = [b["bin"] for b in summaries[0]["by_bin"]]
     if bins:
         cell = {(i, b["bin"]): b for i, s in enumerate(summaries) for b in s["by_bin"]}
-        out += ["", "## By rating/difficulty bin: Acc. (%) / p* geo", "",
-                markdown_table(["Bin", "n", *names], [[b, cell[0, b]["n"], *[
-                    f"{100 * cell[i, b]['acc']:.1f} / {cell[i, b]['p_star_geo']:.3f}" for i in range(len(names))]]
-                    for b in bins])]
+        out += [
+            "",
+            "## By rating/difficulty bin: Acc. (%) / p* geo",
+            "",
+            markdown_table(
+                ["Bin", "n", *names],
+                [
+                    [
+                        b,
+                        cell[0, b]["n"],
+                        *[f"{100 * cell[i, b]['acc']:.1f} / {cell[i, b]['p_star_geo']:.3f}" for i in range(len(names))],
+                    ]
+                    for b in bins
+                ],
+            ),
+        ]
     if paired:
-        out += ["", f"## Paired vs {names[0]} (p* ratio = exp mean per-puzzle log-ratio, 95% t-interval)", "",
-                markdown_table(["Model", "Δacc (pts)", "gained", "lost", "McNemar p", "p* ratio"],
-                               [[c["model"], f"{100 * c['acc_diff']:+.2f}", c["gained"], c["lost"],
-                                 f"{c['mcnemar_p']:.3g}", fmt_ratio(c)] for c in paired])]
+        out += [
+            "",
+            f"## Paired vs {names[0]} (p* ratio = exp mean per-puzzle log-ratio, 95% t-interval)",
+            "",
+            markdown_table(
+                ["Model", "Δacc (pts)", "gained", "lost", "McNemar p", "p* ratio"],
+                [
+                    [
+                        c["model"],
+                        f"{100 * c['acc_diff']:+.2f}",
+                        c["gained"],
+                        c["lost"],
+                        f"{c['mcnemar_p']:.3g}",
+                        fmt_ratio(c),
+                    ]
+                    for c in paired
+                ],
+            ),
+        ]
     return "\n".join(out)
 
 

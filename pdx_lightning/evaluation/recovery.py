@@ -38,18 +38,24 @@ JSON (``--json OUT``)::
                     "rating_mean": {"recovered", "base_solved", "base_failed"}}}],   # puzzle unit only
      "png": path | null}
 """
+
 from __future__ import annotations
 
 import argparse
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 from pdx_lightning.evaluation.markdown import markdown_table
 from pdx_lightning.evaluation.play import ModelCache, add_model_arguments, write_json
-from pdx_lightning.evaluation.puzzle_scoring import (MULTI_SOLUTION_RULE, SuiteResult, add_suite_filter_arguments,
-                                                     load_from_args, score_suite)
+from pdx_lightning.evaluation.puzzle_scoring import (
+    MULTI_SOLUTION_RULE,
+    SuiteResult,
+    add_suite_filter_arguments,
+    load_from_args,
+    score_suite,
+)
 from pdx_lightning.evaluation.stats import assign_bins, bin_edges_labels, wilson_interval
 from pdx_lightning.nets.inference import device_of
 
@@ -70,8 +76,15 @@ def rank_bins(edges: Sequence[int]) -> list[tuple[float, float, str]]:
     return out
 
 
-def _binned(values: np.ndarray, labels: list, edges: Sequence[float], sel: np.ndarray, hit: np.ndarray,
-            key: str, shares: bool = True) -> list[dict]:
+def _binned(
+    values: np.ndarray,
+    labels: list,
+    edges: Sequence[float],
+    sel: np.ndarray,
+    hit: np.ndarray,
+    key: str,
+    shares: bool = True,
+) -> list[dict]:
     b = assign_bins(values, edges)
     out = []
     for j, (lo, hi, label) in enumerate(labels):
@@ -102,23 +115,31 @@ def _unit(base_ok, ft_ok, p_base, rank_base, top_base, p_ft, gb_p_base, gb_rank_
     unrec = wrong & ~ft_ok
     prob_labels = bin_edges_labels(prob_bins)
     return {
-        "base_wrong": n_wrong, "recovered": n_rec, "recovered_share": n_rec / n_wrong if n_wrong else math.nan,
-        "recovered_ci": list(wilson_interval(n_rec, n_wrong)), "base_right": int(base_ok.sum()),
-        "given_back": int(gave.sum()), "net": n_rec - int(gave.sum()),
+        "base_wrong": n_wrong,
+        "recovered": n_rec,
+        "recovered_share": n_rec / n_wrong if n_wrong else math.nan,
+        "recovered_ci": list(wilson_interval(n_rec, n_wrong)),
+        "base_right": int(base_ok.sum()),
+        "given_back": int(gave.sum()),
+        "net": n_rec - int(gave.sum()),
         "by_prob": _binned(p_base, prob_labels, prob_bins, wrong, ft_ok, "recovered"),
         "by_rank": _binned(rank_base.astype(np.float64), rank_bins(rbins), rbins, wrong, ft_ok, "recovered"),
         "given_back_by_prob": _binned(gb_p_base, prob_labels, prob_bins, gave, gave, "given_back", shares=False),
-        "given_back_by_ft_rank": _binned(gb_rank_ft.astype(np.float64), rank_bins(rbins), rbins, gave, gave,
-                                         "given_back", shares=False),
+        "given_back_by_ft_rank": _binned(
+            gb_rank_ft.astype(np.float64), rank_bins(rbins), rbins, gave, gave, "given_back", shares=False
+        ),
         "base_p_geo": {"recovered": _geo(p_base[rec]), "unrecovered": _geo(p_base[unrec])},
-        "gap_median": {"recovered": _median(top_base[rec] - p_base[rec]),
-                       "unrecovered": _median(top_base[unrec] - p_base[unrec])},
+        "gap_median": {
+            "recovered": _median(top_base[rec] - p_base[rec]),
+            "unrecovered": _median(top_base[unrec] - p_base[unrec]),
+        },
         "ft_gain_mean": float((p_ft[rec] - p_base[rec]).mean()) if n_rec else math.nan,
     }
 
 
-def recovery_analysis(base: SuiteResult, ft: SuiteResult, prob_bins: Sequence[float] = PROB_BINS,
-                      rbins: Sequence[int] = RANK_BINS) -> dict:
+def recovery_analysis(
+    base: SuiteResult, ft: SuiteResult, prob_bins: Sequence[float] = PROB_BINS, rbins: Sequence[int] = RANK_BINS
+) -> dict:
     """Recovered / given-back counts of ``ft`` against ``base`` (same puzzles, same order), both units."""
     if base.ids != ft.ids:
         raise ValueError("recovery needs both models scored on the same puzzles in the same order")
@@ -128,8 +149,18 @@ def recovery_analysis(base: SuiteResult, ft: SuiteResult, prob_bins: Sequence[fl
     start = base.offsets[:-1]
     at_base = start + np.maximum(base.first_fail, 0)
     at_ft = start + np.maximum(ft.first_fail, 0)
-    puzzle = _unit(base.solved, ft.solved, p_base[at_base], base.ply_rank[at_base], top_base[at_base],
-                   p_ft[at_base], p_base[at_ft], ft.ply_rank[at_ft], prob_bins, rbins)
+    puzzle = _unit(
+        base.solved,
+        ft.solved,
+        p_base[at_base],
+        base.ply_rank[at_base],
+        top_base[at_base],
+        p_ft[at_base],
+        p_base[at_ft],
+        ft.ply_rank[at_ft],
+        prob_bins,
+        rbins,
+    )
     rating = base.rating
     rec = ~base.solved & ft.solved
 
@@ -137,14 +168,19 @@ def recovery_analysis(base: SuiteResult, ft: SuiteResult, prob_bins: Sequence[fl
         r = rating[sel & ~np.isnan(rating)]
         return float(r.mean()) if r.size else math.nan
 
-    puzzle["rating_mean"] = {"recovered": mean_rating(rec), "base_solved": mean_rating(base.solved),
-                             "base_failed": mean_rating(~base.solved)}
-    position = _unit(base.ply_correct, ft.ply_correct, p_base, base.ply_rank, top_base, p_ft, p_base,
-                     ft.ply_rank, prob_bins, rbins)
+    puzzle["rating_mean"] = {
+        "recovered": mean_rating(rec),
+        "base_solved": mean_rating(base.solved),
+        "base_failed": mean_rating(~base.solved),
+    }
+    position = _unit(
+        base.ply_correct, ft.ply_correct, p_base, base.ply_rank, top_base, p_ft, p_base, ft.ply_rank, prob_bins, rbins
+    )
     return {"puzzle": puzzle, "position": position}
 
 
 # ---------------------------------------------------------------- CLI
+
 
 def _floats(s: str) -> list[float]:
     return [float(v) for v in s.split(",")]
@@ -155,27 +191,67 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_arguments(parser, play=False)
     parser.add_argument("--suite", action="append", required=True, help="puzzle CSV / .csv.zst; repeatable")
     add_suite_filter_arguments(parser)
-    parser.add_argument("--prob-bins", type=_floats, default=list(PROB_BINS),
-                        help="inner edges of the base solution-probability bins (default 0.05,0.15,0.3)")
-    parser.add_argument("--rank-bins", type=lambda s: [int(v) for v in s.split(",")], default=list(RANK_BINS),
-                        help="inner edges of the solution-rank bins, [lo, hi) (default 2,3,4,6 → 1|2|3|4-5|6+)")
+    parser.add_argument(
+        "--prob-bins",
+        type=_floats,
+        default=list(PROB_BINS),
+        help="inner edges of the base solution-probability bins (default 0.05,0.15,0.3)",
+    )
+    parser.add_argument(
+        "--rank-bins",
+        type=lambda s: [int(v) for v in s.split(",")],
+        default=list(RANK_BINS),
+        help="inner edges of the solution-rank bins, [lo, hi) (default 2,3,4,6 → 1|2|3|4-5|6+)",
+    )
     parser.add_argument("--png", metavar="OUT", help="write Figure 8 style bar plots (rows: puzzle, position unit)")
 
 
 def render(base: str, names: list[str], analyses: list[dict]) -> str:
-    out = [f"## Recovery vs {base} (Section 3.5): recovered = base wrong, fine-tuned right; "
-           f"given back = base right, fine-tuned wrong", "",
-           markdown_table(["Model", "Unit", "Base wrong", "Recovered (%)", "Base right", "Given back", "Net"],
-                          [[n, u, a[u]["base_wrong"], f"{a[u]['recovered']} ({100 * a[u]['recovered_share']:.1f})"
-                            if a[u]["base_wrong"] else "0", a[u]["base_right"], a[u]["given_back"],
-                            f"{a[u]['net']:+d}"] for n, a in zip(names, analyses) for u in ("puzzle", "position")])]
+    out = [
+        f"## Recovery vs {base} (Section 3.5): recovered = base wrong, fine-tuned right; "
+        f"given back = base right, fine-tuned wrong",
+        "",
+        markdown_table(
+            ["Model", "Unit", "Base wrong", "Recovered (%)", "Base right", "Given back", "Net"],
+            [
+                [
+                    n,
+                    u,
+                    a[u]["base_wrong"],
+                    f"{a[u]['recovered']} ({100 * a[u]['recovered_share']:.1f})" if a[u]["base_wrong"] else "0",
+                    a[u]["base_right"],
+                    a[u]["given_back"],
+                    f"{a[u]['net']:+d}",
+                ]
+                for n, a in zip(names, analyses)
+                for u in ("puzzle", "position")
+            ],
+        ),
+    ]
     for unit, where in (("puzzle", "at the first failed solver ply"), ("position", "at the position")):
         for key, what in (("by_prob", "base solution probability"), ("by_rank", "solution rank under the base")):
             bins = analyses[0][unit][key]
-            out += ["", f"### {unit.capitalize()} unit: recovered / base-wrong by {what} {where}", "",
-                    markdown_table(["Bin", "n", *names], [[b["bin"], b["n"], *[
-                        f"{a[unit][key][j]['recovered']} ({100 * a[unit][key][j]['share']:.0f}%)" if b["n"] else "–"
-                        for a in analyses]] for j, b in enumerate(bins)])]
+            out += [
+                "",
+                f"### {unit.capitalize()} unit: recovered / base-wrong by {what} {where}",
+                "",
+                markdown_table(
+                    ["Bin", "n", *names],
+                    [
+                        [
+                            b["bin"],
+                            b["n"],
+                            *[
+                                f"{a[unit][key][j]['recovered']} ({100 * a[unit][key][j]['share']:.0f}%)"
+                                if b["n"]
+                                else "–"
+                                for a in analyses
+                            ],
+                        ]
+                        for j, b in enumerate(bins)
+                    ],
+                ),
+            ]
     return "\n".join(out)
 
 
@@ -193,8 +269,13 @@ def plot(names: list[str], analyses: list[dict], path: str) -> None:
             x = np.arange(len(bins))
             for i, (n, a) in enumerate(zip(names, analyses)):
                 share = [0.0 if not b["n"] else b["share"] for b in a[unit][key]]
-                ax.bar(x + (i - (len(names) - 1) / 2) * width, share, width, color=f"C{i % 10}",
-                       label=f"{n}: +{a[unit]['recovered']} / −{a[unit]['given_back']}")
+                ax.bar(
+                    x + (i - (len(names) - 1) / 2) * width,
+                    share,
+                    width,
+                    color=f"C{i % 10}",
+                    label=f"{n}: +{a[unit]['recovered']} / −{a[unit]['given_back']}",
+                )
             for j, b in enumerate(bins):
                 ax.annotate(f"n={b['n']}", (j, 1.0), ha="center", va="bottom", fontsize=7)
             ax.set_xticks(x, [b["bin"] for b in bins], fontsize=8)
@@ -202,8 +283,15 @@ def plot(names: list[str], analyses: list[dict], path: str) -> None:
             ax.set_xlabel(xlabel)
             ax.set_ylabel(f"recovered share ({unit}s)")
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=min(3, len(names)), fontsize=8,
-               title="model: +recovered / −given back (puzzles)", title_fontsize=8)
+    fig.legend(
+        handles,
+        labels,
+        loc="lower center",
+        ncol=min(3, len(names)),
+        fontsize=8,
+        title="model: +recovered / −given back (puzzles)",
+        title_fontsize=8,
+    )
     fig.tight_layout(rect=(0, 0.08 + 0.03 * ((len(names) - 1) // 3), 1, 1))
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -217,19 +305,42 @@ def run(args: argparse.Namespace) -> int:
         return 1
     models = ModelCache(args.weights, device_of(args.device))
     base = score_suite(models(args.base), suite.puzzles, args.micro_batch, progress_desc="recovery")
-    analyses = [recovery_analysis(base, score_suite(models(n), suite.puzzles, args.micro_batch,
-                                                    progress_desc="recovery"), args.prob_bins, args.rank_bins)
-                for n in args.model]
+    analyses = [
+        recovery_analysis(
+            base,
+            score_suite(models(n), suite.puzzles, args.micro_batch, progress_desc="recovery"),
+            args.prob_bins,
+            args.rank_bins,
+        )
+        for n in args.model
+    ]
     print(render(args.base, args.model, analyses))
     if args.png:
         plot(args.model, analyses, args.png)
     if args.json:
-        write_json(args.json, {
-            "command": "eval recovery", "base": args.base, "multi_solution": MULTI_SOLUTION_RULE,
-            "prob_bins": args.prob_bins, "rank_bins": args.rank_bins,
-            "suite": {"files": suite.paths, "rows": suite.n_rows, "selected": suite.n_selected,
-                      "puzzles": len(suite), "skipped_bad": suite.n_bad},
-            "base_summary": {"puzzles": len(suite), "solved": int(base.solved.sum()),
-                             "positions": base.n_positions, "positions_correct": int(base.ply_correct.sum())},
-            "models": [{"name": n, **a} for n, a in zip(args.model, analyses)], "png": args.png})
+        write_json(
+            args.json,
+            {
+                "command": "eval recovery",
+                "base": args.base,
+                "multi_solution": MULTI_SOLUTION_RULE,
+                "prob_bins": args.prob_bins,
+                "rank_bins": args.rank_bins,
+                "suite": {
+                    "files": suite.paths,
+                    "rows": suite.n_rows,
+                    "selected": suite.n_selected,
+                    "puzzles": len(suite),
+                    "skipped_bad": suite.n_bad,
+                },
+                "base_summary": {
+                    "puzzles": len(suite),
+                    "solved": int(base.solved.sum()),
+                    "positions": base.n_positions,
+                    "positions_correct": int(base.ply_correct.sum()),
+                },
+                "models": [{"name": n, **a} for n, a in zip(args.model, analyses)],
+                "png": args.png,
+            },
+        )
     return 0

@@ -24,10 +24,11 @@ The probability of beating the reference is the share of bootstrap replicates wh
 positive (ties count half): a bootstrap estimate of P(arm mean > reference), not rliable's
 probability of improvement (P(X > Y) between two runs' scores).
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Sequence
 
 import numpy as np
 from scipy import stats as _st
@@ -37,14 +38,14 @@ N_RESAMPLES = 2000
 
 @dataclass(frozen=True)
 class SeedAggregate:
-    per_seed: list[float]             # each seed's mean unit score
-    n: list[int]                      # units per seed
-    mean: float                       # mean over seeds of the per-seed means
-    ci: tuple[float, float]           # percentile interval of that mean (two-level bootstrap)
-    reference: float | None           # the reference's mean (over its units, or the constant)
-    diff: float | None                # mean − reference (per seed paired, then averaged)
+    per_seed: list[float]  # each seed's mean unit score
+    n: list[int]  # units per seed
+    mean: float  # mean over seeds of the per-seed means
+    ci: tuple[float, float]  # percentile interval of that mean (two-level bootstrap)
+    reference: float | None  # the reference's mean (over its units, or the constant)
+    diff: float | None  # mean − reference (per seed paired, then averaged)
     diff_ci: tuple[float, float] | None
-    p_better: float | None            # share of replicates with diff > 0 (ties ½)
+    p_better: float | None  # share of replicates with diff > 0 (ties ½)
     n_resamples: int
 
     def as_dict(self) -> dict:
@@ -57,8 +58,14 @@ def _pair_stat(x, y, axis=-1):
     return np.stack([mx, mx - np.mean(y, axis=axis)])
 
 
-def seed_bootstrap(samples: Sequence[Sequence[float]], reference: Sequence[float] | float | None = None, *,
-                   n_resamples: int = N_RESAMPLES, confidence: float = 0.95, seed: int = 0) -> SeedAggregate:
+def seed_bootstrap(
+    samples: Sequence[Sequence[float]],
+    reference: Sequence[float] | float | None = None,
+    *,
+    n_resamples: int = N_RESAMPLES,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> SeedAggregate:
     """Aggregate ``samples`` (one array of unit scores per seed) with a stratified two-level bootstrap.
 
     ``reference``: an array paired unit by unit with every sample (the base on the same puzzles, in the
@@ -73,8 +80,9 @@ def seed_bootstrap(samples: Sequence[Sequence[float]], reference: Sequence[float
     else:
         ref = np.asarray(reference, dtype=np.float64)
         if any(x.shape != ref.shape for x in xs):
-            raise ValueError(f"a paired reference needs every sample the same length as it ({ref.size}), got "
-                             f"{[x.size for x in xs]}")
+            raise ValueError(
+                f"a paired reference needs every sample the same length as it ({ref.size}), got {[x.size for x in xs]}"
+            )
         refs = [ref] * len(xs)
     rng = np.random.default_rng(seed)
     S = len(xs)
@@ -83,9 +91,16 @@ def seed_bootstrap(samples: Sequence[Sequence[float]], reference: Sequence[float
         if x.size < 2:  # one unit: nothing to resample
             inner[s] = _pair_stat(x, y)[:, None]
             continue
-        inner[s] = _st.bootstrap((x, y), _pair_stat, paired=True, vectorized=True, n_resamples=n_resamples * S,
-                                 batch=max(1, 2_000_000 // x.size), method="percentile",
-                                 rng=rng).bootstrap_distribution
+        inner[s] = _st.bootstrap(
+            (x, y),
+            _pair_stat,
+            paired=True,
+            vectorized=True,
+            n_resamples=n_resamples * S,
+            batch=max(1, 2_000_000 // x.size),
+            method="percentile",
+            rng=rng,
+        ).bootstrap_distribution
     if S == 1:
         dist = inner[0, :, :n_resamples]
     else:
@@ -97,18 +112,31 @@ def seed_bootstrap(samples: Sequence[Sequence[float]], reference: Sequence[float
             # idx: (n_resamples, S) seed indices, every resample in one call (batch=None)
             return inner[idx, :, slot].mean(axis=1).T
 
-        dist = _st.bootstrap((np.arange(S),), outer, vectorized=True, n_resamples=n_resamples, batch=None,
-                             method="percentile", rng=rng).bootstrap_distribution
+        dist = _st.bootstrap(
+            (np.arange(S),), outer, vectorized=True, n_resamples=n_resamples, batch=None, method="percentile", rng=rng
+        ).bootstrap_distribution
     alpha = (1 - confidence) / 2
     lo, hi = np.quantile(dist, [alpha, 1 - alpha], axis=1)
     means = [float(x.mean()) for x in xs]
-    out = {"per_seed": means, "n": [int(x.size) for x in xs], "mean": float(np.mean(means)),
-           "ci": (float(lo[0]), float(hi[0])), "n_resamples": n_resamples,
-           "reference": None, "diff": None, "diff_ci": None, "p_better": None}
+    out = {
+        "per_seed": means,
+        "n": [int(x.size) for x in xs],
+        "mean": float(np.mean(means)),
+        "ci": (float(lo[0]), float(hi[0])),
+        "n_resamples": n_resamples,
+        "reference": None,
+        "diff": None,
+        "diff_ci": None,
+        "p_better": None,
+    }
     if reference is not None:
         d = dist[1]
-        out.update(reference=float(refs[0].mean()), diff=float(np.mean([x.mean() - y.mean() for x, y in zip(xs, refs)])),
-                   diff_ci=(float(lo[1]), float(hi[1])), p_better=float((d > 0).mean() + 0.5 * (d == 0).mean()))
+        out.update(
+            reference=float(refs[0].mean()),
+            diff=float(np.mean([x.mean() - y.mean() for x, y in zip(xs, refs)])),
+            diff_ci=(float(lo[1]), float(hi[1])),
+            p_better=float((d > 0).mean() + 0.5 * (d == 0).mean()),
+        )
     return SeedAggregate(**out)
 
 

@@ -19,10 +19,11 @@ Statistical Precipice"), computed with scipy:
 Why not rliable itself: see :mod:`pdx_lightning.evaluation.replicates` (a source-only distribution that
 pulls ten packages, ``arch`` compiled among them, for these three formulas).
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Sequence
 
 import numpy as np
 from scipy import stats as _st
@@ -35,8 +36,9 @@ def iqm(scores: Sequence[float] | np.ndarray, axis: int = -1) -> np.ndarray | fl
     return _st.trim_mean(np.asarray(scores, dtype=np.float64), 0.25, axis=axis)
 
 
-def probability_of_improvement(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray,
-                               axis: int = -1) -> np.ndarray | float:
+def probability_of_improvement(
+    x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, axis: int = -1
+) -> np.ndarray | float:
     """P(X > Y): the share of (x_i, y_j) pairs with x_i > y_j, ties counting ½ (Mann–Whitney U / (n·m))."""
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     u = _st.mannwhitneyu(x, y, axis=axis, method="asymptotic").statistic
@@ -55,10 +57,11 @@ class Interval:
 @dataclass(frozen=True)
 class RunAggregate:
     """One arm's runs on one metric: mean, IQM and P(> reference), each with its 95% interval."""
+
     scores: list[float]
     mean: Interval
     iqm: Interval
-    p_above: Interval | None            # P(run > reference); None without one
+    p_above: Interval | None  # P(run > reference); None without one
     reference: float | None
 
     def as_dict(self) -> dict:
@@ -69,13 +72,27 @@ def _interval(stat, samples: tuple, *, n_resamples: int, confidence: float, seed
     value = float(stat(*samples, axis=-1))
     if all(len(s) < 2 for s in samples) or all(np.ptp(s) == 0 for s in samples):
         return Interval(value, (value, value))  # nothing to resample: the interval is the point
-    res = _st.bootstrap(samples, stat, vectorized=True, paired=False, n_resamples=n_resamples,
-                        confidence_level=confidence, method="percentile", rng=np.random.default_rng(seed))
+    res = _st.bootstrap(
+        samples,
+        stat,
+        vectorized=True,
+        paired=False,
+        n_resamples=n_resamples,
+        confidence_level=confidence,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    )
     return Interval(value, (float(res.confidence_interval.low), float(res.confidence_interval.high)))
 
 
-def run_aggregate(scores: Sequence[float], reference: float | None = None, *, n_resamples: int = N_RESAMPLES,
-                  confidence: float = 0.95, seed: int = 0) -> RunAggregate:
+def run_aggregate(
+    scores: Sequence[float],
+    reference: float | None = None,
+    *,
+    n_resamples: int = N_RESAMPLES,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> RunAggregate:
     """Mean, IQM and (against a fixed ``reference``) P(run > reference) of one arm's per-run ``scores``."""
     x = np.asarray(scores, dtype=np.float64)
     if x.ndim != 1 or x.size == 0 or not np.isfinite(x).all():
@@ -84,14 +101,21 @@ def run_aggregate(scores: Sequence[float], reference: float | None = None, *, n_
     above = None
     if reference is not None:
         ref = float(reference)
-        above = _interval(lambda a, axis=-1: np.mean(a > ref, axis=axis) + 0.5 * np.mean(a == ref, axis=axis),
-                          (x,), **kw)
-    return RunAggregate(scores=[float(v) for v in x], mean=_interval(np.mean, (x,), **kw),
-                        iqm=_interval(iqm, (x,), **kw), p_above=above, reference=reference)
+        above = _interval(
+            lambda a, axis=-1: np.mean(a > ref, axis=axis) + 0.5 * np.mean(a == ref, axis=axis), (x,), **kw
+        )
+    return RunAggregate(
+        scores=[float(v) for v in x],
+        mean=_interval(np.mean, (x,), **kw),
+        iqm=_interval(iqm, (x,), **kw),
+        p_above=above,
+        reference=reference,
+    )
 
 
-def improvement(x: Sequence[float], y: Sequence[float], *, n_resamples: int = N_RESAMPLES,
-                confidence: float = 0.95, seed: int = 0) -> Interval:
+def improvement(
+    x: Sequence[float], y: Sequence[float], *, n_resamples: int = N_RESAMPLES, confidence: float = 0.95, seed: int = 0
+) -> Interval:
     """P(X > Y) between two arms' runs with its interval (X's and Y's runs resampled independently)."""
     a, b = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     if a.ndim != 1 or b.ndim != 1 or a.size == 0 or b.size == 0:

@@ -12,10 +12,11 @@
 * :func:`bin_edges_labels` / :func:`assign_bins` — rating/difficulty bins
   with open ends (the paper pools ratings below 600 and above 2600).
 """
+
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from scipy import stats as _st
@@ -47,8 +48,9 @@ def mean_interval(x: Sequence[float] | np.ndarray, confidence: float = 0.95) -> 
     return m, float(lo), float(hi)
 
 
-def mean_interval_moments(n: int, total: float, total_sq: float,
-                          confidence: float = 0.95) -> tuple[float, float, float]:
+def mean_interval_moments(
+    n: int, total: float, total_sq: float, confidence: float = 0.95
+) -> tuple[float, float, float]:
     """``(mean, lo, hi)`` as :func:`mean_interval` from ``n`` values given by their sum and sum of squares."""
     if n <= 0:
         return math.nan, math.nan, math.nan

@@ -49,6 +49,7 @@ counts are checked on every row; the board and moves are parsed only for rows
 that pass the rating/theme filters and the sample (parsing a 5M-row dump
 would take minutes), so bad rows outside the selection are not counted.
 """
+
 from __future__ import annotations
 
 import csv
@@ -56,9 +57,9 @@ import io
 import math
 import random
 import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Sequence
 
 import chess
 
@@ -66,15 +67,25 @@ from pdx_lightning.errors import UserError
 from pdx_lightning.resources import resolve_path
 from pdx_lightning.safeio import BoundedLines, FileLimitError, open_zstd_bounded
 
-LICHESS_COLUMNS = ("PuzzleId", "FEN", "Moves", "Rating", "RatingDeviation", "Popularity", "NbPlays",
-                   "Themes", "GameUrl", "OpeningTags")
+LICHESS_COLUMNS = (
+    "PuzzleId",
+    "FEN",
+    "Moves",
+    "Rating",
+    "RatingDeviation",
+    "Popularity",
+    "NbPlays",
+    "Themes",
+    "GameUrl",
+    "OpeningTags",
+)
 RUOSS_COLUMNS = ("PuzzleId", "Rating", "PGN", "Solution", "FEN", "Moves")
 ALT_SEPARATOR = "|"
 _MOVE_NUMBER = re.compile(r"\d+\.(?:\.\.)?")
 _RESULTS = {"1-0", "0-1", "1/2-1/2", "*"}
 
 
-MAX_RECORD_LINES = 64   # physical lines one CSV record may span (quoted newlines); more: an unclosed quote
+MAX_RECORD_LINES = 64  # physical lines one CSV record may span (quoted newlines); more: an unclosed quote
 
 
 class PuzzleFormatError(UserError, ValueError):
@@ -145,15 +156,15 @@ class Suite:
 
     puzzles: list[Puzzle] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
-    n_rows: int = 0        # data rows read
-    n_selected: int = 0    # rows passing the filters (before sampling)
-    n_bad: int = 0         # malformed rows skipped (skip_bad=True)
+    n_rows: int = 0  # data rows read
+    n_selected: int = 0  # rows passing the filters (before sampling)
+    n_bad: int = 0  # malformed rows skipped (skip_bad=True)
     bad: list[str] = field(default_factory=list)  # their messages (first 100)
 
     def __len__(self) -> int:
         return len(self.puzzles)
 
-    def extend(self, other: "Suite") -> None:
+    def extend(self, other: Suite) -> None:
         self.puzzles += other.puzzles
         self.paths += other.paths
         self.n_rows += other.n_rows
@@ -186,7 +197,9 @@ def immediate_mates(board: chess.Board) -> frozenset:
             or (pt == chess.PAWN and chess.BB_PAWN_ATTACKS[board.turn][m.to_square] & king_bb)
             or (pt in (chess.BISHOP, chess.QUEEN) and to_bb & lines_b)
             or (pt in (chess.ROOK, chess.QUEEN) and to_bb & lines_r)
-            or board.is_castling(m) or board.is_en_passant(m))
+            or board.is_castling(m)
+            or board.is_en_passant(m)
+        )
         if candidate:
             board.push(m)
             if board.is_checkmate():
@@ -195,9 +208,17 @@ def immediate_mates(board: chess.Board) -> frozenset:
     return frozenset(out)
 
 
-def make_puzzle(puzzle_id: str, board: chess.Board, line: Sequence[chess.Move],
-                alternatives: Sequence[Sequence[chess.Move]] | None = None, *, rating: int | None = None,
-                difficulty: float | None = None, themes: Sequence[str] = (), source: str = "") -> Puzzle:
+def make_puzzle(
+    puzzle_id: str,
+    board: chess.Board,
+    line: Sequence[chess.Move],
+    alternatives: Sequence[Sequence[chess.Move]] | None = None,
+    *,
+    rating: int | None = None,
+    difficulty: float | None = None,
+    themes: Sequence[str] = (),
+    source: str = "",
+) -> Puzzle:
     """Build a :class:`Puzzle` from the first solver position and its line (moves must be legal).
 
     ``alternatives[k]``: extra accepted moves at solver ply ``k``. Raises
@@ -226,11 +247,13 @@ def make_puzzle(puzzle_id: str, board: chess.Board, line: Sequence[chess.Move],
         b.push(m)
     if difficulty is None and rating is not None:
         difficulty = float(rating)
-    return Puzzle(puzzle_id, board.copy(), line, tuple(accepted), tuple(mates), rating, difficulty,
-                  tuple(themes), source)
+    return Puzzle(
+        puzzle_id, board.copy(), line, tuple(accepted), tuple(mates), rating, difficulty, tuple(themes), source
+    )
 
 
 # ---------------------------------------------------------------- reading rows
+
 
 def open_text(path: str | Path) -> io.TextIOBase:
     """A text stream over ``path``; ``.zst`` files are decompressed as they are read, bounded
@@ -257,9 +280,11 @@ class _RecordLines(BoundedLines):
         line = super().readline(size)
         self.since_mark += 1
         if self.since_mark > MAX_RECORD_LINES:
-            raise SuiteLimitError(f"{self.path}:{self.line_no}", f"one CSV record spans more than "
-                                  f"{MAX_RECORD_LINES} lines (an unclosed quote?)",
-                                  f"{MAX_RECORD_LINES} lines")
+            raise SuiteLimitError(
+                f"{self.path}:{self.line_no}",
+                f"one CSV record spans more than {MAX_RECORD_LINES} lines (an unclosed quote?)",
+                f"{MAX_RECORD_LINES} lines",
+            )
         return line
 
 
@@ -295,8 +320,7 @@ def iter_rows(path: str | Path) -> Iterator[tuple[int, dict[str, str] | PuzzleFo
         raise PuzzleFormatError(str(path), line, "", f"unreadable ({type(e).__name__}: {e})") from e
 
 
-def _rows(reader, path: str | Path,
-          lines: _RecordLines) -> Iterator[tuple[int, dict[str, str] | PuzzleFormatError]]:
+def _rows(reader, path: str | Path, lines: _RecordLines) -> Iterator[tuple[int, dict[str, str] | PuzzleFormatError]]:
     first = next(reader, None)
     lines.mark()
     if first is None:
@@ -310,8 +334,12 @@ def _rows(reader, path: str | Path,
     elif len(first) in (9, 10):
         columns, fmt, pending = LICHESS_COLUMNS[: len(first)], "lichess", first
     else:
-        raise PuzzleFormatError(str(path), 1, first[0] if first else "",
-                                f"no header and {len(first)} columns (headerless Lichess dumps have 9 or 10)")
+        raise PuzzleFormatError(
+            str(path),
+            1,
+            first[0] if first else "",
+            f"no header and {len(first)} columns (headerless Lichess dumps have 9 or 10)",
+        )
     rows = reader if pending is None else _chain([pending], reader)
     for row in rows:
         lines.mark()
@@ -319,8 +347,12 @@ def _rows(reader, path: str | Path,
         if not row:
             continue  # blank line
         if len(row) != len(columns):
-            yield line, PuzzleFormatError(str(path), line, row[0],
-                                          f"{len(row)} columns, expected {len(columns)} ({','.join(columns)})")
+            yield (
+                line,
+                PuzzleFormatError(
+                    str(path), line, row[0], f"{len(row)} columns, expected {len(columns)} ({','.join(columns)})"
+                ),
+            )
             continue
         d = dict(zip(columns, row))
         d["_format"] = fmt
@@ -369,7 +401,10 @@ def parse_row(d: dict[str, str], path: str, line: int) -> Puzzle:
             if fen:
                 want = chess.Board(fen)
                 if (board.board_fen(), board.turn, board.clean_castling_rights()) != (
-                        want.board_fen(), want.turn, want.clean_castling_rights()):
+                    want.board_fen(),
+                    want.turn,
+                    want.clean_castling_rights(),
+                ):
                     raise ValueError(f"PGN reaches {board.fen()}, not the FEN {fen}")
         else:
             board = chess.Board(d["FEN"])
@@ -403,8 +438,16 @@ def parse_row(d: dict[str, str], path: str, line: int) -> Puzzle:
             difficulty = math.nan
         if difficulty is not None and not math.isfinite(difficulty):
             raise ValueError(f"Difficulty {diff!r} is not a finite number")
-        return make_puzzle(pid, board, moves, alternatives, rating=rating, difficulty=difficulty,
-                           themes=tuple(d.get("Themes", "").split()), source=f"{path}:{line}")
+        return make_puzzle(
+            pid,
+            board,
+            moves,
+            alternatives,
+            rating=rating,
+            difficulty=difficulty,
+            themes=tuple(d.get("Themes", "").split()),
+            source=f"{path}:{line}",
+        )
     except PuzzleFormatError:
         raise
     except ValueError as e:
@@ -413,8 +456,10 @@ def parse_row(d: dict[str, str], path: str, line: int) -> Puzzle:
 
 # ---------------------------------------------------------------- selecting puzzles
 
-def _keep(d: dict, rating: int | None, rating_min: float | None, rating_max: float | None,
-          themes: frozenset | None) -> bool:
+
+def _keep(
+    d: dict, rating: int | None, rating_min: float | None, rating_max: float | None, themes: frozenset | None
+) -> bool:
     if rating_min is not None or rating_max is not None:
         if rating is None:
             return False
@@ -423,9 +468,16 @@ def _keep(d: dict, rating: int | None, rating_min: float | None, rating_max: flo
     return not themes or not themes.isdisjoint(d.get("Themes", "").split())
 
 
-def load_suite(paths: str | Path | Sequence[str | Path], *, rating_min: float | None = None,
-               rating_max: float | None = None, themes: Sequence[str] | None = None,
-               sample: int | None = None, seed: int = 0, skip_bad: bool = False) -> Suite:
+def load_suite(
+    paths: str | Path | Sequence[str | Path],
+    *,
+    rating_min: float | None = None,
+    rating_max: float | None = None,
+    themes: Sequence[str] | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+    skip_bad: bool = False,
+) -> Suite:
     """Read puzzle file(s) into a :class:`Suite`.
 
     Filters, applied per file: ``rating_min <= Rating <= rating_max``
@@ -505,5 +557,11 @@ class SuiteSpec:
 
     def load(self) -> Suite:
         """The selected puzzles (:func:`load_suite` with this selection)."""
-        return load_suite(self.path, sample=self.sample, seed=self.seed, rating_min=self.rating_min,
-                          rating_max=self.rating_max, themes=self.themes)
+        return load_suite(
+            self.path,
+            sample=self.sample,
+            seed=self.seed,
+            rating_min=self.rating_min,
+            rating_max=self.rating_max,
+            themes=self.themes,
+        )

@@ -6,6 +6,7 @@ choices and dest names are the same everywhere: ``args.model`` (a list when repe
 (``load_model``'s ``weights``), ``args.micro_batch`` (``inference.evaluate``'s) and ``args.device``
 (``inference.device_of``'s spec).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,9 +16,16 @@ SCORE_WEIGHTS_HELP = "which weights of a Lightning checkpoint to score"
 AUTO_DEVICE_HELP = "torch device (default: cuda if available, else cpu)"
 
 
-def add_network_arguments(parser: argparse.ArgumentParser, model_help: str, *, repeat: bool = True,
-                          weights_help: str | None = SCORE_WEIGHTS_HELP, micro_batch: bool = True,
-                          device: str | None = "auto", device_help: str = AUTO_DEVICE_HELP) -> None:
+def add_network_arguments(
+    parser: argparse.ArgumentParser,
+    model_help: str,
+    *,
+    repeat: bool = True,
+    weights_help: str | None = SCORE_WEIGHTS_HELP,
+    micro_batch: bool = True,
+    device: str | None = "auto",
+    device_help: str = AUTO_DEVICE_HELP,
+) -> None:
     """Add ``--model`` (required; ``repeat``: ``action="append"``), then ``--weights`` (``ema``|``online``,
     default ``ema``; None ``weights_help``: no flag), ``--micro-batch`` (positions per network call,
     default 512; ``micro_batch=False``: no flag) and ``--device`` (default ``device``; None: no flag)."""

@@ -6,6 +6,7 @@ fine-tuned network: a ladder of blends for ``pdx arena``), α outside [0, 1] ext
 with ``torch.lerp`` (exact at α = 0 and 1, and wherever A and B agree); integer tensors (index
 buffers) must be equal and are kept. ``pdx export lc0|network --blend B --alpha α`` write the result.
 """
+
 from __future__ import annotations
 
 import copy
@@ -42,8 +43,7 @@ def check_same_shape(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> 
         raise NetworkBlendError(f"tensor {extra[0]!r} of B {_shape(b[extra[0]])} is missing in A")
 
 
-def blend_state_dicts(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor],
-                      alpha: float) -> dict[str, torch.Tensor]:
+def blend_state_dicts(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor], alpha: float) -> dict[str, torch.Tensor]:
     """θ_α = (1 − α)·θ_A + α·θ_B for every floating tensor (``torch.lerp(θ_A, θ_B, α)``); integer and
     bool tensors must agree and are copied. Any finite α (extrapolation too)."""
     if not math.isfinite(alpha):

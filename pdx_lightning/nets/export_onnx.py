@@ -40,6 +40,7 @@ openings, with their move history) against the torch network; a policy logit or 
 (or q, or moves-left) further than ``tolerance`` apart, or a different best legal move, refuses the
 export and nothing is written. Needs ``pip install 'pdx_lightning[onnx]'`` (onnx, onnxruntime).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,9 +48,9 @@ import io
 import json
 import os
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import chess
 import numpy as np
@@ -65,8 +66,21 @@ from pdx_lightning.nets.blend import NetworkBlendError
 from pdx_lightning.nets.export_cli import add_source_arguments, load_source
 from pdx_lightning.nets.lc0_policy import castling_to_ours, policy_from_1858, policy_to_1858
 
-__all__ = ["INPUT", "POLICY", "WDL", "VALUE", "MLH", "DEFAULT_OPSET", "OnnxExportError", "OnnxParity",
-           "Lc0OnnxInterface", "onnx_model_bytes", "onnx_parity", "check_positions", "export_onnx"]
+__all__ = [
+    "INPUT",
+    "POLICY",
+    "WDL",
+    "VALUE",
+    "MLH",
+    "DEFAULT_OPSET",
+    "OnnxExportError",
+    "OnnxParity",
+    "Lc0OnnxInterface",
+    "onnx_model_bytes",
+    "onnx_parity",
+    "check_positions",
+    "export_onnx",
+]
 
 # Lc0's node names (src/neural/onnx/converter.h, WeightsToOnnxConverterOptions; leela2onnx's defaults).
 INPUT = "/input/planes"
@@ -74,10 +88,10 @@ POLICY = "/output/policy"
 WDL = "/output/wdl"
 VALUE = "/output/value"
 MLH = "/output/mlh"
-BATCH = "batch"              # the dynamic dimension's name (src/neural/onnx/builder.cc, FillValueInfo)
-DEFAULT_OPSET = 17           # leela2onnx --onnx-opset default
-OPSETS = range(14, 21)       # what the TorchScript exporter writes with these ops (LayerNorm, SDPA, Mish)
-MAX_BYTES = 2**31 - 2**26    # one ONNX file is one protobuf message (2 GiB), less room for the graph
+BATCH = "batch"  # the dynamic dimension's name (src/neural/onnx/builder.cc, FillValueInfo)
+DEFAULT_OPSET = 17  # leela2onnx --onnx-opset default
+OPSETS = range(14, 21)  # what the TorchScript exporter writes with these ops (LayerNorm, SDPA, Mish)
+MAX_BYTES = 2**31 - 2**26  # one ONNX file is one protobuf message (2 GiB), less room for the graph
 EXTRA_HINT = "pip install 'pdx_lightning[onnx]' (onnx and onnxruntime)"
 
 
@@ -101,12 +115,12 @@ class Lc0OnnxInterface(nn.Module):
     def forward(self, planes: torch.Tensor) -> tuple[torch.Tensor, ...]:
         out = self.net(planes)
         # our layout scores castling on the king's destination; Lc0's on king-takes-rook (an involution)
-        policy = policy_to_1858(castling_to_ours(out.policy, planes))       # (B, 1858) logits
-        wdl = torch.softmax(out.wdl, dim=-1)                                 # (B, 3) probabilities
-        value = wdl if self.wdl_head else wdl[:, :1] - wdl[:, 2:]           # (B, 3) or q (B, 1)
+        policy = policy_to_1858(castling_to_ours(out.policy, planes))  # (B, 1858) logits
+        wdl = torch.softmax(out.wdl, dim=-1)  # (B, 3) probabilities
+        value = wdl if self.wdl_head else wdl[:, :1] - wdl[:, 2:]  # (B, 3) or q (B, 1)
         if not self.moves_left:
             return policy, value
-        return policy, value, self.net.moves_left(planes)[:, None]          # (B, 1) plies
+        return policy, value, self.net.moves_left(planes)[:, None]  # (B, 1) plies
 
 
 def _require(module: str):
@@ -120,23 +134,27 @@ def _param_bytes(model: nn.Module) -> int:
     return sum(t.numel() * 4 for t in list(model.parameters()) + list(model.buffers()) if t.is_floating_point())
 
 
-def onnx_model_bytes(model: nn.Module, opset: int = DEFAULT_OPSET, moves_left: bool = True,
-                     meta: dict | None = None) -> bytes:
+def onnx_model_bytes(
+    model: nn.Module, opset: int = DEFAULT_OPSET, moves_left: bool = True, meta: dict | None = None
+) -> bytes:
     """The ONNX model (float32, Lc0's interface, dynamic batch) of ``model``, serialized.
 
     ``meta`` (str → JSON-able) is stored in the model's ``metadata_props`` beside the network's family
     and config. Raises :class:`OnnxExportError` for what cannot be exported (one line each)."""
     onnx = _require("onnx")
     if opset not in OPSETS:
-        raise OnnxExportError(f"--opset {opset}: pdx writes opsets {OPSETS.start}..{OPSETS.stop - 1} "
-                              f"(Lc0's default is {DEFAULT_OPSET})")
+        raise OnnxExportError(
+            f"--opset {opset}: pdx writes opsets {OPSETS.start}..{OPSETS.stop - 1} (Lc0's default is {DEFAULT_OPSET})"
+        )
     cfg = getattr(model, "cfg", None)
     if cfg is None or not hasattr(cfg, "to_dict"):
         raise OnnxExportError(f"a {type(model).__name__} is not a pdx network (no cfg with to_dict())")
     size = _param_bytes(model)
     if size > MAX_BYTES:
-        raise OnnxExportError(f"the network holds {size / 2**30:.2f} GiB of float32 weights; one ONNX file "
-                              f"holds under 2 GiB and pdx does not write ONNX external-data files")
+        raise OnnxExportError(
+            f"the network holds {size / 2**30:.2f} GiB of float32 weights; one ONNX file "
+            f"holds under 2 GiB and pdx does not write ONNX external-data files"
+        )
     graph = Lc0OnnxInterface(model, moves_left).eval()
     names = graph.output_names()
     dummy = torch.zeros(2, 112, 8, 8)
@@ -145,23 +163,40 @@ def onnx_model_bytes(model: nn.Module, opset: int = DEFAULT_OPSET, moves_left: b
         # no_grad: the residual tower then traces its inference path (resnet.py: the same computation,
         # only the 73 policy planes Lc0 reads), a leaner graph than the module path
         with warnings.catch_warnings(), torch.no_grad():
-            warnings.simplefilter("ignore")     # the exporter's deprecation and tracer notes, not the user's
-            torch.onnx.export(graph, (dummy,), buf, dynamo=False, opset_version=opset, input_names=[INPUT],
-                              output_names=names, dynamic_axes={n: {0: BATCH} for n in [INPUT, *names]},
-                              do_constant_folding=True)
+            warnings.simplefilter("ignore")  # the exporter's deprecation and tracer notes, not the user's
+            torch.onnx.export(
+                graph,
+                (dummy,),
+                buf,
+                dynamo=False,
+                opset_version=opset,
+                input_names=[INPUT],
+                output_names=names,
+                dynamic_axes={n: {0: BATCH} for n in [INPUT, *names]},
+                do_constant_folding=True,
+            )
     except Exception as e:  # noqa: BLE001  (the exporter raises many types; the user gets one line)
         first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise OnnxExportError(f"the {getattr(cfg, 'family', '?')} network could not be traced to ONNX "
-                              f"(opset {opset}): {type(e).__name__}: {first}") from e
+        raise OnnxExportError(
+            f"the {getattr(cfg, 'family', '?')} network could not be traced to ONNX "
+            f"(opset {opset}): {type(e).__name__}: {first}"
+        ) from e
     proto = onnx.load_from_string(buf.getvalue())
     proto.producer_name, proto.producer_version = "pdx_lightning", __version__
-    proto.doc_string = ("pdx_lightning network with Lc0's ONNX interface (lc0 leela2onnx names): "
-                        f"{INPUT} (batch,112,8,8) -> {', '.join(names)}")
-    props = {"pdx.family": getattr(cfg, "family", ""), "pdx.config": json.dumps(cfg.to_dict(), sort_keys=True),
-             "lc0.input_format": "INPUT_CLASSICAL_112_PLANE", "lc0.input_planes": INPUT,
-             "lc0.output_policy": POLICY, ("lc0.output_wdl" if graph.wdl_head else "lc0.output_value"): names[1],
-             **({"lc0.output_mlh": MLH} if graph.moves_left else {}),
-             **{f"pdx.{k}": v if isinstance(v, str) else json.dumps(v) for k, v in (meta or {}).items()}}
+    proto.doc_string = (
+        "pdx_lightning network with Lc0's ONNX interface (lc0 leela2onnx names): "
+        f"{INPUT} (batch,112,8,8) -> {', '.join(names)}"
+    )
+    props = {
+        "pdx.family": getattr(cfg, "family", ""),
+        "pdx.config": json.dumps(cfg.to_dict(), sort_keys=True),
+        "lc0.input_format": "INPUT_CLASSICAL_112_PLANE",
+        "lc0.input_planes": INPUT,
+        "lc0.output_policy": POLICY,
+        ("lc0.output_wdl" if graph.wdl_head else "lc0.output_value"): names[1],
+        **({"lc0.output_mlh": MLH} if graph.moves_left else {}),
+        **{f"pdx.{k}": v if isinstance(v, str) else json.dumps(v) for k, v in (meta or {}).items()},
+    }
     for k, v in props.items():
         entry = proto.metadata_props.add()
         entry.key, entry.value = k, v
@@ -171,16 +206,17 @@ def onnx_model_bytes(model: nn.Module, opset: int = DEFAULT_OPSET, moves_left: b
 
 # ---------------------------------------------------------------- verification
 
+
 @dataclass(frozen=True)
 class OnnxParity:
     """onnxruntime against the torch network on ``n`` positions (float32)."""
 
     n: int
-    max_policy: float          # max |Δ| over every one of the 1,858 logits
-    max_value: float           # max |Δ| of the W/D/L probabilities (or of q)
-    max_mlh: float | None      # max |Δ| of moves left (plies), if the file has that output
-    argmax_same: int           # positions whose best legal move is the same
-    argmax_close: int          # of the others: torch's best two legal logits within 2·max_policy (a tie)
+    max_policy: float  # max |Δ| over every one of the 1,858 logits
+    max_value: float  # max |Δ| of the W/D/L probabilities (or of q)
+    max_mlh: float | None  # max |Δ| of moves left (plies), if the file has that output
+    argmax_same: int  # positions whose best legal move is the same
+    argmax_close: int  # of the others: torch's best two legal logits within 2·max_policy (a tie)
     outputs: tuple[str, ...]
 
     def ok(self, tolerance: float) -> bool:
@@ -190,9 +226,11 @@ class OnnxParity:
     def summary(self) -> str:
         mlh = "" if self.max_mlh is None else f", moves left {self.max_mlh:.2g}"
         close = f" (+{self.argmax_close} ties)" if self.argmax_close else ""
-        return (f"onnxruntime vs torch on {self.n} positions: max |Δ| policy logits {self.max_policy:.2g}, "
-                f"{'W/D/L' if WDL in self.outputs else 'q'} {self.max_value:.2g}{mlh}; best legal move "
-                f"identical {self.argmax_same}/{self.n}{close}")
+        return (
+            f"onnxruntime vs torch on {self.n} positions: max |Δ| policy logits {self.max_policy:.2g}, "
+            f"{'W/D/L' if WDL in self.outputs else 'q'} {self.max_value:.2g}{mlh}; best legal move "
+            f"identical {self.argmax_same}/{self.n}{close}"
+        )
 
 
 def check_positions(n: int) -> list[chess.Board]:
@@ -215,12 +253,14 @@ def _session(data: bytes | str | os.PathLike):
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = max(1, torch.get_num_threads())
     opts.inter_op_num_threads = 1
-    return ort.InferenceSession(data if isinstance(data, bytes) else str(data), sess_options=opts,
-                                providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(
+        data if isinstance(data, bytes) else str(data), sess_options=opts, providers=["CPUExecutionProvider"]
+    )
 
 
-def onnx_parity(model: nn.Module, data: bytes | str | os.PathLike, boards: Sequence[chess.Board],
-                batch: int = 64) -> OnnxParity:
+def onnx_parity(
+    model: nn.Module, data: bytes | str | os.PathLike, boards: Sequence[chess.Board], batch: int = 64
+) -> OnnxParity:
     """Run the ONNX model ``data`` (bytes or a file) with onnxruntime and the torch ``model`` on
     ``boards``; compare every output (the torch side through :class:`Lc0OnnxInterface`, which is the
     same mapping the file was made from) and the best legal move."""
@@ -230,7 +270,7 @@ def onnx_parity(model: nn.Module, data: bytes | str | os.PathLike, boards: Seque
     worst = {POLICY: 0.0, "value": 0.0, MLH: 0.0}
     same = close = 0
     for i in range(0, len(boards), batch):
-        chunk = boards[i:i + batch]
+        chunk = boards[i : i + batch]
         x = torch.from_numpy(encode_boards(chunk))
         with torch.inference_mode():
             ref = [t.float().numpy() for t in ref_graph(x)]
@@ -250,12 +290,20 @@ def onnx_parity(model: nn.Module, data: bytes | str | os.PathLike, boards: Seque
         tie = (top2[:, 0] - top2[:, 1]) <= 2 * max(worst[POLICY], 1e-7)
         same += int(same_here.sum())
         close += int((~same_here & tie).sum())
-    return OnnxParity(len(boards), worst[POLICY], worst["value"], worst[MLH] if MLH in names else None,
-                      same, close, names)
+    return OnnxParity(
+        len(boards), worst[POLICY], worst["value"], worst[MLH] if MLH in names else None, same, close, names
+    )
 
 
-def export_onnx(model: nn.Module, path: str | os.PathLike, opset: int = DEFAULT_OPSET, moves_left: bool = True,
-                check: int = 64, tolerance: float = 1e-4, meta: dict | None = None) -> tuple[Path, OnnxParity | None]:
+def export_onnx(
+    model: nn.Module,
+    path: str | os.PathLike,
+    opset: int = DEFAULT_OPSET,
+    moves_left: bool = True,
+    check: int = 64,
+    tolerance: float = 1e-4,
+    meta: dict | None = None,
+) -> tuple[Path, OnnxParity | None]:
     """Write ``model`` as ONNX with Lc0's interface (module docstring) to ``path``, atomically.
 
     ``check`` positions (0: none) are run through onnxruntime first; a disagreement with the torch network
@@ -269,8 +317,10 @@ def export_onnx(model: nn.Module, path: str | os.PathLike, opset: int = DEFAULT_
     if check:
         parity = onnx_parity(model, data, check_positions(check))
         if not parity.ok(tolerance):
-            raise OnnxExportError(f"{parity.summary()}: beyond --tolerance {tolerance:g}; nothing written "
-                                  f"(a pdx bug: please report it with the model)")
+            raise OnnxExportError(
+                f"{parity.summary()}: beyond --tolerance {tolerance:g}; nothing written "
+                f"(a pdx bug: please report it with the model)"
+            )
     path = Path(path)
     with atomic_write(path) as f:
         f.write(data)
@@ -278,6 +328,7 @@ def export_onnx(model: nn.Module, path: str | os.PathLike, opset: int = DEFAULT_
 
 
 # ---------------------------------------------------------------- the command
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = (
@@ -287,18 +338,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "batch, float32. onnxruntime checks the file against the torch network before it is written. "
         "Lc0 runs it after `lc0 onnx2leela --input=F.onnx --output=F.pb.gz --onnx-input=/input/planes "
         "--onnx-output-policy=/output/policy --onnx-output-wdl=/output/wdl` on a build with an ONNX backend. "
-        f"Needs {EXTRA_HINT}.")
+        f"Needs {EXTRA_HINT}."
+    )
     add_source_arguments(parser)
     parser.add_argument("--out", required=True, help="output file, e.g. net.onnx (must end in .onnx)")
-    parser.add_argument("--opset", type=int, default=DEFAULT_OPSET,
-                        help=f"ONNX opset, {OPSETS.start}..{OPSETS.stop - 1} (Lc0's leela2onnx default: 17)")
+    parser.add_argument(
+        "--opset",
+        type=int,
+        default=DEFAULT_OPSET,
+        help=f"ONNX opset, {OPSETS.start}..{OPSETS.stop - 1} (Lc0's leela2onnx default: 17)",
+    )
     parser.add_argument("--no-moves-left", action="store_true", help=f"leave out {MLH} of a moves-left head")
-    parser.add_argument("--check", type=int, default=64, metavar="N",
-                        help="positions (bundled openings with history) onnxruntime must agree on with the "
-                             "torch network before anything is written; 0 skips the check")
-    parser.add_argument("--tolerance", type=float, default=1e-4,
-                        help="largest |difference| of a policy logit, W/D/L probability or moves-left value "
-                             "the check accepts")
+    parser.add_argument(
+        "--check",
+        type=int,
+        default=64,
+        metavar="N",
+        help="positions (bundled openings with history) onnxruntime must agree on with the "
+        "torch network before anything is written; 0 skips the check",
+    )
+    parser.add_argument(
+        "--tolerance",
+        type=float,
+        default=1e-4,
+        help="largest |difference| of a policy logit, W/D/L probability or moves-left value the check accepts",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -313,19 +377,28 @@ def run(args: argparse.Namespace) -> int:
         _require("onnxruntime")
     try:
         model, what = load_source(args)
-    except NetworkBlendError as e:        # name both networks (a load error names its model itself)
+    except NetworkBlendError as e:  # name both networks (a load error names its model itself)
         raise NetworkBlendError(f"{what}: {e}") from e
     meta = {"source": args.model, "weights": args.weights}
     if args.blend is not None:
         meta.update(blend=args.blend, alpha=args.alpha)
     try:
-        path, parity = export_onnx(model, out, opset=args.opset, moves_left=not args.no_moves_left,
-                                   check=args.check, tolerance=args.tolerance, meta=meta)
+        path, parity = export_onnx(
+            model,
+            out,
+            opset=args.opset,
+            moves_left=not args.no_moves_left,
+            check=args.check,
+            tolerance=args.tolerance,
+            meta=meta,
+        )
     except OnnxExportError as e:
         raise OnnxExportError(f"{what}: {e}") from e
     graph = Lc0OnnxInterface(model, moves_left=not args.no_moves_left)
-    print(f"wrote {path} ({path.stat().st_size:,} bytes, opset {args.opset}, "
-          f"{sum(p.numel() for p in model.parameters()):,} parameters; {INPUT} -> "
-          f"{', '.join(graph.output_names())}): {what}")
+    print(
+        f"wrote {path} ({path.stat().st_size:,} bytes, opset {args.opset}, "
+        f"{sum(p.numel() for p in model.parameters()):,} parameters; {INPUT} -> "
+        f"{', '.join(graph.output_names())}): {what}"
+    )
     print(parity.summary() if parity else "not checked (--check 0)")
     return 0

@@ -23,6 +23,7 @@ pickled object is refused instead of executed. ``.pt`` and ``.ckpt`` files are r
 before any tensor data is read (:class:`NetworkFileLimitError`); stored shapes are then checked
 against the stored config before the network is allocated (``seam.build_network``).
 """
+
 from __future__ import annotations
 
 import os
@@ -31,23 +32,38 @@ from pathlib import Path
 import torch
 
 from pdx_lightning.atomicfile import atomic_write
-from pdx_lightning.nets import families  # noqa: F401  (registers every family)
-from pdx_lightning.nets import lc0
+from pdx_lightning.nets import (
+    families,  # noqa: F401  (registers every family)
+    lc0,
+)
 from pdx_lightning.nets.bundled import DATA_DIR, WHEEL_NETWORKS, BundledNetworkError, resolve_bundled
 from pdx_lightning.nets.bundled import file_sha256 as _file_sha256
 from pdx_lightning.nets.seam import ModelLoadError, build_network, find_preset, get_family
 from pdx_lightning.resources import resolve_path
 from pdx_lightning.safeio import FileLimitError, load_torch_bounded
 
-__all__ = ["load_model", "save_network", "resolve_model_path", "file_sha256", "network_record",
-           "base_reference", "check_base_reference", "build_network", "ModelLoadError",
-           "NetworkFileLimitError", "DATA_DIR",
-           "NETWORK_FORMAT", "CHECKPOINT_FAMILY_KEY", "CHECKPOINT_CONFIG_KEY", "DEFAULT_FAMILY"]
+__all__ = [
+    "load_model",
+    "save_network",
+    "resolve_model_path",
+    "file_sha256",
+    "network_record",
+    "base_reference",
+    "check_base_reference",
+    "build_network",
+    "ModelLoadError",
+    "NetworkFileLimitError",
+    "DATA_DIR",
+    "NETWORK_FORMAT",
+    "CHECKPOINT_FAMILY_KEY",
+    "CHECKPOINT_CONFIG_KEY",
+    "DEFAULT_FAMILY",
+]
 
 NETWORK_FORMAT = "pdx_network/1"
 CHECKPOINT_FAMILY_KEY = "pdx_model_family"
 CHECKPOINT_CONFIG_KEY = "pdx_model_config"
-DEFAULT_FAMILY = "chessformer"   # the family of files written before families were recorded
+DEFAULT_FAMILY = "chessformer"  # the family of files written before families were recorded
 
 _HASHES: dict[Path, tuple[tuple[int, int], str]] = {}
 
@@ -83,12 +99,14 @@ def resolve_model_path(name: str) -> Path | None:
         return path
     path = Path(resolve_path(name))  # a shipped data/... file where none is here (pdx_lightning.resources)
     if not path.is_file():
-        raise ModelLoadError(f"model {name!r}: no such file (expected base:<name>, random:<preset>, "
-                             f"a .ckpt, a .pt or an Lc0 .pb.gz)")
+        raise ModelLoadError(
+            f"model {name!r}: no such file (expected base:<name>, random:<preset>, a .ckpt, a .pt or an Lc0 .pb.gz)"
+        )
     return path
 
 
 # ---------------------------------------------------------------- what files record
+
 
 def network_record(model: torch.nn.Module) -> dict:
     """``{"family", "config"}`` of a network: what a file or checkpoint stores to rebuild it."""
@@ -110,20 +128,30 @@ def check_base_reference(ref: dict | None, name: str) -> None:
     ref = ref or {}
     path = resolve_model_path(name)
     if ref.get("sha256") and path and ref["sha256"] != file_sha256(path):
-        raise ValueError(f"checkpoint was trained from base {ref.get('name')!r} with sha256 "
-                         f"{ref['sha256'][:12]}…, but {name!r} now has a different hash")
+        raise ValueError(
+            f"checkpoint was trained from base {ref.get('name')!r} with sha256 "
+            f"{ref['sha256'][:12]}…, but {name!r} now has a different hash"
+        )
 
 
 def save_network(model: torch.nn.Module, path: str | os.PathLike, meta: dict | None = None) -> None:
     """Write ``model`` as a self-describing ``.pt`` (family + config + tensors + meta); atomic."""
     record = network_record(model)
     with atomic_write(path) as f:
-        torch.save({"format": NETWORK_FORMAT, "family": record["family"], "config": record["config"],
-                    "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
-                    "meta": meta or {}}, f)
+        torch.save(
+            {
+                "format": NETWORK_FORMAT,
+                "family": record["family"],
+                "config": record["config"],
+                "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+                "meta": meta or {},
+            },
+            f,
+        )
 
 
 # ---------------------------------------------------------------- loading
+
 
 def _safe_load(path: Path) -> dict:
     try:
@@ -168,7 +196,7 @@ def load_model(name: str, weights: str = "ema") -> torch.nn.Module:
         if weights not in ("ema", "online"):
             raise ModelLoadError(f"weights must be 'ema' or 'online', got {weights!r}")
         prefix = f"{weights}."
-        state = {k[len(prefix):]: v for k, v in blob["state_dict"].items() if str(k).startswith(prefix)}
+        state = {k[len(prefix) :]: v for k, v in blob["state_dict"].items() if str(k).startswith(prefix)}
         if not state:
             raise ModelLoadError(f"{path}: checkpoint has no {weights!r} weights")
         family = blob.get(CHECKPOINT_FAMILY_KEY, DEFAULT_FAMILY)

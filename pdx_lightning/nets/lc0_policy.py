@@ -10,6 +10,7 @@ the king's destination (e1g1): :func:`castling_to_ours`.
 This module sits beside ``nets/lc0/`` rather than inside it so that the models (``chessformer.py``,
 other families) use it without importing the lc0 package, which imports the models.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -17,8 +18,7 @@ from functools import lru_cache
 import numpy as np
 import torch
 
-__all__ = ["ATTN_TO_1858", "POLICY_1858", "lc0_1858_moves", "policy_to_1858", "policy_from_1858",
-           "castling_to_ours"]
+__all__ = ["ATTN_TO_1858", "POLICY_1858", "lc0_1858_moves", "policy_to_1858", "policy_from_1858", "castling_to_ours"]
 
 
 @lru_cache(maxsize=1)
@@ -43,13 +43,13 @@ def _policy_maps() -> tuple[np.ndarray, list[str]]:
     return attn, names
 
 
-ATTN_TO_1858: np.ndarray = _policy_maps()[0]           # (4288,) our index → Lc0 1858 index, −1 if none
+ATTN_TO_1858: np.ndarray = _policy_maps()[0]  # (4288,) our index → Lc0 1858 index, −1 if none
 POLICY_1858: np.ndarray = np.flatnonzero(ATTN_TO_1858 >= 0)[np.argsort(ATTN_TO_1858[ATTN_TO_1858 >= 0])]
 # POLICY_1858[i] = our index of Lc0's i-th move, (1858,). Index-level maps (same square pairs);
 # at the move level only castling differs: our e1g1 is Lc0's e1h1 (see castling_to_ours).
 ATTN_TO_1858.setflags(write=False)
 POLICY_1858.setflags(write=False)
-_POLICY_1858_INDEX = torch.tensor(POLICY_1858)   # a copy: torch warns about read-only numpy arrays
+_POLICY_1858_INDEX = torch.tensor(POLICY_1858)  # a copy: torch warns about read-only numpy arrays
 
 
 def lc0_1858_moves() -> list[str]:
@@ -74,8 +74,8 @@ def policy_from_1858(policy: torch.Tensor, fill: float) -> torch.Tensor:
 
 # Castling logits (side-to-move frame): ours (king's destination) and Lc0's (king takes rook).
 _E1 = 4
-_CASTLE_OURS = (_E1 * 64 + 6, _E1 * 64 + 2)   # e1g1, e1c1
-_CASTLE_LC0 = (_E1 * 64 + 7, _E1 * 64 + 0)    # e1h1, e1a1
+_CASTLE_OURS = (_E1 * 64 + 6, _E1 * 64 + 2)  # e1g1, e1c1
+_CASTLE_LC0 = (_E1 * 64 + 7, _E1 * 64 + 0)  # e1h1, e1a1
 
 
 def castling_to_ours(policy: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
@@ -86,7 +86,7 @@ def castling_to_ours(policy: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     king on e1 the king-destination slots are only castling and the rook-square slots are never
     legal, so every legal move keeps its logit.
     """
-    king_e1 = x[:, 5, 0, _E1] > 0.5                                   # (B,)
+    king_e1 = x[:, 5, 0, _E1] > 0.5  # (B,)
     cols = list(_CASTLE_OURS + _CASTLE_LC0)
     swapped = list(_CASTLE_LC0 + _CASTLE_OURS)
     out = policy.clone()

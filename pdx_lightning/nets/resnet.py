@@ -53,6 +53,7 @@ position than the module path, batch 1 to 256; outputs agree with it to float32 
 within 2.5e-5 of a float64 evaluation on Maia's logits, |logit| ≤ 18). Training (autograd on) and other
 devices or dtypes take the module path; ``INFERENCE_FAST_PATH = False`` turns the inference path off.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
@@ -68,16 +69,27 @@ from pdx_lightning.chesscore.moves import N_FROM_TO, POLICY_SIZE
 from pdx_lightning.nets.lc0_policy import castling_to_ours, policy_from_1858
 from pdx_lightning.nets.seam import ModelLoadError, NetOutput
 
-__all__ = ["ClassicConfig", "ClassicResNet", "PRESETS", "PRESET_PARAMS", "UNMAPPED_LOGIT", "N_POLICY_1858",
-           "CONV_POLICY_PLANES", "conv_policy_index", "count_params", "check_stored", "require_wdl_head",
-           "WdlHeadMissingError"]
+__all__ = [
+    "ClassicConfig",
+    "ClassicResNet",
+    "PRESETS",
+    "PRESET_PARAMS",
+    "UNMAPPED_LOGIT",
+    "N_POLICY_1858",
+    "CONV_POLICY_PLANES",
+    "conv_policy_index",
+    "count_params",
+    "check_stored",
+    "require_wdl_head",
+    "WdlHeadMissingError",
+]
 
 N_PLANES = 112
 N_POLICY_1858 = 1858
-CONV_POLICY_PLANES = 73          # Lc0 reads the first 73 of the convolutional head's planes
-UNMAPPED_LOGIT = -1.0e4          # logit of a 4,288 slot no Lc0 move occupies (see module docstring)
+CONV_POLICY_PLANES = 73  # Lc0 reads the first 73 of the convolutional head's planes
+UNMAPPED_LOGIT = -1.0e4  # logit of a 4,288 slot no Lc0 move occupies (see module docstring)
 ACTIVATIONS = {"relu": F.relu, "mish": F.mish}
-INFERENCE_FAST_PATH = True       # module docstring, "Inference path"; False: always the module path
+INFERENCE_FAST_PATH = True  # module docstring, "Inference path"; False: always the module path
 _CHANNELS_LAST = torch.channels_last
 
 
@@ -90,38 +102,37 @@ class ClassicConfig:
 
     family: ClassVar[str] = "classic"
     name: str = "custom"
-    channels: int = 64              # filters of the tower (Maia: 64; T60: 384)
-    blocks: int = 6                 # residual blocks
-    se_channels: int = 8            # hidden width of each block's SE unit (channels / se_ratio); 0 = none
+    channels: int = 64  # filters of the tower (Maia: 64; T60: 384)
+    blocks: int = 6  # residual blocks
+    se_channels: int = 8  # hidden width of each block's SE unit (channels / se_ratio); 0 = none
     activation: Literal["relu", "mish"] = "relu"
     policy: Literal["convolution", "classical"] = "convolution"
-    policy_channels: int = 80       # convolution: planes of the last 3×3 conv (Lc0: 80, 73 read);
-                                    # classical: planes of the 1×1 conv before the FC (Lc0: 32)
+    policy_channels: int = 80  # convolution: planes of the last 3×3 conv (Lc0: 80, 73 read);
+    # classical: planes of the 1×1 conv before the FC (Lc0: 32)
     value: Literal["wdl", "classical"] = "wdl"
-    value_channels: int = 32        # planes of the value head's 1×1 conv
-    value_hidden: int = 128         # width of the value head's hidden FC
-    moves_left_channels: int = 0    # planes of the moves-left head's 1×1 conv; 0 = no moves-left head
+    value_channels: int = 32  # planes of the value head's 1×1 conv
+    value_hidden: int = 128  # width of the value head's hidden FC
+    moves_left_channels: int = 0  # planes of the moves-left head's 1×1 conv; 0 = no moves-left head
     moves_left_hidden: int = 128
 
     def __post_init__(self) -> None:
-        for f in ("channels", "blocks", "policy_channels", "value_channels", "value_hidden",
-                  "moves_left_hidden"):
+        for f in ("channels", "blocks", "policy_channels", "value_channels", "value_hidden", "moves_left_hidden"):
             if getattr(self, f) <= 0:
                 raise ValueError(f"ClassicConfig.{f} must be positive, got {getattr(self, f)}")
         for f in ("se_channels", "moves_left_channels"):
             if getattr(self, f) < 0:
                 raise ValueError(f"ClassicConfig.{f} must be >= 0, got {getattr(self, f)}")
         if self.activation not in ACTIVATIONS:
-            raise ValueError(f"ClassicConfig.activation must be one of {sorted(ACTIVATIONS)}, "
-                             f"got {self.activation!r}")
+            raise ValueError(f"ClassicConfig.activation must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}")
         if self.policy not in ("convolution", "classical"):
-            raise ValueError(f"ClassicConfig.policy must be 'convolution' or 'classical', "
-                             f"got {self.policy!r}")
+            raise ValueError(f"ClassicConfig.policy must be 'convolution' or 'classical', got {self.policy!r}")
         if self.value not in ("wdl", "classical"):
             raise ValueError(f"ClassicConfig.value must be 'wdl' or 'classical', got {self.value!r}")
         if self.policy == "convolution" and self.policy_channels < CONV_POLICY_PLANES:
-            raise ValueError(f"a convolutional policy head needs >= {CONV_POLICY_PLANES} planes (Lc0's move "
-                             f"planes), got policy_channels={self.policy_channels}")
+            raise ValueError(
+                f"a convolutional policy head needs >= {CONV_POLICY_PLANES} planes (Lc0's move "
+                f"planes), got policy_channels={self.policy_channels}"
+            )
 
     @property
     def wdl_head(self) -> bool:
@@ -129,7 +140,7 @@ class ClassicConfig:
         return self.value == "wdl"
 
     @classmethod
-    def from_name(cls, name: str, **overrides) -> "ClassicConfig":
+    def from_name(cls, name: str, **overrides) -> ClassicConfig:
         if name not in PRESETS:
             raise KeyError(f"unknown classic preset {name!r}; presets: {', '.join(PRESETS)}")
         return replace(PRESETS[name], **overrides)
@@ -140,8 +151,16 @@ class ClassicConfig:
 
 PRESETS: dict[str, ClassicConfig] = {
     # tests only: every part present (SE, convolutional policy, WDL, moves-left), a few KB
-    "classic-tiny": ClassicConfig("classic-tiny", channels=8, blocks=2, se_channels=2, moves_left_channels=2,
-                                  value_channels=4, value_hidden=16, moves_left_hidden=8),
+    "classic-tiny": ClassicConfig(
+        "classic-tiny",
+        channels=8,
+        blocks=2,
+        se_channels=2,
+        moves_left_channels=2,
+        value_channels=4,
+        value_hidden=16,
+        moves_left_hidden=8,
+    ),
     # the Maia networks' shape (6 SE blocks × 64 filters, convolutional policy, WDL; no moves-left)
     "classic-maia": ClassicConfig("classic-maia"),
 }
@@ -151,9 +170,9 @@ PRESET_PARAMS = {"classic-tiny": 21_163, "classic-maia": 865_571}
 
 # ---------------------------------------------------------------- Lc0's convolutional policy map
 
-_QUEEN_DIRS = ((0, 1), (1, 1), (1, 0), (1, -1), (0, -1), (-1, -1), (-1, 0), (-1, 1))   # N NE E SE S SW W NW
+_QUEEN_DIRS = ((0, 1), (1, 1), (1, 0), (1, -1), (0, -1), (-1, -1), (-1, 0), (-1, 1))  # N NE E SE S SW W NW
 _KNIGHT_JUMPS = ((1, 2), (2, 1), (2, -1), (1, -2), (-1, -2), (-2, -1), (-2, 1), (-1, 2))
-_PROMO_SLOT = {"q": 0, "r": 1, "b": 2}   # chesscore/moves.py's order inside a promotion cell
+_PROMO_SLOT = {"q": 0, "r": 1, "b": 2}  # chesscore/moves.py's order inside a promotion cell
 
 
 @lru_cache(maxsize=1)
@@ -194,6 +213,7 @@ def conv_policy_index() -> torch.Tensor:
 
 # ---------------------------------------------------------------- the network
 
+
 class SqueezeExcitation(nn.Module):
     """Lc0's SE unit: pooled FC → act → FC producing a per-channel scale (sigmoid) and bias."""
 
@@ -205,9 +225,9 @@ class SqueezeExcitation(nn.Module):
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:
         C = z.shape[1]
-        s = self.fc2(self.act(self.fc1(z.mean(dim=(2, 3)))))          # (B, 2C)
+        s = self.fc2(self.act(self.fc1(z.mean(dim=(2, 3)))))  # (B, 2C)
         w, b = s[:, :C, None, None], s[:, C:, None, None]
-        return torch.sigmoid(w) * z + b                                 # (B, C, 8, 8)
+        return torch.sigmoid(w) * z + b  # (B, C, 8, 8)
 
 
 class ResidualBlock(nn.Module):
@@ -237,9 +257,9 @@ class ConvPolicyHead(nn.Module):
         self.register_buffer("index", conv_policy_index(), persistent=False)
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
-        planes = self.conv2(self.act(self.conv1(h)))[:, :CONV_POLICY_PLANES].flatten(1)   # (B, 73*64)
-        padded = F.pad(planes, (0, 1), value=UNMAPPED_LOGIT)                               # fill column
-        return padded[:, self.index]                                                        # (B, 4288)
+        planes = self.conv2(self.act(self.conv1(h)))[:, :CONV_POLICY_PLANES].flatten(1)  # (B, 73*64)
+        padded = F.pad(planes, (0, 1), value=UNMAPPED_LOGIT)  # fill column
+        return padded[:, self.index]  # (B, 4288)
 
 
 class ClassicalPolicyHead(nn.Module):
@@ -267,9 +287,9 @@ class ValueHead(nn.Module):
     def forward(self, h: torch.Tensor) -> torch.Tensor:
         out = self.fc2(self.act(self.fc1(self.act(self.conv(h)).flatten(1))))
         if self.wdl:
-            return out                                                   # (B, 3)
-        v = out                                                          # (B, 1): q = tanh(v)
-        return torch.cat([v, torch.full_like(v, UNMAPPED_LOGIT), -v], dim=1)   # W-L = tanh(v), D = 0
+            return out  # (B, 3)
+        v = out  # (B, 1): q = tanh(v)
+        return torch.cat([v, torch.full_like(v, UNMAPPED_LOGIT), -v], dim=1)  # W-L = tanh(v), D = 0
 
 
 class MovesLeftHead(nn.Module):
@@ -278,15 +298,21 @@ class MovesLeftHead(nn.Module):
     def __init__(self, cfg: ClassicConfig) -> None:
         super().__init__()
         m, hid, C = cfg.moves_left_channels, cfg.moves_left_hidden, cfg.channels
-        for name, shape in (("conv_weight", (m, C, 1, 1)), ("conv_bias", (m,)), ("fc1_weight", (hid, 64 * m)),
-                            ("fc1_bias", (hid,)), ("fc2_weight", (1, hid)), ("fc2_bias", (1,))):
+        for name, shape in (
+            ("conv_weight", (m, C, 1, 1)),
+            ("conv_bias", (m,)),
+            ("fc1_weight", (hid, 64 * m)),
+            ("fc1_bias", (hid,)),
+            ("fc2_weight", (1, hid)),
+            ("fc2_bias", (1,)),
+        ):
             self.register_buffer(name, torch.zeros(shape))
         self.act = ACTIVATIONS[cfg.activation]
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
-        m = self.act(F.conv2d(h, self.conv_weight, self.conv_bias)).flatten(1)     # (B, 64*m)
+        m = self.act(F.conv2d(h, self.conv_weight, self.conv_bias)).flatten(1)  # (B, 64*m)
         m = self.act(F.linear(m, self.fc1_weight, self.fc1_bias))
-        return F.relu(F.linear(m, self.fc2_weight, self.fc2_bias)).squeeze(-1)    # (B,) plies
+        return F.relu(F.linear(m, self.fc2_weight, self.fc2_bias)).squeeze(-1)  # (B,) plies
 
 
 class ClassicResNet(nn.Module):
@@ -310,11 +336,16 @@ class ClassicResNet(nn.Module):
         return h
 
     def forward(self, x: torch.Tensor) -> NetOutput:
-        if INFERENCE_FAST_PATH and not torch.is_grad_enabled() and x.device.type == "cpu" \
-                and x.dtype == torch.float32 and self.input.weight.dtype == torch.float32:
+        if (
+            INFERENCE_FAST_PATH
+            and not torch.is_grad_enabled()
+            and x.device.type == "cpu"
+            and x.dtype == torch.float32
+            and self.input.weight.dtype == torch.float32
+        ):
             return self._inference_forward(x)
         h = self.body(x)
-        policy = castling_to_ours(self.policy_head(h), x)    # Lc0 scores castling on e1h1/e1a1
+        policy = castling_to_ours(self.policy_head(h), x)  # Lc0 scores castling on e1h1/e1a1
         return NetOutput(policy, self.value_head(h))
 
     # ------------------------------------------------------------ inference path (module docstring)
@@ -336,41 +367,45 @@ class ClassicResNet(nn.Module):
         weights = self._conv_weights()
         try:
             key = tuple((w.data_ptr(), w._version) for w in weights)
-        except RuntimeError:      # inference tensors (made under inference_mode) have no version: no cache
+        except RuntimeError:  # inference tensors (made under inference_mode) have no version: no cache
             key = None
         cache = self.__dict__.get("_inference_cache")
         if key is None or cache is None or cache[0] != key:
             packed = [w.detach().contiguous(memory_format=_CHANNELS_LAST) for w in weights]
             if isinstance(self.policy_head, ConvPolicyHead):
-                k = 2 * len(self.blocks) + 2          # input, the blocks, policy conv1, policy conv2
+                k = 2 * len(self.blocks) + 2  # input, the blocks, policy conv1, policy conv2
                 packed[k] = weights[k].detach()[:CONV_POLICY_PLANES].contiguous(memory_format=_CHANNELS_LAST)
             cache = (key, packed)
-            self.__dict__["_inference_cache"] = cache     # a plain attribute: not a buffer, not saved
+            self.__dict__["_inference_cache"] = cache  # a plain attribute: not a buffer, not saved
         return cache[1]
 
     def _inference_forward(self, x: torch.Tensor) -> NetOutput:
         """What :meth:`forward` computes, channels-last and functional (no autograd)."""
         relu = self.cfg.activation == "relu"
 
-        def act_(t: torch.Tensor) -> torch.Tensor:          # in place: every input here is a fresh tensor
+        def act_(t: torch.Tensor) -> torch.Tensor:  # in place: every input here is a fresh tensor
             return t.relu_() if relu else F.mish(t, inplace=True)
 
         w = iter(self._inference_weights())
         h = act_(F.conv2d(x.contiguous(memory_format=_CHANNELS_LAST), next(w), self.input.bias, padding=1))
         C = self.cfg.channels
         for block in self.blocks:
-            z = F.conv2d(act_(F.conv2d(h, next(w), block.conv1.bias, padding=1)), next(w), block.conv2.bias,
-                         padding=1)
+            z = F.conv2d(act_(F.conv2d(h, next(w), block.conv1.bias, padding=1)), next(w), block.conv2.bias, padding=1)
             if block.se is not None:
                 se = block.se
-                s = F.linear(act_(F.linear(z.mean(dim=(2, 3)), se.fc1.weight, se.fc1.bias)), se.fc2.weight,
-                             se.fc2.bias)                                        # (B, 2C)
+                s = F.linear(
+                    act_(F.linear(z.mean(dim=(2, 3)), se.fc1.weight, se.fc1.bias)), se.fc2.weight, se.fc2.bias
+                )  # (B, 2C)
                 z = torch.addcmul(s[:, C:, None, None], torch.sigmoid(s[:, :C, None, None]), z)
             h = act_(z.add_(h))
         head = self.policy_head
         if isinstance(head, ConvPolicyHead):
-            planes = F.conv2d(act_(F.conv2d(h, next(w), head.conv1.bias, padding=1)), next(w),
-                              head.conv2.bias[:CONV_POLICY_PLANES], padding=1).flatten(1)   # (B, 73*64)
+            planes = F.conv2d(
+                act_(F.conv2d(h, next(w), head.conv1.bias, padding=1)),
+                next(w),
+                head.conv2.bias[:CONV_POLICY_PLANES],
+                padding=1,
+            ).flatten(1)  # (B, 73*64)
             policy = F.pad(planes, (0, 1), value=UNMAPPED_LOGIT)[:, head.index]
         else:
             p = act_(F.conv2d(h, next(w), head.conv.bias)).flatten(1)
@@ -393,9 +428,12 @@ class ClassicResNet(nn.Module):
         block but the last (backbone), the last residual block, the policy head, the value head
         (the moves-left head has no parameters: it is carried, not trained)."""
         backbone = list(self.input.parameters()) + [p for b in self.blocks[:-1] for p in b.parameters()]
-        return {"backbone": backbone, "final_block": list(self.blocks[-1].parameters()),
-                "policy_head": list(self.policy_head.parameters()),
-                "value_head": list(self.value_head.parameters())}
+        return {
+            "backbone": backbone,
+            "final_block": list(self.blocks[-1].parameters()),
+            "policy_head": list(self.policy_head.parameters()),
+            "value_head": list(self.value_head.parameters()),
+        }
 
 
 def count_params(cfg: ClassicConfig) -> int:
@@ -411,8 +449,10 @@ def check_stored(config: dict, state: dict, where: str) -> None:
     blocks = {str(k).split(".")[1] for k in state if str(k).startswith("blocks.")}
     if not isinstance(config, dict) or config.get("blocks") != len(blocks):
         claimed = config.get("blocks") if isinstance(config, dict) else None
-        raise ModelLoadError(f"{where}: the stored classic config claims {claimed} residual blocks, the "
-                             f"stored weights hold {len(blocks)}")
+        raise ModelLoadError(
+            f"{where}: the stored classic config claims {claimed} residual blocks, the "
+            f"stored weights hold {len(blocks)}"
+        )
 
 
 class WdlHeadMissingError(ModelLoadError):
@@ -429,4 +469,5 @@ def require_wdl_head(model: nn.Module, purpose: str, where: str = "the network")
     raise WdlHeadMissingError(
         f"{where} ({getattr(cfg, 'family', '?')} family, {getattr(cfg, 'name', '?')}) has a classical value "
         f"head (VALUE_CLASSICAL: one tanh scalar q, no draw probability); {purpose} needs a WDL value head "
-        f"(VALUE_WDL). It can still be evaluated and played: its W/D/L is ((1+q)/2, 0, (1-q)/2).")
+        f"(VALUE_WDL). It can still be evaluated and played: its W/D/L is ((1+q)/2, 0, (1-q)/2)."
+    )

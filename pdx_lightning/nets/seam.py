@@ -17,18 +17,31 @@ check of a stored (config, tensors) pair, and its presets (``random:<preset>``).
 it first without allocating anything: the family's check, then the shapes of a model built on
 the meta device against the stored tensors.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, NamedTuple, Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 import torch
 from torch import nn
 
 from pdx_lightning.errors import UserError
 
-__all__ = ["NetOutput", "NetConfig", "Network", "PARAM_GROUPS", "Family", "FAMILIES", "ModelLoadError",
-           "register_family", "get_family", "find_preset", "build_network"]
+__all__ = [
+    "NetOutput",
+    "NetConfig",
+    "Network",
+    "PARAM_GROUPS",
+    "Family",
+    "FAMILIES",
+    "ModelLoadError",
+    "register_family",
+    "get_family",
+    "find_preset",
+    "build_network",
+]
 
 PARAM_GROUPS = ("backbone", "final_block", "policy_head", "value_head")
 
@@ -40,9 +53,9 @@ class ModelLoadError(UserError, ValueError):
 class NetOutput(NamedTuple):
     """What every network's ``forward`` returns."""
 
-    policy: torch.Tensor                      # (B, 4288) logits, chesscore/moves.py's layout
-    wdl: torch.Tensor                         # (B, 3) logits, side to move's view: win, draw, loss
-    moves_left: torch.Tensor | None = None    # (B,) expected plies to the end, if forward computes it
+    policy: torch.Tensor  # (B, 4288) logits, chesscore/moves.py's layout
+    wdl: torch.Tensor  # (B, 3) logits, side to move's view: win, draw, loss
+    moves_left: torch.Tensor | None = None  # (B,) expected plies to the end, if forward computes it
 
 
 @runtime_checkable
@@ -95,12 +108,18 @@ class Family:
 FAMILIES: dict[str, Family] = {}
 
 
-def register_family(name: str, config_cls: type, model_cls: type, check: StoredCheck | None = None,
-                    presets: Mapping[str, NetConfig] | None = None) -> Family:
+def register_family(
+    name: str,
+    config_cls: type,
+    model_cls: type,
+    check: StoredCheck | None = None,
+    presets: Mapping[str, NetConfig] | None = None,
+) -> Family:
     """Make family ``name`` loadable; ``config_cls.family`` must be ``name``."""
     if getattr(config_cls, "family", None) != name:
-        raise ValueError(f"{config_cls.__name__}.family is {getattr(config_cls, 'family', None)!r}, "
-                         f"registered as {name!r}")
+        raise ValueError(
+            f"{config_cls.__name__}.family is {getattr(config_cls, 'family', None)!r}, registered as {name!r}"
+        )
     if name in FAMILIES and (FAMILIES[name].config_cls, FAMILIES[name].model_cls) != (config_cls, model_cls):
         raise ValueError(f"network family {name!r} is already registered with other classes")
     FAMILIES[name] = Family(name, config_cls, model_cls, check, dict(presets or {}))
@@ -112,8 +131,9 @@ def get_family(name: str) -> Family:
     try:
         return FAMILIES[name]
     except (KeyError, TypeError):
-        raise ModelLoadError(f"unknown network family {name!r}; known families: "
-                             f"{', '.join(sorted(FAMILIES)) or 'none'}") from None
+        raise ModelLoadError(
+            f"unknown network family {name!r}; known families: {', '.join(sorted(FAMILIES)) or 'none'}"
+        ) from None
 
 
 def find_preset(name: str) -> tuple[Family, NetConfig]:
@@ -147,8 +167,7 @@ def build_network(family: str, config: dict, state: dict | None, where: str) -> 
         raise ModelLoadError(f"{where}: {e}") from None
     if state is not None:
         if not isinstance(state, dict):
-            raise ModelLoadError(f"{where}: the stored weights are a {type(state).__name__}, "
-                                 f"not a state dict")
+            raise ModelLoadError(f"{where}: the stored weights are a {type(state).__name__}, not a state dict")
         for k, v in state.items():  # a NaN/inf weight would only surface later as a NaN loss or a bad move
             if isinstance(v, torch.Tensor) and v.is_floating_point() and not bool(torch.isfinite(v).all()):
                 raise ModelLoadError(f"{where}: tensor {k!r} holds NaN or infinite values")
@@ -163,7 +182,8 @@ def build_network(family: str, config: dict, state: dict | None, where: str) -> 
             raise ModelLoadError(
                 f"{where}: weights do not fit the stored {fam.name} config (missing "
                 f"{sorted(want.keys() - got.keys())[:3]}, unexpected {sorted(got.keys() - want.keys())[:3]}, "
-                f"shape mismatches {[(k, got[k], want[k]) for k in bad]})")
+                f"shape mismatches {[(k, got[k], want[k]) for k in bad]})"
+            )
     try:
         model = fam.model_cls(cfg)
         if state is not None:

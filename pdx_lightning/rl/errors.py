@@ -1,4 +1,5 @@
 """The RL layer's named error."""
+
 from __future__ import annotations
 
 

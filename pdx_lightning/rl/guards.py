@@ -8,9 +8,11 @@ raises :class:`FloatingPointError` at the first non-finite value — before the 
 so the parameters (and the last checkpoint) stay finite. Log-probabilities are checked on
 legal moves only: they are exactly −inf elsewhere by construction.
 """
+
 from __future__ import annotations
 
-from typing import Mapping, Union
+from collections.abc import Mapping
+from typing import Union
 
 import torch
 
@@ -39,11 +41,9 @@ def check_finite(step: int, tensors: Mapping[str, Checked]) -> None:
         else:
             rows = bad.reshape(bad.shape[0], -1).any(1).nonzero().flatten()[:8].tolist()
             where = f"{kind} in rows {rows} of a {tuple(t.shape)} tensor ({int(bad.sum())} values)"
-        raise FloatingPointError(f"step {step}: non-finite {name}: {where}; training stopped "
-                                 f"before the optimizer step")
+        raise FloatingPointError(f"step {step}: non-finite {name}: {where}; training stopped before the optimizer step")
 
 
 def check_finite_gradients(step: int, model: torch.nn.Module) -> None:
     """:func:`check_finite` on every parameter gradient of ``model``, named ``gradient in <parameter>``."""
-    check_finite(step, {f"gradient in {name}": p.grad for name, p in model.named_parameters()
-                        if p.grad is not None})
+    check_finite(step, {f"gradient in {name}": p.grad for name, p in model.named_parameters() if p.grad is not None})

@@ -20,12 +20,13 @@ Puzzle validation (``pdx validate --model.val_suite``) goes through
 ``pdx_lightning.callbacks.PuzzleValidation``: this module never imports the
 evaluation layer.
 """
+
 from __future__ import annotations
 
 import copy
 import time
+from collections.abc import Iterator
 from dataclasses import asdict
-from typing import Iterator
 
 import lightning as L
 import torch
@@ -111,14 +112,22 @@ class PDXModule(L.LightningModule):
         self.online = copy.deepcopy(self.base).requires_grad_(True).train()
         self.ema = copy.deepcopy(self.base)
         self.param_version = 0
-        self.step_config = StepConfig(exploration=exploration, c_v=c_v, ema_decay=ema_decay,
-                                      value_anchor=value_anchor, micro_batch=selfplay.micro_batch)
-        self.dataset = SelfPlayDataset(selfplay, SelfPlayNetworks(ema=self.ema, base=self.base,
-                                                                 version=lambda: self.param_version))
+        self.step_config = StepConfig(
+            exploration=exploration,
+            c_v=c_v,
+            ema_decay=ema_decay,
+            value_anchor=value_anchor,
+            micro_batch=selfplay.micro_batch,
+        )
+        self.dataset = SelfPlayDataset(
+            selfplay, SelfPlayNetworks(ema=self.ema, base=self.base, version=lambda: self.param_version)
+        )
         # Lightning's validation loop (`pdx validate`) only; not registered as a callback
-        self.puzzle_validation = (PuzzleValidation.of_files(val_suite, val_mates, sample=val_sample,
-                                                            micro_batch=selfplay.micro_batch)
-                                  if val_suite or val_mates else None)
+        self.puzzle_validation = (
+            PuzzleValidation.of_files(val_suite, val_mates, sample=val_sample, micro_batch=selfplay.micro_batch)
+            if val_suite or val_mates
+            else None
+        )
         self._last_stats = dict(self.dataset.stats)
         self._game_metrics: dict[str, float] = {}  # per-finished-game metrics of the last step that had any
         self._grad_norm: float | None = None  # total gradient norm before clipping, of the last step
@@ -130,7 +139,7 @@ class PDXModule(L.LightningModule):
         self._hparams_initial["selfplay"] = dict(self.hparams["selfplay"])
 
     # ---- roles ------------------------------------------------------------------------------
-    def train(self, mode: bool = True) -> "PDXModule":
+    def train(self, mode: bool = True) -> PDXModule:
         """Lightning calls ``.train()`` at fit start; the EMA and the base stay in eval mode."""
         super().train(mode)
         self.ema.eval()
@@ -162,10 +171,20 @@ class PDXModule(L.LightningModule):
         t0 = time.perf_counter()
         batch = next(dataloader_iter)
         batch = batch[0] if isinstance(batch, tuple) else batch
-        result = pdx_step(batch, online=self.online, ema=self.ema, optimizer=self.optimizers(),
-                          scheduler=self.lr_schedulers(), backward=self.manual_backward, config=self.step_config,
-                          beta=self.beta, generator=self.dataset.gen, games=self.dataset,
-                          version=self.param_version, step=self.global_step)
+        result = pdx_step(
+            batch,
+            online=self.online,
+            ema=self.ema,
+            optimizer=self.optimizers(),
+            scheduler=self.lr_schedulers(),
+            backward=self.manual_backward,
+            config=self.step_config,
+            beta=self.beta,
+            generator=self.dataset.gen,
+            games=self.dataset,
+            version=self.param_version,
+            step=self.global_step,
+        )
         self.param_version = result.version
         if self._grad_norm is not None:
             result.metrics["optim/grad_norm"] = self._grad_norm
@@ -188,16 +207,22 @@ class PDXModule(L.LightningModule):
         s, last = self.dataset.stats, self._last_stats
         finished = s["games_finished"] - last["games_finished"]
         world = self.trainer.world_size if self._trainer is not None else 1
-        metrics = {**result.metrics, "selfplay/tau_mean": tau.mean().item(), "selfplay/rho_mean": rho.mean().item(),
-                   "selfplay/rho_below_1": (rho < 1).float().mean().item(),
-                   "selfplay/adv_mean": adv.mean().item(),
-                   "selfplay/adv_std": adv.std().item() if n > 1 else 0.0,
-                   "selfplay/games_finished": float(s["games_finished"]), "selfplay/beta": self.beta,
-                   "perf/transitions_per_s": n * world / seconds}
+        metrics = {
+            **result.metrics,
+            "selfplay/tau_mean": tau.mean().item(),
+            "selfplay/rho_mean": rho.mean().item(),
+            "selfplay/rho_below_1": (rho < 1).float().mean().item(),
+            "selfplay/adv_mean": adv.mean().item(),
+            "selfplay/adv_std": adv.std().item() if n > 1 else 0.0,
+            "selfplay/games_finished": float(s["games_finished"]),
+            "selfplay/beta": self.beta,
+            "perf/transitions_per_s": n * world / seconds,
+        }
         if finished:
-            self._game_metrics = {"selfplay/game_length": (s["length_sum"] - last["length_sum"]) / finished,
-                                  **{f"selfplay/{k}": (s[k] - last[k]) / finished
-                                     for k in ("white_win", "draw", "black_win")}}
+            self._game_metrics = {
+                "selfplay/game_length": (s["length_sum"] - last["length_sum"]) / finished,
+                **{f"selfplay/{k}": (s[k] - last[k]) / finished for k in ("white_win", "draw", "black_win")},
+            }
         # Held until the next step in which games finish: Lightning re-logs a key's last value at every
         # step anyway (the train results are reset per epoch, never here); holding them explicitly, and
         # in checkpoints, makes a resumed run log exactly what an uninterrupted one does.

@@ -25,6 +25,7 @@ Mixed precision (``--trainer.precision bf16-mixed``): every function here comput
 returns, at least float32 (``at_least_float32``): bfloat16 logits are upcast before the
 log-softmax over the legal moves, the KLs, τ, the WDL entropy, ρ and the advantage.
 """
+
 from __future__ import annotations
 
 import math
@@ -33,13 +34,35 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-from pdx_lightning.chesscore.policy import (PolicyInputError, at_least_float32, bad_rows, check_wdl, entropy,
-                                            flip_wdl, forward_kl, masked_log_softmax, reverse_kl)
+from pdx_lightning.chesscore.policy import (
+    PolicyInputError,
+    at_least_float32,
+    bad_rows,
+    check_wdl,
+    entropy,
+    flip_wdl,
+    forward_kl,
+    masked_log_softmax,
+    reverse_kl,
+)
 from pdx_lightning.chesscore.rules import LOSS, RESULT_NONE
 
-__all__ = ["EXPLORATION_TERMS", "ObjectiveInputError", "PDXLoss", "UnknownExplorationTerm", "base_wdl_kl",
-           "check_exploration", "check_loss_settings", "exploration_term", "importance_weight", "pdx_loss", "pdx_loss_from_log_probs",
-           "pdx_loss_terms", "value_loss", "value_target"]
+__all__ = [
+    "EXPLORATION_TERMS",
+    "ObjectiveInputError",
+    "PDXLoss",
+    "UnknownExplorationTerm",
+    "base_wdl_kl",
+    "check_exploration",
+    "check_loss_settings",
+    "exploration_term",
+    "importance_weight",
+    "pdx_loss",
+    "pdx_loss_from_log_probs",
+    "pdx_loss_terms",
+    "value_loss",
+    "value_target",
+]
 
 EXPLORATION_TERMS: tuple[str, ...] = ("none", "entropy", "reverse_kl", "forward_kl")
 
@@ -86,7 +109,8 @@ def check_exploration(exploration: str) -> None:
     """Raise :class:`UnknownExplorationTerm` unless ``exploration`` is one of ``EXPLORATION_TERMS``."""
     if exploration not in EXPLORATION_TERMS:
         raise UnknownExplorationTerm(
-            f"unknown exploration term {exploration!r}; valid terms: {', '.join(EXPLORATION_TERMS)}")
+            f"unknown exploration term {exploration!r}; valid terms: {', '.join(EXPLORATION_TERMS)}"
+        )
 
 
 def check_loss_settings(exploration: str, beta: float, c_v: float, value_anchor: float) -> None:
@@ -100,8 +124,9 @@ def check_loss_settings(exploration: str, beta: float, c_v: float, value_anchor:
         raise ValueError(f"value_anchor must be >= 0, got {value_anchor} (w, the base-WDL anchor's weight; 0 = off)")
 
 
-def exploration_term(exploration: str, log_p_theta: torch.Tensor, log_p_base: torch.Tensor,
-                     mask: torch.Tensor) -> torch.Tensor:
+def exploration_term(
+    exploration: str, log_p_theta: torch.Tensor, log_p_base: torch.Tensor, mask: torch.Tensor
+) -> torch.Tensor:
     """R(π_θ, π_base) per state, (B,): the penalty β weights in Eq. 7.
 
     ``forward_kl`` = D_KL(π_base‖π_θ) (Eq. 2, ours); ``reverse_kl`` =
@@ -132,8 +157,8 @@ def base_wdl_kl(wdl_logits: torch.Tensor, wdl_base: torch.Tensor, *, reverse: bo
     check_wdl(wdl_logits)
     check_wdl(wdl_base)
     log_p_theta = torch.log_softmax(at_least_float32(wdl_logits), dim=-1)  # (B, 3)
-    log_p_base = at_least_float32(wdl_base.detach()).log()                 # (B, 3), -inf where p = 0
-    every = torch.ones_like(log_p_theta, dtype=torch.bool)                # all three outcomes count
+    log_p_base = at_least_float32(wdl_base.detach()).log()  # (B, 3), -inf where p = 0
+    every = torch.ones_like(log_p_theta, dtype=torch.bool)  # all three outcomes count
     if reverse:
         return reverse_kl(log_p_theta, log_p_base, every)
     return forward_kl(log_p_base, log_p_theta, every)
@@ -152,11 +177,22 @@ class PDXLoss(NamedTuple):
     anchor: torch.Tensor
 
 
-def pdx_loss(policy_logits: torch.Tensor, wdl_logits: torch.Tensor, mask: torch.Tensor,
-             action: torch.Tensor, rho: torch.Tensor, advantage: torch.Tensor,
-             wdl_target: torch.Tensor, log_p_base: torch.Tensor, *,
-             exploration: str = "forward_kl", beta: float, c_v: float,
-             wdl_base: torch.Tensor | None = None, value_anchor: float = 0.0) -> PDXLoss:
+def pdx_loss(
+    policy_logits: torch.Tensor,
+    wdl_logits: torch.Tensor,
+    mask: torch.Tensor,
+    action: torch.Tensor,
+    rho: torch.Tensor,
+    advantage: torch.Tensor,
+    wdl_target: torch.Tensor,
+    log_p_base: torch.Tensor,
+    *,
+    exploration: str = "forward_kl",
+    beta: float,
+    c_v: float,
+    wdl_base: torch.Tensor | None = None,
+    value_anchor: float = 0.0,
+) -> PDXLoss:
     """L(θ) = −E[ρ·A·log π_θ(a|s)] + β·E_s[R(π_θ, π_base)] + c_v·L_V(θ) [+ c_v·w·E_s[R_V]], Eqs. 7, 14.
 
     ``policy_logits`` (B, P) and ``wdl_logits`` (B, 3) are the online network's
@@ -168,16 +204,39 @@ def pdx_loss(policy_logits: torch.Tensor, wdl_logits: torch.Tensor, mask: torch.
     Its direction follows the exploration term as in that code: reverse KL with ``reverse_kl``,
     forward KL otherwise.
     """
-    return pdx_loss_from_log_probs(masked_log_softmax(policy_logits, mask), wdl_logits, mask, action, rho,
-                                   advantage, wdl_target, log_p_base, exploration=exploration, beta=beta,
-                                   c_v=c_v, wdl_base=wdl_base, value_anchor=value_anchor)
+    return pdx_loss_from_log_probs(
+        masked_log_softmax(policy_logits, mask),
+        wdl_logits,
+        mask,
+        action,
+        rho,
+        advantage,
+        wdl_target,
+        log_p_base,
+        exploration=exploration,
+        beta=beta,
+        c_v=c_v,
+        wdl_base=wdl_base,
+        value_anchor=value_anchor,
+    )
 
 
-def pdx_loss_from_log_probs(log_p_theta: torch.Tensor, wdl_logits: torch.Tensor, mask: torch.Tensor,
-                            action: torch.Tensor, rho: torch.Tensor, advantage: torch.Tensor,
-                            wdl_target: torch.Tensor, log_p_base: torch.Tensor, *,
-                            exploration: str = "forward_kl", beta: float, c_v: float,
-                            wdl_base: torch.Tensor | None = None, value_anchor: float = 0.0) -> PDXLoss:
+def pdx_loss_from_log_probs(
+    log_p_theta: torch.Tensor,
+    wdl_logits: torch.Tensor,
+    mask: torch.Tensor,
+    action: torch.Tensor,
+    rho: torch.Tensor,
+    advantage: torch.Tensor,
+    wdl_target: torch.Tensor,
+    log_p_base: torch.Tensor,
+    *,
+    exploration: str = "forward_kl",
+    beta: float,
+    c_v: float,
+    wdl_base: torch.Tensor | None = None,
+    value_anchor: float = 0.0,
+) -> PDXLoss:
     """:func:`pdx_loss` from ``log_p_theta = masked_log_softmax(policy_logits, mask)`` (with grad).
 
     For a caller that needs log π_θ itself (the self-play step samples from it), so the masked
@@ -185,15 +244,39 @@ def pdx_loss_from_log_probs(log_p_theta: torch.Tensor, wdl_logits: torch.Tensor,
     :func:`pdx_loss_terms` is the same loss for a caller that checked them once (the step).
     """
     check_loss_settings(exploration, beta, c_v, value_anchor)
-    return pdx_loss_terms(log_p_theta, wdl_logits, mask, action, rho, advantage, wdl_target, log_p_base,
-                          exploration=exploration, beta=beta, c_v=c_v, wdl_base=wdl_base, value_anchor=value_anchor)
+    return pdx_loss_terms(
+        log_p_theta,
+        wdl_logits,
+        mask,
+        action,
+        rho,
+        advantage,
+        wdl_target,
+        log_p_base,
+        exploration=exploration,
+        beta=beta,
+        c_v=c_v,
+        wdl_base=wdl_base,
+        value_anchor=value_anchor,
+    )
 
 
-def pdx_loss_terms(log_p_theta: torch.Tensor, wdl_logits: torch.Tensor, mask: torch.Tensor,
-                   action: torch.Tensor, rho: torch.Tensor, advantage: torch.Tensor,
-                   wdl_target: torch.Tensor, log_p_base: torch.Tensor, *,
-                   exploration: str, beta: float, c_v: float,
-                   wdl_base: torch.Tensor | None, value_anchor: float) -> PDXLoss:
+def pdx_loss_terms(
+    log_p_theta: torch.Tensor,
+    wdl_logits: torch.Tensor,
+    mask: torch.Tensor,
+    action: torch.Tensor,
+    rho: torch.Tensor,
+    advantage: torch.Tensor,
+    wdl_target: torch.Tensor,
+    log_p_base: torch.Tensor,
+    *,
+    exploration: str,
+    beta: float,
+    c_v: float,
+    wdl_base: torch.Tensor | None,
+    value_anchor: float,
+) -> PDXLoss:
     """:func:`pdx_loss_from_log_probs` with settings already checked (:func:`check_loss_settings`)."""
     if value_anchor > 0 and wdl_base is None:
         raise ValueError("value_anchor > 0 needs wdl_base, the base's WDL probabilities at s")

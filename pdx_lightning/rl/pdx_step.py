@@ -18,6 +18,7 @@ forced move, a uniform policy); the step calls it exactly once per micro-batch.
 Random numbers: one uniform per game of the micro-batch on the sampler's generator (Eq. 6), then
 whatever the restarts of finished games draw (``Games.end_games``), in game order.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
@@ -26,9 +27,19 @@ from typing import Literal, Protocol
 
 import torch
 
-from pdx_lightning.chesscore.policy import (at_least_float32, entropy, forward_kl, gather_legal, legal_valid,
-                                            masked_log_softmax, reverse_kl, sample_legal, score,
-                                            tempered_log_probs, wdl_entropy)
+from pdx_lightning.chesscore.policy import (
+    at_least_float32,
+    entropy,
+    forward_kl,
+    gather_legal,
+    legal_valid,
+    masked_log_softmax,
+    reverse_kl,
+    sample_legal,
+    score,
+    tempered_log_probs,
+    wdl_entropy,
+)
 from pdx_lightning.chesscore.rules import RESULT_NONE
 from pdx_lightning.rl.errors import SelfPlayError
 from pdx_lightning.rl.guards import check_finite, check_finite_gradients
@@ -44,13 +55,13 @@ class PendingBatch:
     """Positions s of this step, awaiting the online network's outputs (made by the self-play dataset);
     every tensor on the networks' device."""
 
-    x: torch.Tensor           # (n, 112, 8, 8)
-    mask: torch.Tensor        # (n, 4288) bool
+    x: torch.Tensor  # (n, 112, 8, 8)
+    mask: torch.Tensor  # (n, 4288) bool
     log_p_base: torch.Tensor  # (n, 4288)
     tau: torch.Tensor | None  # (n,); None: τ(s) comes from the online WDL, in the step
-    version: int              # the parameter version that began the batch
-    wdl_base: torch.Tensor    # (n, 3) p_base(s), for the base-WDL value anchor
-    legal: torch.Tensor       # (n, L) int64 sorted legal policy indices, padded with the row's first
+    version: int  # the parameter version that began the batch
+    wdl_base: torch.Tensor  # (n, 3) p_base(s), for the base-WDL value anchor
+    legal: torch.Tensor  # (n, L) int64 sorted legal policy indices, padded with the row's first
     legal_count: torch.Tensor  # (n,) int64 legal moves per row (the valid columns of ``legal``)
 
     @property
@@ -105,16 +116,17 @@ def temperature(wdl: torch.Tensor, mode: TemperatureMode) -> torch.Tensor:
     return wdl_entropy(wdl) if mode == "adaptive" else torch.ones(wdl.shape[0], device=wdl.device)
 
 
-def sample_action(log_p: torch.Tensor, legal: torch.Tensor, count: torch.Tensor, tau: torch.Tensor,
-                  generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def sample_action(
+    log_p: torch.Tensor, legal: torch.Tensor, count: torch.Tensor, tau: torch.Tensor, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Eq. 6, a ~ μ ∝ π^{1/τ(s)} over the legal moves, from the masked log-policy ``log_p`` (b, P).
 
     Returns the policy slots a (b,) and log π(a|s), log μ(a|s) (b,), computed in the compact legal
     layout (``legal`` (b, L) sorted indices, ``count`` (b,) legal moves per row). One uniform per row
     from ``generator`` (a CPU generator, so checkpoints carry it across devices)."""
     valid = legal_valid(legal, count)
-    log_p_c = gather_legal(log_p, legal, valid)                                   # (b, L)
-    log_mu_c = tempered_log_probs(log_p_c, valid, tau)                            # (b, L)
+    log_p_c = gather_legal(log_p, legal, valid)  # (b, L)
+    log_mu_c = tempered_log_probs(log_p_c, valid, tau)  # (b, L)
     u = torch.rand(log_p.shape[0], generator=generator).to(log_p.device, non_blocking=True)
     col = sample_legal(log_mu_c, u)[:, None]
     return legal.gather(1, col).squeeze(1), log_p_c.gather(1, col).squeeze(1), log_mu_c.gather(1, col).squeeze(1)
@@ -125,12 +137,12 @@ def sample_action(log_p: torch.Tensor, legal: torch.Tensor, count: torch.Tensor,
 class Completion:
     """What :func:`collect` makes of one micro-batch (all stop-gradient, on the networks' device)."""
 
-    action: torch.Tensor      # (b,) int64 policy slot of a
-    rho: torch.Tensor         # (b,) ρ = min(1, π_θ(a|s)/μ(a|s))
-    advantage: torch.Tensor   # (b,) A = score(p̂) − v_θ(s) = (1 − v_ema(s')) − v_θ(s)
-    target: torch.Tensor      # (b, 3) p̂ = flip(p_ema(s')) or the true result
-    terminal: torch.Tensor    # (b,) bool, s' ended the game
-    tau: torch.Tensor         # (b,) τ(s) that tempered μ
+    action: torch.Tensor  # (b,) int64 policy slot of a
+    rho: torch.Tensor  # (b,) ρ = min(1, π_θ(a|s)/μ(a|s))
+    advantage: torch.Tensor  # (b,) A = score(p̂) − v_θ(s) = (1 − v_ema(s')) − v_θ(s)
+    target: torch.Tensor  # (b, 3) p̂ = flip(p_ema(s')) or the true result
+    terminal: torch.Tensor  # (b,) bool, s' ended the game
+    tau: torch.Tensor  # (b,) τ(s) that tempered μ
 
 
 def check_fresh(batch: PendingBatch, version: int) -> None:
@@ -139,8 +151,17 @@ def check_fresh(batch: PendingBatch, version: int) -> None:
         raise SelfPlayError(f"stale batch: begun at parameter version {batch.version}, completed at {version}")
 
 
-def collect(games: Games, batch: PendingBatch, rows: slice, log_p_theta: torch.Tensor, v_theta: torch.Tensor,
-            wdl_theta: torch.Tensor | None = None, *, generator: torch.Generator, version: int) -> Completion:
+def collect(
+    games: Games,
+    batch: PendingBatch,
+    rows: slice,
+    log_p_theta: torch.Tensor,
+    v_theta: torch.Tensor,
+    wdl_theta: torch.Tensor | None = None,
+    *,
+    generator: torch.Generator,
+    version: int,
+) -> Completion:
     """Algorithm 1 lines 7–12 for the micro-batch ``rows`` of ``batch``: sample, play, bootstrap.
 
     ``log_p_theta`` (b, P) and ``v_theta`` (b,) are the online network's masked log-policy and
@@ -158,19 +179,18 @@ def collect(games: Games, batch: PendingBatch, rows: slice, log_p_theta: torch.T
     if batch.tau is not None:
         tau = batch.tau[rows]
     elif wdl_theta is None:
-        raise SelfPlayError("temperature_wdl_source='online' needs the online WDL at s: "
-                            "pass wdl_theta to collect()")
+        raise SelfPlayError("temperature_wdl_source='online' needs the online WDL at s: pass wdl_theta to collect()")
     else:
-        tau = temperature(wdl_theta.detach(), "adaptive")                              # (b,)
+        tau = temperature(wdl_theta.detach(), "adaptive")  # (b,)
     # Eq. 6: μ ∝ π_θ^{1/τ(s)} over the legal moves and a ~ μ (the compact legal layout, one uniform per row)
     action, log_pi_a, log_mu_a = sample_action(logp, batch.legal[rows], batch.legal_count[rows], tau, generator)
-    rho = importance_weight(log_pi_a, log_mu_a)                     # Eq. 12: ρ = min(1, π_θ/μ)
-    results = games.play(idx, action)                               # line 8: s' = T(s, a), results (CPU)
-    wdl_next = games.successor_wdl(idx, results)                    # line 8: p_θ̄(s'), the EMA pass
+    rho = importance_weight(log_pi_a, log_mu_a)  # Eq. 12: ρ = min(1, π_θ/μ)
+    results = games.play(idx, action)  # line 8: s' = T(s, a), results (CPU)
+    wdl_next = games.successor_wdl(idx, results)  # line 8: p_θ̄(s'), the EMA pass
     terminal_result = results.to(wdl_next.device)
     target = value_target(wdl_next, terminal_result)  # App. E (line 10): p̂ = flip(p_θ̄(s')) or the result
-    advantage = score(target) - v_theta            # Eq. 4: A = (1 − v_θ̄(s')) − v_θ(s) = score(p̂) − v_θ(s)
-    games.end_games(idx, results)                                   # line 12: finished games restart
+    advantage = score(target) - v_theta  # Eq. 4: A = (1 − v_θ̄(s')) − v_θ(s) = score(p̂) − v_θ(s)
+    games.end_games(idx, results)  # line 12: finished games restart
     return Completion(action, rho, advantage, target, terminal_result != RESULT_NONE, tau)
 
 
@@ -180,17 +200,28 @@ class StepResult:
     """What one :func:`pdx_step` changed and measured."""
 
     metrics: dict[str, float]  # loss terms and policy metrics, averaged over the micro-batches
-    rho: torch.Tensor         # (n,) ρ of every transition
-    advantage: torch.Tensor   # (n,) A of every transition
-    tau: torch.Tensor         # (n,) τ(s) of every transition
-    size: int                 # n, transitions (games) this rank stepped
-    version: int              # the online parameters' version after the step (one more than before)
+    rho: torch.Tensor  # (n,) ρ of every transition
+    advantage: torch.Tensor  # (n,) A of every transition
+    tau: torch.Tensor  # (n,) τ(s) of every transition
+    size: int  # n, transitions (games) this rank stepped
+    version: int  # the online parameters' version after the step (one more than before)
 
 
-def pdx_step(batch: PendingBatch, *, online: torch.nn.Module, ema: torch.nn.Module,
-             optimizer: torch.optim.Optimizer, scheduler: torch.optim.lr_scheduler.LRScheduler,
-             backward: Callable[[torch.Tensor], None], config: StepConfig, beta: float,
-             generator: torch.Generator, games: Games, version: int, step: int) -> StepResult:
+def pdx_step(
+    batch: PendingBatch,
+    *,
+    online: torch.nn.Module,
+    ema: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LRScheduler,
+    backward: Callable[[torch.Tensor], None],
+    config: StepConfig,
+    beta: float,
+    generator: torch.Generator,
+    games: Games,
+    version: int,
+    step: int,
+) -> StepResult:
     """Algorithm 1 lines 6–15 on this step's ``batch``: one ply of every game, one AdamW step, one EMA update.
 
     ``backward`` back-propagates a loss (Lightning's ``manual_backward``: precision and DDP hooks);
@@ -212,34 +243,57 @@ def pdx_step(batch: PendingBatch, *, online: torch.nn.Module, ema: torch.nn.Modu
         legal = batch.legal[rows].to(device)
         valid = legal_valid(legal, batch.legal_count[rows])
         # the inputs on the legal moves (the compact layout: ≤ 218 columns, not 4,288)
-        check_finite(step, {"online policy logits (π_θ)": (out.policy.gather(1, legal), valid),
-                            "online WDL logits (p_θ)": out.wdl,
-                            "π_base log-probabilities": (log_p_base.gather(1, legal), valid),
-                            **({} if batch.tau is None else {"τ(s) from the EMA's WDL": batch.tau[rows]})})
+        check_finite(
+            step,
+            {
+                "online policy logits (π_θ)": (out.policy.gather(1, legal), valid),
+                "online WDL logits (p_θ)": out.wdl,
+                "π_base log-probabilities": (log_p_base.gather(1, legal), valid),
+                **({} if batch.tau is None else {"τ(s) from the EMA's WDL": batch.tau[rows]}),
+            },
+        )
         log_p = masked_log_softmax(out.policy, mask)  # log π_θ once: it samples a, enters the loss and metrics
-        wdl_theta = torch.softmax(at_least_float32(out.wdl), dim=-1)                        # (b, 3)
+        wdl_theta = torch.softmax(at_least_float32(out.wdl), dim=-1)  # (b, 3)
         # p_θ(s) goes along only when τ(s) comes from it (temperature_wdl_source="online")
         online_tau = () if batch.tau is not None else (wdl_theta,)
         # lines 7–12 (collect, above): Eq. 5 τ, Eq. 6 μ and a, Eq. 12 ρ, s' and p_θ̄(s'), App. E p̂, Eq. 4 A
-        completion = collect(games, batch, rows, log_p, score(wdl_theta), *online_tau,
-                             generator=generator, version=version)
-        check_finite(step, {"advantage A": completion.advantage, "importance weight ρ": completion.rho,
-                            "value target p̂": completion.target})
+        completion = collect(
+            games, batch, rows, log_p, score(wdl_theta), *online_tau, generator=generator, version=version
+        )
+        check_finite(
+            step,
+            {
+                "advantage A": completion.advantage,
+                "importance weight ρ": completion.rho,
+                "value target p̂": completion.target,
+            },
+        )
         # Eq. 7: −E[ρ·A·log π_θ(a|s)] + β·E[R(π_θ, π_base)] + c_v·L_V (+ the optional base-WDL anchor)
-        loss = pdx_loss_terms(log_p, out.wdl, mask, action=completion.action.to(device),
-                              rho=completion.rho.to(device), advantage=completion.advantage.to(device),
-                              wdl_target=completion.target.to(device), log_p_base=log_p_base,
-                              exploration=config.exploration, beta=beta, c_v=config.c_v,
-                              wdl_base=batch.wdl_base[rows].to(device), value_anchor=config.value_anchor)
+        loss = pdx_loss_terms(
+            log_p,
+            out.wdl,
+            mask,
+            action=completion.action.to(device),
+            rho=completion.rho.to(device),
+            advantage=completion.advantage.to(device),
+            wdl_target=completion.target.to(device),
+            log_p_base=log_p_base,
+            exploration=config.exploration,
+            beta=beta,
+            c_v=config.c_v,
+            wdl_base=batch.wdl_base[rows].to(device),
+            value_anchor=config.value_anchor,
+        )
         check_finite(step, {f"loss/{name}": value for name, value in loss._asdict().items()})
         frac = (rows.stop - rows.start) / n
         backward(loss.total * frac)  # gradients accumulate over the micro-batches
         terms = loss._asdict()
         if not config.value_anchor:  # off: Eq. 7's terms only, as the runs before the option logged
             del terms["anchor"]
-        step_metrics = {**{"loss/" + k: v for k, v in terms.items()},
-                        **policy_metrics(gather_legal(log_p, legal, valid), gather_legal(log_p_base, legal, valid),
-                                         valid)}
+        step_metrics = {
+            **{"loss/" + k: v for k, v in terms.items()},
+            **policy_metrics(gather_legal(log_p, legal, valid), gather_legal(log_p_base, legal, valid), valid),
+        }
         for name, value in step_metrics.items():
             metrics[name] = metrics.get(name, 0.0) + float(value.detach()) * frac
         rhos.append(completion.rho)
@@ -268,6 +322,8 @@ def policy_metrics(log_p_theta: torch.Tensor, log_p_base: torch.Tensor, mask: to
     """The logged KLs to the base and the policy entropy, mean over the micro-batch (no gradient); any
     layout with its mask (the step passes the compact legal one, ``gather_legal``)."""
     lp = log_p_theta.detach()
-    return {"kl/forward_to_base": forward_kl(log_p_base, lp, mask).mean(),
-            "kl/reverse_to_base": reverse_kl(lp, log_p_base, mask).mean(),
-            "policy/entropy": entropy(lp, mask).mean()}
+    return {
+        "kl/forward_to_base": forward_kl(log_p_base, lp, mask).mean(),
+        "kl/reverse_to_base": reverse_kl(lp, log_p_base, mask).mean(),
+        "policy/entropy": entropy(lp, mask).mean(),
+    }

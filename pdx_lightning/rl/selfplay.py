@@ -24,12 +24,14 @@ threads); python-chess is the reference engine it is tested against (``backend="
 Sampling works in the compact legal layout (``chesscore.policy.gather_legal``: the ≤ 218 legal columns
 of each row, sorted by policy index) with one uniform per row (``sample_legal``), on the networks' device.
 """
+
 from __future__ import annotations
 
 import os
 import random
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from typing import Callable, Iterator, Literal
+from typing import Literal
 
 import chess
 import numpy as np
@@ -46,7 +48,6 @@ from pdx_lightning.rl.errors import SelfPlayError
 from pdx_lightning.rl.pdx_step import PendingBatch, TemperatureMode, sample_action, temperature
 from pdx_lightning.runtime.progress import progress
 from pdx_lightning.runtime.ranks import rank_world
-
 
 TEMPERATURE_MODES: tuple[str, ...] = TemperatureMode.__args__  # the sweep's temperature arms, in this order
 TemperatureSource = Literal["ema", "online"]
@@ -181,7 +182,9 @@ class SelfPlayDataset(IterableDataset):
         super().__init__()
         self.cfg = with_run_seed(config)
         self.networks = networks
-        self.pool: GamePool | None = None  # made when iteration starts (the rank, hence the number of games, is known then)
+        self.pool: GamePool | None = (
+            None  # made when iteration starts (the rank, hence the number of games, is known then)
+        )
         self.stats = {"games_finished": 0, "white_win": 0, "draw": 0, "black_win": 0, "length_sum": 0}
         self._pending_state: dict | None = None
         # this rank's generators, seeded when iteration starts (the rank is known only then)
@@ -220,8 +223,14 @@ class SelfPlayDataset(IterableDataset):
         if self.pool is not None:
             self.pool.close()
         cap = self.cfg.max_plies if self.cfg.cap_result == "draw" else None
-        self.pool = open_pool(self.cfg.backend, n, claim_draws=self.cfg.claim_draws, max_plies=cap,
-                              workers=self.cfg.workers, timeout_s=self.cfg.worker_timeout_s)
+        self.pool = open_pool(
+            self.cfg.backend,
+            n,
+            claim_draws=self.cfg.claim_draws,
+            max_plies=cap,
+            workers=self.cfg.workers,
+            timeout_s=self.cfg.worker_timeout_s,
+        )
 
     # ---- state (checkpoints) ----------------------------------------------------------------
     def state_dict(self) -> dict:
@@ -230,11 +239,15 @@ class SelfPlayDataset(IterableDataset):
         the EMA before its last update, so they cannot be recomputed after a restart)."""
         cache = self._ema_cache if self.cfg.reuse_successor_eval else None
         n = 0 if self.pool is None else self.pool.n
-        return {"roots": [self.pool.root_fen(i) for i in range(n)],
-                "moves": [[m.uci() for m in self.pool.moves(i)] for i in range(n)],
-                "torch_rng": self.gen.get_state(), "py_rng": self.rng.getstate(),
-                "stats": dict(self.stats), "n_games": n,
-                "ema_cache": None if cache is None else cache.detach().cpu().clone()}
+        return {
+            "roots": [self.pool.root_fen(i) for i in range(n)],
+            "moves": [[m.uci() for m in self.pool.moves(i)] for i in range(n)],
+            "torch_rng": self.gen.get_state(),
+            "py_rng": self.rng.getstate(),
+            "stats": dict(self.stats),
+            "n_games": n,
+            "ema_cache": None if cache is None else cache.detach().cpu().clone(),
+        }
 
     def load_state_dict(self, state: dict) -> None:
         """Resume from ``state_dict`` when iteration (re)starts."""
@@ -242,8 +255,10 @@ class SelfPlayDataset(IterableDataset):
 
     def _restore(self, state: dict) -> None:
         if state["n_games"] != self.local_games():
-            raise SelfPlayError(f"checkpoint holds {state['n_games']} games for this rank, "
-                                f"config gives {self.local_games()} (n_games or world size changed)")
+            raise SelfPlayError(
+                f"checkpoint holds {state['n_games']} games for this rank, "
+                f"config gives {self.local_games()} (n_games or world size changed)"
+            )
         self._open_pool(state["n_games"])
         for i, (fen, moves) in enumerate(zip(state["roots"], state["moves"])):
             b = chess.Board(fen)
@@ -255,8 +270,9 @@ class SelfPlayDataset(IterableDataset):
         self.stats = dict(state["stats"])
         cache = state.get("ema_cache")  # absent in checkpoints written before it was stored
         if cache is not None and tuple(cache.shape) != (state["n_games"], 3):
-            raise SelfPlayError(f"checkpoint's EMA cache has shape {tuple(cache.shape)}, "
-                                f"expected ({state['n_games']}, 3)")
+            raise SelfPlayError(
+                f"checkpoint's EMA cache has shape {tuple(cache.shape)}, expected ({state['n_games']}, 3)"
+            )
         self._ema_cache = None if cache is None else cache.clone().to(self._device())
 
     # ---- iteration --------------------------------------------------------------------------
@@ -314,8 +330,7 @@ class SelfPlayDataset(IterableDataset):
             self.pool.reset(i)
         todo = {i: 2 * k for i, k in zip(games, full_moves)}
         played = dict.fromkeys(games, 0)
-        with progress(total=max(todo.values(), default=0), desc=desc or "", unit="ply",
-                      disable=desc is None) as bar:
+        with progress(total=max(todo.values(), default=0), desc=desc or "", unit="ply", disable=desc is None) as bar:
             while True:
                 live = [i for i in games if todo[i] > played[i]]
                 if not live:
@@ -346,8 +361,9 @@ class SelfPlayDataset(IterableDataset):
         else:
             wdl = self._eval("ema", x, mask)[1]
         self._ema_cache = torch.full((n, 3), float("nan"), device=x.device)
-        return PendingBatch(x, mask, logp_base, None if wdl is None else self._tau(wdl), self.networks.version(),
-                            wdl_base, legal, count)
+        return PendingBatch(
+            x, mask, logp_base, None if wdl is None else self._tau(wdl), self.networks.version(), wdl_base, legal, count
+        )
 
     def _tau_from_online(self) -> bool:
         return self.cfg.temperature == "adaptive" and self.cfg.temperature_wdl_source == "online"

@@ -10,6 +10,7 @@ target, fsyncs it, ``os.replace``\\ s it over the target (atomic on POSIX) and f
 so a reader sees the old checkpoint or the new one, never a torn one. Leftover partial files of
 killed runs are removed on the next save.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -44,5 +45,7 @@ class AtomicCheckpointIO(TorchCheckpointIO):
             with atomic_write(path, tag=PARTIAL) as f:
                 torch.save(checkpoint, f)
         except OSError as e:
-            raise CheckpointWriteError(f"writing checkpoint {str(path)!r} failed ({e.strerror or e}); "
-                                       f"the previous file at that path, if any, is intact") from e
+            raise CheckpointWriteError(
+                f"writing checkpoint {str(path)!r} failed ({e.strerror or e}); "
+                f"the previous file at that path, if any, is intact"
+            ) from e

@@ -7,6 +7,7 @@
 * ``pdx_base``: the frozen base / starting network by name and file sha256 (``nets.base_reference``;
   None for ``random:``), so a resume refuses a base file that changed since the checkpoint was written.
 """
+
 from __future__ import annotations
 
 import torch

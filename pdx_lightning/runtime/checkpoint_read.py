@@ -1,4 +1,5 @@
 """Reading a checkpoint safely: ``weights_only=True``, memory-mapped, bounded first; one-line errors."""
+
 from __future__ import annotations
 
 import glob
@@ -29,8 +30,7 @@ def read_checkpoint(path: str | os.PathLike) -> dict:
     try:
         return load_torch_bounded(path, error=CheckpointLimitError, mmap=True)
     except Exception as e:  # (pickle payloads, truncation, not a torch file)
-        others = sorted((p for p in glob.glob(str(path.parent / "*.ckpt")) if Path(p) != path),
-                        key=os.path.getmtime)
+        others = sorted((p for p in glob.glob(str(path.parent / "*.ckpt")) if Path(p) != path), key=os.path.getmtime)
         hint = f"; the newest other checkpoint there is {others[-1]!r}" if others else ""
         if isinstance(e, FileLimitError):
             err = CheckpointLimitError(e.path, e.problem, e.limit, e.override)
@@ -38,4 +38,5 @@ def read_checkpoint(path: str | os.PathLike) -> dict:
             raise err from None
         raise CheckpointLoadError(
             f"checkpoint {str(path)!r} cannot be loaded safely with weights_only=True "
-            f"({type(e).__name__}: {str(e).splitlines()[0][:300]}){hint}") from e
+            f"({type(e).__name__}: {str(e).splitlines()[0][:300]}){hint}"
+        ) from e

@@ -21,6 +21,7 @@ deprecation inside Lightning (torch's
 ``LeafSpec``, with the torch/Lightning pair setup.sh installs) and Lightning's litlogger
 advertisement. Every other warning still shows. DDP ranks run this same entry, so they get the same filters.
 """
+
 from __future__ import annotations
 
 import logging
@@ -37,8 +38,7 @@ from lightning.pytorch.utilities.warnings import PossibleUserWarning
 from pdx_lightning.runtime.lightning_cli import PDXLightningCLI
 from pdx_lightning.runtime.moved_configs import resolve_config_args
 
-__all__ = ["KNOWN_MODULE_NOISE", "KNOWN_NOISE", "quiet_known_noise", "run_lightning", "run_summary",
-           "tracker_line"]
+__all__ = ["KNOWN_MODULE_NOISE", "KNOWN_NOISE", "quiet_known_noise", "run_lightning", "run_summary", "tracker_line"]
 
 # (message regex, category) of warnings pdx causes knowingly on every run; each says nothing a user can act on
 KNOWN_NOISE: tuple[tuple[str, type[Warning]], ...] = (
@@ -58,8 +58,11 @@ KNOWN_MODULE_NOISE: tuple[tuple[str, type[Warning], str], ...] = (
     # manually by design and its checkpoint *should* hold the state after the step's update: that
     # is what `--ckpt_path last` resumes from (the next step's self-play uses those weights), and
     # the resume tests compare against it. Nothing to act on, so it is dropped at its source.
-    (r"Using ModelCheckpoint with manual optimization and every_n_train_steps", UserWarning,
-     r"lightning\.pytorch\.callbacks\.model_checkpoint"),
+    (
+        r"Using ModelCheckpoint with manual optimization and every_n_train_steps",
+        UserWarning,
+        r"lightning\.pytorch\.callbacks\.model_checkpoint",
+    ),
 )
 
 
@@ -82,9 +85,14 @@ def quiet_known_noise() -> None:
         log.addFilter(_DropLitLoggerTip())
 
 
-def run_lightning(model_class: type[L.LightningModule], args: Sequence[str] | None = None, *,
-                  datamodule_class: type[L.LightningDataModule] | None = None,
-                  trainer_defaults: dict[str, Any] | None = None, summary: bool = True) -> LightningCLI:
+def run_lightning(
+    model_class: type[L.LightningModule],
+    args: Sequence[str] | None = None,
+    *,
+    datamodule_class: type[L.LightningDataModule] | None = None,
+    trainer_defaults: dict[str, Any] | None = None,
+    summary: bool = True,
+) -> LightningCLI:
     """Parse ``args`` (``[subcommand, --flags...]``; None: ``sys.argv``) with :class:`PDXLightningCLI`
     on ``model_class`` (and ``datamodule_class``), run the subcommand, print the closing summary.
 
@@ -93,9 +101,14 @@ def run_lightning(model_class: type[L.LightningModule], args: Sequence[str] | No
     ``--config pdx:<preset>`` reads the preset shipped with the package (:mod:`pdx_lightning.resources`)."""
     args = resolve_config_args(sys.argv[1:] if args is None else list(args))
     quiet_known_noise()
-    cli = PDXLightningCLI(model_class, datamodule_class, args=args,
-                          save_config_kwargs={"overwrite": True},
-                          trainer_defaults=dict(trainer_defaults or {}), run=True)
+    cli = PDXLightningCLI(
+        model_class,
+        datamodule_class,
+        args=args,
+        save_config_kwargs={"overwrite": True},
+        trainer_defaults=dict(trainer_defaults or {}),
+        run=True,
+    )
     if summary:
         text = run_summary(cli.trainer, cli.subcommand)
         if text and cli.trainer.is_global_zero:
@@ -128,8 +141,11 @@ def tracker_line(logger: Any, log_dir: str | None) -> str | None:
     if name == "WandbLogger":
         offline = bool(getattr(logger, "_offline", False)) or os.environ.get("WANDB_MODE") in ("offline", "dryrun")
         where = getattr(logger, "save_dir", None) or "."
-        return (f"W&B:         wandb sync {os.path.join(where, 'wandb', 'offline-run-*')}" if offline
-                else f"W&B:         run {getattr(logger, 'version', None)}")
+        return (
+            f"W&B:         wandb sync {os.path.join(where, 'wandb', 'offline-run-*')}"
+            if offline
+            else f"W&B:         run {getattr(logger, 'version', None)}"
+        )
     return None
 
 
@@ -142,8 +158,7 @@ def run_summary(trainer: L.Trainer, subcommand: str | None = "fit") -> str | Non
         return None
     log_dir = trainer.log_dir  # collective: every rank reads it
     # the first logger's directory is trainer.log_dir; the others' are read on rank 0 only (it prints)
-    dirs = [log_dir] + [getattr(lg, "log_dir", None) if trainer.is_global_zero else None
-                        for lg in trainer.loggers[1:]]
+    dirs = [log_dir] + [getattr(lg, "log_dir", None) if trainer.is_global_zero else None for lg in trainer.loggers[1:]]
     views = [line for lg, d in zip(trainer.loggers, dirs) if (line := tracker_line(lg, d))]
     if log_dir is None and not views:
         return None

@@ -4,6 +4,7 @@ A report's numbers depend on the software as well as the settings (a Lightning o
 changes the RNG streams, a numpy release a summation order); ``requirements/lock.txt`` pins the tested
 set and these records say which set a given file came from.
 """
+
 from __future__ import annotations
 
 import platform
@@ -27,8 +28,13 @@ def _version(dist: str) -> str | None:
 def _commit(repo: Path) -> str | None:
     """The checkout's commit (with ``-dirty`` for local changes), None outside a git checkout."""
     try:
-        r = subprocess.run(["git", "-C", str(repo), "describe", "--always", "--dirty", "--abbrev=12"],
-                           check=False, capture_output=True, text=True, timeout=5)
+        r = subprocess.run(
+            ["git", "-C", str(repo), "describe", "--always", "--dirty", "--abbrev=12"],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return (r.stdout.strip() or None) if r.returncode == 0 else None
@@ -39,6 +45,10 @@ def environment() -> dict[str, str | None]:
     "platform"}`` of this process (a package that is not installed: None)."""
     from pdx_lightning._version import __version__  # noqa: PLC0415
 
-    return {"python": platform.python_version(), "pdx_lightning": __version__,
-            "pdx_commit": _commit(Path(__file__).resolve().parents[2]),
-            **{name: _version(name) for name in PACKAGES}, "platform": platform.platform(terse=True)}
+    return {
+        "python": platform.python_version(),
+        "pdx_lightning": __version__,
+        "pdx_commit": _commit(Path(__file__).resolve().parents[2]),
+        **{name: _version(name) for name in PACKAGES},
+        "platform": platform.platform(terse=True),
+    }

@@ -13,6 +13,7 @@ redraws at most every ``runtime.progress.LOG_INTERVAL`` s and hides the short va
 ``PDX_PROGRESS=0`` switches it off, as every other pdx bar. :class:`PDXLightningCLI` installs it
 unless the config names a progress bar of its own or ``--trainer.enable_progress_bar false``.
 """
+
 from __future__ import annotations
 
 import os
@@ -75,15 +76,30 @@ class FitProgressBar(TQDMProgressBar):
 
     def init_train_tqdm(self) -> Tqdm:
         # a resumed run starts at its step: tqdm's rate and ETA are (n - initial) / elapsed
-        return Tqdm(desc="fit", total=self._total(), initial=self.trainer.global_step,
-                    disable=self.is_disabled, leave=True, dynamic_ncols=self._tty, file=sys.stderr,
-                    smoothing=0, unit="step", bar_format=self.BAR_FORMAT,
-                    mininterval=0.1 if self._tty else LOG_INTERVAL)
+        return Tqdm(
+            desc="fit",
+            total=self._total(),
+            initial=self.trainer.global_step,
+            disable=self.is_disabled,
+            leave=True,
+            dynamic_ncols=self._tty,
+            file=sys.stderr,
+            smoothing=0,
+            unit="step",
+            bar_format=self.BAR_FORMAT,
+            mininterval=0.1 if self._tty else LOG_INTERVAL,
+        )
 
     def _short_bar(self, desc: str, leave: bool, position: int) -> Tqdm:
         # sanity check and validation: a few puzzle batches; no lines of their own in a log file
-        return Tqdm(desc=desc, disable=self.is_disabled or not self._tty, leave=leave, position=position,
-                    dynamic_ncols=True, file=sys.stderr)
+        return Tqdm(
+            desc=desc,
+            disable=self.is_disabled or not self._tty,
+            leave=leave,
+            position=position,
+            dynamic_ncols=True,
+            file=sys.stderr,
+        )
 
     def init_sanity_tqdm(self) -> Tqdm:
         return self._short_bar(self.sanity_check_description, leave=False, position=0)
@@ -106,10 +122,11 @@ class FitProgressBar(TQDMProgressBar):
             return
         step, now = trainer.global_step, time.monotonic()
         bar.n = step
-        bar.set_postfix(fit_postfix(self.get_metrics(trainer, pl_module), step - self._step0,
-                                    now - self._t0, self._per_step), refresh=False)
-        if (self._tty and step % self.refresh_rate == 0) or step == bar.total \
-                or now - self._last_draw >= LOG_INTERVAL:
+        bar.set_postfix(
+            fit_postfix(self.get_metrics(trainer, pl_module), step - self._step0, now - self._t0, self._per_step),
+            refresh=False,
+        )
+        if (self._tty and step % self.refresh_rate == 0) or step == bar.total or now - self._last_draw >= LOG_INTERVAL:
             bar.refresh()
             self._last_draw = now
 

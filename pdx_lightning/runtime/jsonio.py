@@ -2,6 +2,7 @@
 
 One cleaner for every writer (``pdx eval ... --json``, the arena, the sweep's records).
 """
+
 from __future__ import annotations
 
 import json

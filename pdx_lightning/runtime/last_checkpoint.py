@@ -5,6 +5,7 @@ own log version, ``<save_dir>/<name>/version_N/checkpoints``; ``--ckpt_path last
 written most recently under ``<save_dir>/<name>`` (:func:`resolve_last`). An explicit ``dirpath`` is one
 shared directory, as in Lightning.
 """
+
 from __future__ import annotations
 
 import glob
@@ -19,8 +20,11 @@ from pdx_lightning.runtime.log_continuity import MARKER, read_marker
 
 
 def _last_files(directory: str | os.PathLike) -> list[str]:
-    return [p for p in glob.glob(os.path.join(str(directory), "last*.ckpt"))
-            if Path(p).stem == "last" or Path(p).stem.startswith("last-")]
+    return [
+        p
+        for p in glob.glob(os.path.join(str(directory), "last*.ckpt"))
+        if Path(p).stem == "last" or Path(p).stem.startswith("last-")
+    ]
 
 
 def _run_root(trainer: L.Trainer) -> Path | None:

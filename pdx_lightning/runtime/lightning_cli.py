@@ -25,6 +25,7 @@ Lightning hooks used: the public ones (``parse_arguments``, ``after_instantiate_
 ``instantiate_trainer``, ``before_<subcommand>``) and one private one, ``_parse_ckpt_path``; that and
 the private trainer state pdx reads are named and checked in :mod:`~pdx_lightning.runtime.lightning_internals`.
 """
+
 from __future__ import annotations
 
 import re
@@ -90,15 +91,16 @@ class PDXLightningCLI(LightningCLI):
 
     def _flag_given(self, prefix: str) -> bool:
         """Whether the command line itself (not a config file) sets ``prefix`` or a key below it."""
-        return any(a == prefix or a.startswith((prefix + ".", prefix + "=", prefix + "+"))
-                   for a in getattr(self, "_argv", ()))
+        return any(
+            a == prefix or a.startswith((prefix + ".", prefix + "=", prefix + "+")) for a in getattr(self, "_argv", ())
+        )
 
     def _model_flags(self) -> list[str]:
         """Dotted ``--model.*`` keys given on the command line (``selfplay.temperature``, ...)."""
         keys = []
         for a in getattr(self, "_argv", ()):
             if a.startswith("--model."):
-                key = re.split(r"[=+]", a[len("--model."):], maxsplit=1)[0]
+                key = re.split(r"[=+]", a[len("--model.") :], maxsplit=1)[0]
                 if key and not key.endswith(".help"):
                     keys.append(key)
         return keys
@@ -128,7 +130,7 @@ class PDXLightningCLI(LightningCLI):
                     break
                 # the flag's own key, or a non-dict value above it: take the command line's value there
                 if depth == len(parts) - 1 or not isinstance(node[part], dict):
-                    value = self.config[sub].get("model." + ".".join(parts[:depth + 1]))
+                    value = self.config[sub].get("model." + ".".join(parts[: depth + 1]))
                     node[part] = value.as_dict() if hasattr(value, "as_dict") else value
                     break
                 node = node[part]
@@ -161,10 +163,10 @@ class PDXLightningCLI(LightningCLI):
         if self._logs_off():
             self.save_config_callback = None  # it would write config.yaml into the cwd (no log dir)
         callbacks = trainer_cfg.get("callbacks")
-        callbacks = (list(callbacks) if isinstance(callbacks, (list, tuple))
-                     else [callbacks] if callbacks else [])
-        if trainer_cfg.get("enable_progress_bar", True) is not False and \
-                not any(isinstance(cb, ProgressBar) for cb in callbacks):
+        callbacks = list(callbacks) if isinstance(callbacks, (list, tuple)) else [callbacks] if callbacks else []
+        if trainer_cfg.get("enable_progress_bar", True) is not False and not any(
+            isinstance(cb, ProgressBar) for cb in callbacks
+        ):
             # steps out of max_steps, ETA, transitions/s (Lightning's default counts an epoch's batches)
             kwargs["callbacks"] = [*callbacks, FitProgressBar()]
         trainer = super().instantiate_trainer(**kwargs)
@@ -185,9 +187,11 @@ class PDXLightningCLI(LightningCLI):
         args = self.config_init[subcommand]
         if "weights_only" in args:
             if args["weights_only"] is False:
-                raise CheckpointLoadError("pdx loads checkpoints with weights_only=True only; "
-                                          "--weights_only false would execute pickled code from the "
-                                          "checkpoint file")
+                raise CheckpointLoadError(
+                    "pdx loads checkpoints with weights_only=True only; "
+                    "--weights_only false would execute pickled code from the "
+                    "checkpoint file"
+                )
             args["weights_only"] = True
 
     def _prepare(self, subcommand: str) -> None:
@@ -216,8 +220,9 @@ class PDXLightningCLI(LightningCLI):
         for lg, v in zip(trainer.loggers, versions):
             internals.pin_logger_version(lg, v)  # same run directory: TensorBoard curves and checkpoints continue
         if subcommand == "fit" and path is not None:  # resuming: its checkpoint dir has files
-            warnings.filterwarnings("ignore", message=r"Checkpoint directory .* exists and is not empty",
-                                    category=UserWarning)
+            warnings.filterwarnings(
+                "ignore", message=r"Checkpoint directory .* exists and is not empty", category=UserWarning
+            )
         if subcommand == "validate":
             self._check_something_to_validate()
             if self._logs_off():
@@ -228,8 +233,9 @@ class PDXLightningCLI(LightningCLI):
         for lg in trainer.loggers:
             root = getattr(lg, "root_dir", None) or getattr(lg, "save_dir", None)
             if root:
-                preflight.check_dir(root, what=f"log directory of {type(lg).__name__}",
-                                    min_free=need if subcommand == "fit" else None)
+                preflight.check_dir(
+                    root, what=f"log directory of {type(lg).__name__}", min_free=need if subcommand == "fit" else None
+                )
         if subcommand == "fit":
             for cb in trainer.checkpoint_callbacks:
                 if isinstance(cb, ModelCheckpoint) and cb.dirpath:
@@ -248,10 +254,15 @@ class PDXLightningCLI(LightningCLI):
         clip = self.trainer.gradient_clip_val
         if clip and not self.model.automatic_optimization:
             hp = getattr(self.model, "hparams", {})
-            own = (f"; clip with --model.grad_clip_norm {clip} instead"
-                   if hasattr(hp, "get") and "grad_clip_norm" in hp else "")
-            raise ManualClippingError(f"--trainer.gradient_clip_val {clip}: Lightning cannot clip gradients of "
-                                      f"{type(self.model).__name__}, which optimizes manually{own}")
+            own = (
+                f"; clip with --model.grad_clip_norm {clip} instead"
+                if hasattr(hp, "get") and "grad_clip_norm" in hp
+                else ""
+            )
+            raise ManualClippingError(
+                f"--trainer.gradient_clip_val {clip}: Lightning cannot clip gradients of "
+                f"{type(self.model).__name__}, which optimizes manually{own}"
+            )
 
     def _check_something_to_validate(self) -> None:
         """A model whose own validation data is empty (``pdx validate`` without a suite) is a user
@@ -265,7 +276,8 @@ class PDXLightningCLI(LightningCLI):
         if isinstance(loaders, (list, tuple)) and not loaders:
             raise NothingToValidateError(
                 "nothing to validate: give the puzzle suites to score, e.g. --model.val_suite "
-                "data/tactics.csv and/or --model.val_mates+=data/mates_in_1.csv")
+                "data/tactics.csv and/or --model.val_mates+=data/mates_in_1.csv"
+            )
 
     def before_fit(self) -> None:
         self._check_clipping()

@@ -12,6 +12,7 @@ longer calling ``_parse_ckpt_path``, so checkpoint hyperparameters would beat co
 no sign of it), and looking the pieces up catches exactly that, before any work; a version pin alone
 would also refuse the patch and minor releases that changed none of them.
 """
+
 from __future__ import annotations
 
 import functools
@@ -29,15 +30,15 @@ WRITTEN_FOR = ((2, 4), (2, 6))
 
 PRIVATE_USES = {
     "LightningCLI._parse_ckpt_path": "overridden: checkpoint hyperparameters under command-line flags, "
-                                     "the file read by the bounded reader (LightningCLI.__init__ must call it)",
+    "the file read by the bounded reader (LightningCLI.__init__ must call it)",
     "_LoggerConnector.metrics['log']": "a step's metrics not yet logged when its checkpoint is saved "
-                                       "(LogContinuity stores them in the checkpoint)",
+    "(LogContinuity stores them in the checkpoint)",
     "_TrainingEpochLoop._batches_that_stepped": "the step those metrics are logged at (Lightning's "
-                                                "logger step; global_step counts optimizer steps)",
+    "logger step; global_step counts optimizer steps)",
     "TensorBoardLogger._version / CSVLogger._version": "pinned on resume so the logs continue in the "
-                                                       "same version_N (the loggers exist by then)",
+    "same version_N (the loggers exist by then)",
     "HyperparametersMixin._hparams_initial": "LightningCLI's _instantiator dropped from the hyperparameters "
-                                             "that are logged (hparams_initial returns a copy)",
+    "that are logged (hparams_initial returns a copy)",
 }
 
 
@@ -96,11 +97,15 @@ def check_lightning(version: str | None = None) -> None:
         raise LightningInternalsError(
             f"lightning {version} lacks what pdx relies on ({'; '.join(missing)}; see "
             f"pdx_lightning/runtime/lightning_internals.py): install a lightning {span}, e.g. "
-            f"pip install 'lightning>={lo[0]}.{lo[1]},<{hi[0]}.{hi[1] + 1}'")
+            f"pip install 'lightning>={lo[0]}.{lo[1]},<{hi[0]}.{hi[1] + 1}'"
+        )
     if not lo <= version_tuple(version) <= hi:
-        warnings.warn(f"lightning {version}: pdx was written for {span}; every private piece it uses is "
-                      f"present, so it runs, but resuming and logging are untested on this version",
-                      UserWarning, stacklevel=2)
+        warnings.warn(
+            f"lightning {version}: pdx was written for {span}; every private piece it uses is "
+            f"present, so it runs, but resuming and logging are untested on this version",
+            UserWarning,
+            stacklevel=2,
+        )
 
 
 def pending_log_metrics(trainer) -> dict[str, float]:

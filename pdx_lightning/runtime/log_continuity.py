@@ -6,6 +6,7 @@ the same run directory instead of starting ``version_N+1``. (An explicit
 ``--trainer.logger.init_args.version`` wins.) Steps after the last checkpoint of a killed run are
 logged twice, with identical values for a seeded run.
 """
+
 from __future__ import annotations
 
 import json

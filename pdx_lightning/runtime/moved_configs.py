@@ -11,6 +11,7 @@ A path is "old" when its last two parts are a key of :data:`MOVED` (``conf/maia.
 ``./conf/maia.yaml``, ``/clone/conf/maia.yaml``): the prefix is kept, so the pointer names the file in
 the same clone. An old path that still exists (a user's own ``conf/maia.yaml``) is read as it is.
 """
+
 from __future__ import annotations
 
 import os
@@ -20,18 +21,26 @@ from pathlib import PurePath
 from pdx_lightning.errors import UserError
 from pdx_lightning.resources import resolve_path
 
-__all__ = ["MOVED", "MovedConfigError", "check_config_args", "check_config_path", "current_path", "moved_to",
-           "resolve_config_args"]
+__all__ = [
+    "MOVED",
+    "MovedConfigError",
+    "check_config_args",
+    "check_config_path",
+    "current_path",
+    "moved_to",
+    "resolve_config_args",
+]
 
-_FIT = ("pdx", "maia", "paper", "small", "gpu_bf16", "arm_entropy", "arm_forward_kl", "arm_none",
-        "arm_reverse_kl")
+_FIT = ("pdx", "maia", "paper", "small", "gpu_bf16", "arm_entropy", "arm_forward_kl", "arm_none", "arm_reverse_kl")
 MOVED: dict[str, str] = {
     **{f"conf/{n}.yaml": f"conf/fit/{n}.yaml" for n in _FIT},
     "conf/pretrain.yaml": "conf/pretrain/small.yaml",
     **{f"conf/pretrain_{n}.yaml": f"conf/pretrain/{n}.yaml" for n in ("maia", "pgn", "small_v2")},
     "conf/sweep.yaml": "conf/sweep/cpu.yaml",
-    **{f"conf/sweep_{n}.yaml": f"conf/sweep/{n}.yaml"
-       for n in ("cpu_beta", "cpu_mini", "maia", "maia_distilled", "maia_seeds", "paper")},
+    **{
+        f"conf/sweep_{n}.yaml": f"conf/sweep/{n}.yaml"
+        for n in ("cpu_beta", "cpu_mini", "maia", "maia_distilled", "maia_seeds", "paper")
+    },
 }
 
 

@@ -4,6 +4,7 @@ AdamW over the network's four layerwise learning-rate groups (paper Appendix G: 
 block, policy head, value head; ``nets.PARAM_GROUPS``, from the network's ``param_groups()``), with a
 linear warmup from 0 to the peak rates, then constant; and the EMA target's update (Eq. 11).
 """
+
 from __future__ import annotations
 
 from typing import Any, Protocol
@@ -56,14 +57,23 @@ def layerwise_adamw(net: torch.nn.Module, hp: LayerwiseHyperparameters | Any) ->
     Returns Lightning's ``configure_optimizers`` dict (the scheduler steps every optimizer step):
     at step ``t`` every group's rate is ``peak · min(1, (t + 1) / max(1, warmup_steps))``.
     """
-    lrs = {"backbone": hp.lr_backbone, "final_block": hp.lr_final_block,
-           "policy_head": hp.lr_policy_head, "value_head": hp.lr_value_head}
+    lrs = {
+        "backbone": hp.lr_backbone,
+        "final_block": hp.lr_final_block,
+        "policy_head": hp.lr_policy_head,
+        "value_head": hp.lr_value_head,
+    }
     groups = net.param_groups()
     if unknown := sorted(set(groups) - set(PARAM_GROUPS)):
-        raise ValueError(f"layerwise_adamw: {type(net).__name__}.param_groups() returned unknown groups "
-                         f"{unknown}; expected {list(PARAM_GROUPS)}")
-    opt = torch.optim.AdamW([{"params": ps, "lr": lrs[name], "name": name} for name, ps in groups.items()],
-                            betas=tuple(hp.adam_betas), weight_decay=hp.weight_decay)
+        raise ValueError(
+            f"layerwise_adamw: {type(net).__name__}.param_groups() returned unknown groups "
+            f"{unknown}; expected {list(PARAM_GROUPS)}"
+        )
+    opt = torch.optim.AdamW(
+        [{"params": ps, "lr": lrs[name], "name": name} for name, ps in groups.items()],
+        betas=tuple(hp.adam_betas),
+        weight_decay=hp.weight_decay,
+    )
     warm = max(1, hp.warmup_steps)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: min(1.0, (step + 1) / warm))
     return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
@@ -86,5 +96,4 @@ def ema_update(ema: torch.nn.Module, online: torch.nn.Module, decay: float) -> N
     """
     online_params = [p.detach() for p in online.parameters()]
     # num_averaged > 0 so swa_utils applies the decay (at 0 it would copy)
-    get_ema_multi_avg_fn(decay)(list(ema.parameters()), online_params,
-                                torch.tensor(1, device=online_params[0].device))
+    get_ema_multi_avg_fn(decay)(list(ema.parameters()), online_params, torch.tensor(1, device=online_params[0].device))

@@ -12,6 +12,7 @@ previous one until the new one is complete). A check at the start cannot promise
 disk stays free: a write that fails later still fails with the OS error, and checkpoint
 writes never leave a truncated file behind (:mod:`pdx_lightning.runtime.checkpoint_io`).
 """
+
 from __future__ import annotations
 
 import os
@@ -45,8 +46,14 @@ def _fmt(n: float) -> str:
     return f"{n} B"
 
 
-def check_dir(path: str | os.PathLike, *, what: str = "output directory", min_free: int | None = None,
-              create: bool = True, keep: bool = True) -> Path:
+def check_dir(
+    path: str | os.PathLike,
+    *,
+    what: str = "output directory",
+    min_free: int | None = None,
+    create: bool = True,
+    keep: bool = True,
+) -> Path:
     """``path`` is (or is made) a writable directory on a file system with ``min_free`` bytes free.
 
     ``keep=False``: directories created for the check are removed again (the command makes its output
@@ -62,8 +69,7 @@ def check_dir(path: str | os.PathLike, *, what: str = "output directory", min_fr
         try:
             path.mkdir(parents=True, exist_ok=True)
         except OSError as e:
-            raise PreflightError(f"{label} cannot be created ({e.strerror or e}); "
-                                 f"choose a writable location") from e
+            raise PreflightError(f"{label} cannot be created ({e.strerror or e}); choose a writable location") from e
         if not keep:
             try:
                 return _check_writable(path, label, min_free)
@@ -82,14 +88,15 @@ def _check_writable(path: Path, label: str, min_free: int | None) -> Path:
         os.close(fd)
         os.unlink(probe)
     except OSError as e:
-        raise PreflightError(f"{label} is not writable ({e.strerror or e}); "
-                             f"choose a writable location") from e
+        raise PreflightError(f"{label} is not writable ({e.strerror or e}); choose a writable location") from e
     need = min_free_default() if min_free is None else min_free
     free = shutil.disk_usage(path).free
     if free < need:
-        raise PreflightError(f"{label}: only {_fmt(free)} free on its file system, need at least "
-                                           f"{_fmt(need)}; free some space or write elsewhere "
-                                           f"($PDX_MIN_FREE_MB sets the floor)")
+        raise PreflightError(
+            f"{label}: only {_fmt(free)} free on its file system, need at least "
+            f"{_fmt(need)}; free some space or write elsewhere "
+            f"($PDX_MIN_FREE_MB sets the floor)"
+        )
     return path
 
 
@@ -98,8 +105,9 @@ def check_file(path: str | os.PathLike, *, what: str = "output file", min_free: 
     path = Path(path).expanduser()
     if path.is_dir():
         raise PreflightError(f"{what} {str(path)!r} is a directory, expected a file name")
-    check_dir(path.parent if str(path.parent) else Path("."), what=f"directory of the {what} {str(path)!r}",
-              min_free=min_free)
+    check_dir(
+        path.parent if str(path.parent) else Path("."), what=f"directory of the {what} {str(path)!r}", min_free=min_free
+    )
     if path.exists() and not os.access(path, os.W_OK):
         raise PreflightError(f"{what} {str(path)!r} exists and is not writable")
     return path

@@ -4,6 +4,7 @@
 runs it as shipped (:mod:`pdx_lightning.resources`). Both work from any directory of an installed
 wheel: no checkout needed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,8 +17,11 @@ __all__ = ["add_arguments", "run"]
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     if p.prog.endswith(" show"):
-        p.add_argument("preset", help="preset name as `pdx config list` prints it (fit/maia, sweep/cpu; "
-                                      f"'{PRESET_PREFIX}fit/maia' and 'conf/fit/maia.yaml' also work)")
+        p.add_argument(
+            "preset",
+            help="preset name as `pdx config list` prints it (fit/maia, sweep/cpu; "
+            f"'{PRESET_PREFIX}fit/maia' and 'conf/fit/maia.yaml' also work)",
+        )
     else:
         p.add_argument("--paths", action="store_true", help="print each preset's installed file too")
 

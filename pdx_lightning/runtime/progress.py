@@ -11,6 +11,7 @@
 Used by the self-play opening warm-up (``rl.selfplay``) and the ``pdx eval`` tools (puzzles, mates,
 diagnostics, coverage, recovery, arena). Drawing a bar reads no random numbers and changes no result.
 """
+
 from __future__ import annotations
 
 import os
@@ -20,7 +21,7 @@ from tqdm import tqdm
 
 from pdx_lightning.runtime.ranks import process_rank  # (re-exported: tests, callers)
 
-DELAY = 2.0          # seconds before a bar first appears
+DELAY = 2.0  # seconds before a bar first appears
 LOG_INTERVAL = 10.0  # seconds between refreshes when stderr is not a terminal
 ENV_SWITCH = "PDX_PROGRESS"
 _OFF = {"0", "false", "no", "off"}
@@ -33,8 +34,9 @@ def enabled() -> bool:
     return process_rank() == 0
 
 
-def progress(total: int | float | None = None, desc: str = "", unit: str = "it", *, leave: bool = False,
-             **kwargs) -> tqdm:
+def progress(
+    total: int | float | None = None, desc: str = "", unit: str = "it", *, leave: bool = False, **kwargs
+) -> tqdm:
     """A tqdm bar on stderr that shows itself after :data:`DELAY` s, on rank 0, unless ``PDX_PROGRESS=0``.
 
     ``leave=False`` (the default) erases the bar when it closes, so the command's own output follows
@@ -47,6 +49,4 @@ def progress(total: int | float | None = None, desc: str = "", unit: str = "it",
     kwargs.setdefault("mininterval", 0.1 if tty else LOG_INTERVAL)
     kwargs.setdefault("dynamic_ncols", tty)
     disable = bool(kwargs.pop("disable", False)) or not enabled()
-    return tqdm(total=total, desc=desc, unit=unit, leave=leave, file=stream, delay=DELAY, disable=disable,
-                **kwargs)
-
+    return tqdm(total=total, desc=desc, unit=unit, leave=leave, file=stream, delay=DELAY, disable=disable, **kwargs)

@@ -3,6 +3,7 @@
 Self-play (which games a rank owns, its seed), the module's checkpoint hooks (every rank's games)
 and the progress bars (rank 0 only) all ask here, so "which rank am I" has one answer.
 """
+
 from __future__ import annotations
 
 import os

@@ -24,12 +24,13 @@ Standalone::
         --model.exclude '[{path: [data/tactics.csv]}, {path: [data/mates_in_1.csv]}]' --trainer.max_steps 150
     pdx sweep --config conf/sweep/cpu.yaml --control-only  # the sweep's control cell alone
 """
+
 from __future__ import annotations
 
 import functools
 import sys
+from collections.abc import Sequence
 from dataclasses import asdict, is_dataclass
-from typing import Sequence
 
 import chess
 import lightning as L
@@ -72,9 +73,11 @@ def disjoint_pool(pool: Sequence[Puzzle], suites: Sequence[Puzzle], remove: bool
     bad = overlap(pool, suites)
     if bad and not remove:
         shown = "; ".join(f"{p.source or p.puzzle_id}: {why}" for p, why in bad[:5])
-        raise PoolOverlapError(f"the control's pool overlaps the evaluation suites in {len(bad)} of "
-                               f"{len(pool)} puzzles (by PuzzleId or solver-position FEN), e.g. {shown}; "
-                               f"remove them from the pool or set remove_overlap: true")
+        raise PoolOverlapError(
+            f"the control's pool overlaps the evaluation suites in {len(bad)} of "
+            f"{len(pool)} puzzles (by PuzzleId or solver-position FEN), e.g. {shown}; "
+            f"remove them from the pool or set remove_overlap: true"
+        )
     drop = {id(p) for p, _ in bad}
     return [p for p in pool if id(p) not in drop]
 
@@ -137,8 +140,7 @@ class PuzzleControl(L.LightningModule):
         if not pool:
             raise ValueError("PuzzleControl needs a pool of puzzle CSVs (--model.pool)")
         if batch_size < 1 or warmup_steps < 0:
-            raise ValueError(f"batch_size must be >= 1 and warmup_steps >= 0 "
-                             f"(got {batch_size}, {warmup_steps})")
+            raise ValueError(f"batch_size must be >= 1 and warmup_steps >= 0 (got {batch_size}, {warmup_steps})")
         self.save_hyperparameters(ignore=["exclude"])
         # plain dicts, so checkpoints stay loadable with torch.load(weights_only=True)
         self.hparams["exclude"] = [asdict(e) if is_dataclass(e) else dict(e) for e in exclude or []]
@@ -146,7 +148,7 @@ class PuzzleControl(L.LightningModule):
         self.ema = load_model(base).requires_grad_(False).eval()
         self.dataset: SolverPositions | None = None
 
-    def train(self, mode: bool = True) -> "PuzzleControl":
+    def train(self, mode: bool = True) -> PuzzleControl:
         super().train(mode)
         self.ema.eval()
         return self
@@ -167,8 +169,14 @@ class PuzzleControl(L.LightningModule):
 
     def train_dataloader(self) -> DataLoader:
         g = torch.Generator().manual_seed(self.hparams.seed)
-        return DataLoader(self.dataset, batch_size=self.hparams.batch_size, shuffle=True, generator=g,
-                          collate_fn=collate, drop_last=len(self.dataset) >= self.hparams.batch_size)
+        return DataLoader(
+            self.dataset,
+            batch_size=self.hparams.batch_size,
+            shuffle=True,
+            generator=g,
+            collate_fn=collate,
+            drop_last=len(self.dataset) >= self.hparams.batch_size,
+        )
 
     def configure_optimizers(self):
         return layerwise_adamw(self.online, self.hparams)
@@ -180,19 +188,17 @@ class PuzzleControl(L.LightningModule):
 
     def training_step(self, batch, batch_idx: int) -> torch.Tensor:
         x, mask, target = batch
-        log_p = masked_log_softmax(self.online(x).policy, mask)               # (B, 4288)
-        loss = -log_p.gather(1, target[:, None]).squeeze(1).mean()           # CE to the solver move
+        log_p = masked_log_softmax(self.online(x).policy, mask)  # (B, 4288)
+        loss = -log_p.gather(1, target[:, None]).squeeze(1).mean()  # CE to the solver move
         acc = (log_p.argmax(1) == target).float().mean()
-        self.log_dict({"loss/policy_ce": loss.detach(), "control/train_acc": acc}, on_step=True,
-                      batch_size=x.shape[0])
+        self.log_dict({"loss/policy_ce": loss.detach(), "control/train_acc": acc}, on_step=True, batch_size=x.shape[0])
         self.log("loss", loss.detach(), prog_bar=True, logger=False, batch_size=x.shape[0])
         return loss
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         """What ``load_model`` needs (model config), and the base by name + hash as PDXModule does."""
         write_network_meta(checkpoint, self.online, self.hparams.base)
-        checkpoint["pdx_control"] = {"pool": list(self.hparams.pool),
-                                     "pool_size": getattr(self, "pool_size", None)}
+        checkpoint["pdx_control"] = {"pool": list(self.hparams.pool), "pool_size": getattr(self, "pool_size", None)}
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         """A resume (the sweep resumes the control from last.ckpt) refuses a base file that changed."""
@@ -208,8 +214,8 @@ def main(args: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    from pdx_lightning.runtime.preflight import PreflightError  # noqa: PLC0415
     from pdx_lightning.runtime.checkpoint_read import CheckpointLoadError  # noqa: PLC0415
+    from pdx_lightning.runtime.preflight import PreflightError  # noqa: PLC0415
 
     try:
         main()

@@ -9,6 +9,7 @@ Appendix C) — and the value head by cross-entropy to the teacher's WDL.
 Resumable with ``--ckpt_path``; ``export`` writes the final network as a
 ``.pt`` loadable by ``pdx_lightning.nets.load_model``.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,14 +24,14 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
-from pdx_lightning.errors import UserError
 from pdx_lightning.chesscore.encoding import GameHistory, PackedRows, encode_packed, pack_rows
 from pdx_lightning.chesscore.moves import POLICY_SIZE, legal_indices
+from pdx_lightning.chesscore.policy import entropy, masked_log_softmax
+from pdx_lightning.errors import UserError
 from pdx_lightning.nets import load_model, save_network
 from pdx_lightning.nets.chessformer import Chessformer, ModelConfig
 from pdx_lightning.nets.resnet import require_wdl_head
 from pdx_lightning.runtime.export_target import check_export_target
-from pdx_lightning.chesscore.policy import entropy, masked_log_softmax
 from pdx_lightning.supervised.shards import Shard, decode_move, load_all
 from pdx_lightning.supervised.teacher import CP_WEIGHT, DEFAULT_TEMPERATURE, MATE_BONUS
 
@@ -44,20 +45,21 @@ class PackedPositions:
     """Everything training needs, without boards: ~1 KB per position."""
 
     rows: PackedRows
-    legal: np.ndarray          # flat int16 policy indices of every position's legal moves
-    legal_off: np.ndarray      # (n+1,) int64 offsets into ``legal``
-    cand_idx: np.ndarray       # (n, K) int64, -1 padding
-    cand_p: np.ndarray         # (n, K) float32 policy target, 0 on padding
-    wdl: np.ndarray            # (n, 3) float32
-    game: np.ndarray           # (n,) game id (for held-out splits by game)
+    legal: np.ndarray  # flat int16 policy indices of every position's legal moves
+    legal_off: np.ndarray  # (n+1,) int64 offsets into ``legal``
+    cand_idx: np.ndarray  # (n, K) int64, -1 padding
+    cand_p: np.ndarray  # (n, K) float32 policy target, 0 on padding
+    wdl: np.ndarray  # (n, 3) float32
+    game: np.ndarray  # (n,) game id (for held-out splits by game)
     ply: np.ndarray | None = None  # (n,) moves played before the position (opening weighting)
 
     def __len__(self) -> int:
         return len(self.wdl)
 
 
-def pack_shard(shard: Shard, temperature: float = DEFAULT_TEMPERATURE, cp_weight: float = CP_WEIGHT,
-               mate_bonus: float = MATE_BONUS) -> PackedPositions:
+def pack_shard(
+    shard: Shard, temperature: float = DEFAULT_TEMPERATURE, cp_weight: float = CP_WEIGHT, mate_bonus: float = MATE_BONUS
+) -> PackedPositions:
     """Replay each game once (records are sorted by game, ply) and pack its labelled positions."""
     rows, legal, off = [], [], [0]
     cur_game, board, hist, done = -1, None, None, 0
@@ -66,7 +68,7 @@ def pack_shard(shard: Shard, temperature: float = DEFAULT_TEMPERATURE, cp_weight
             cur_game, board, done = g, chess.Board(), 0
             hist = GameHistory(board)
         start = int(shard.game_offsets[g])
-        for code in shard.game_moves[start + done:start + p].tolist():
+        for code in shard.game_moves[start + done : start + p].tolist():
             board.push(decode_move(code))
             hist.push(board)
         done = p
@@ -74,13 +76,21 @@ def pack_shard(shard: Shard, temperature: float = DEFAULT_TEMPERATURE, cp_weight
         idx = legal_indices(board)
         legal.append(idx.astype(np.int16))
         off.append(off[-1] + len(idx))
-    return PackedPositions(pack_rows(rows), np.concatenate(legal), np.asarray(off, dtype=np.int64),
-                           shard.cand_idx.astype(np.int64), shard.policy(temperature, cp_weight, mate_bonus),
-                           shard.wdl.astype(np.float32), shard.game.astype(np.int64), shard.ply.astype(np.int64))
+    return PackedPositions(
+        pack_rows(rows),
+        np.concatenate(legal),
+        np.asarray(off, dtype=np.int64),
+        shard.cand_idx.astype(np.int64),
+        shard.policy(temperature, cp_weight, mate_bonus),
+        shard.wdl.astype(np.float32),
+        shard.game.astype(np.int64),
+        shard.ply.astype(np.int64),
+    )
 
 
-def weighted_index(index: np.ndarray, ply: np.ndarray, opening_plies: int, opening_repeats: int,
-                   start_repeats: int) -> np.ndarray:
+def weighted_index(
+    index: np.ndarray, ply: np.ndarray, opening_plies: int, opening_repeats: int, start_repeats: int
+) -> np.ndarray:
     """``index`` with every opening position (1 <= ply < opening_plies) repeated ``opening_repeats``
     times and the initial position (ply 0) ``start_repeats`` times: an epoch's permutation of it
     oversamples them deterministically (resumable and DDP-split like any epoch)."""
@@ -105,9 +115,14 @@ class PositionDataset(Dataset):
         x = encode_packed(d.rows[sel])
         mask = torch.zeros(len(sel), POLICY_SIZE, dtype=torch.bool)
         for r, i in enumerate(sel):
-            mask[r, torch.from_numpy(d.legal[d.legal_off[i]:d.legal_off[i + 1]].astype(np.int64))] = True
-        return {"x": torch.from_numpy(x), "mask": mask, "cand_idx": torch.from_numpy(d.cand_idx[sel]),
-                "cand_p": torch.from_numpy(d.cand_p[sel]), "wdl": torch.from_numpy(d.wdl[sel])}
+            mask[r, torch.from_numpy(d.legal[d.legal_off[i] : d.legal_off[i + 1]].astype(np.int64))] = True
+        return {
+            "x": torch.from_numpy(x),
+            "mask": mask,
+            "cand_idx": torch.from_numpy(d.cand_idx[sel]),
+            "cand_p": torch.from_numpy(d.cand_p[sel]),
+            "wdl": torch.from_numpy(d.wdl[sel]),
+        }
 
 
 class ResumableSampler(DistributedSampler):
@@ -154,16 +169,25 @@ def excluded_keys(suites: list[str]) -> set[int]:
 
     from pdx_lightning.evaluation.suite import SuiteSpec  # noqa: PLC0415
 
-    return {chess.polyglot.zobrist_hash(b) for p in SuiteSpec(path=list(suites)).load().puzzles
-            for b in p.positions()}
+    return {chess.polyglot.zobrist_hash(b) for p in SuiteSpec(path=list(suites)).load().puzzles for b in p.positions()}
 
 
 class ShardDataModule(L.LightningDataModule):
-    def __init__(self, shards: str = "shards/base_v1", val_fraction: float = 0.02, batch_size: int = 256,
-                 temperature: float = DEFAULT_TEMPERATURE, cp_weight: float = CP_WEIGHT,
-                 mate_bonus: float = MATE_BONUS, max_positions: int | None = None, seed: int = 0,
-                 opening_plies: int = 0, opening_repeats: int = 1, start_repeats: int = 1,
-                 exclude: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        shards: str = "shards/base_v1",
+        val_fraction: float = 0.02,
+        batch_size: int = 256,
+        temperature: float = DEFAULT_TEMPERATURE,
+        cp_weight: float = CP_WEIGHT,
+        mate_bonus: float = MATE_BONUS,
+        max_positions: int | None = None,
+        seed: int = 0,
+        opening_plies: int = 0,
+        opening_repeats: int = 1,
+        start_repeats: int = 1,
+        exclude: list[str] | None = None,
+    ) -> None:
         """
         Args:
             shards: directory of ``pdx data positions`` shards.
@@ -188,8 +212,7 @@ class ShardDataModule(L.LightningDataModule):
                 held out for a base distilled on it.
         """
         if opening_repeats < 1 or start_repeats < 1:
-            raise ValueError(f"opening_repeats and start_repeats must be >= 1, got {opening_repeats}, "
-                             f"{start_repeats}")
+            raise ValueError(f"opening_repeats and start_repeats must be >= 1, got {opening_repeats}, {start_repeats}")
         super().__init__()
         if not 0.0 < val_fraction < 1.0:
             raise ValueError(f"val_fraction must lie in (0, 1), got {val_fraction}")
@@ -217,11 +240,18 @@ class ShardDataModule(L.LightningDataModule):
         if hp.start_repeats > 1:  # the initial position is trained on, wherever its game fell
             is_val &= self.data.ply != 0
         self.train_index, self.val_index = np.nonzero(~is_val)[0], np.nonzero(is_val)[0]
-        self.train_index = weighted_index(self.train_index, self.data.ply, hp.opening_plies, hp.opening_repeats,
-                                          hp.start_repeats)
-        self.stats = {"positions": len(self.data), "train": len(self.train_index), "val": len(self.val_index),
-                      "games": len(games), "corrupt_shards": reader.n_corrupt, "duplicates": reader.n_duplicates,
-                      "excluded": excluded}
+        self.train_index = weighted_index(
+            self.train_index, self.data.ply, hp.opening_plies, hp.opening_repeats, hp.start_repeats
+        )
+        self.stats = {
+            "positions": len(self.data),
+            "train": len(self.train_index),
+            "val": len(self.val_index),
+            "games": len(games),
+            "corrupt_shards": reader.n_corrupt,
+            "duplicates": reader.n_duplicates,
+            "excluded": excluded,
+        }
         print(f"[pretrain] {json.dumps(self.stats)}")
 
     def train_dataloader(self) -> DataLoader:
@@ -231,19 +261,39 @@ class ShardDataModule(L.LightningDataModule):
 
         def progress() -> tuple[int, int]:  # (epoch, batches of it done) at checkpoint time
             return trainer.current_epoch, trainer.fit_loop.epoch_loop.batch_progress.current.ready
-        return ResumableLoader(ds, progress=progress, sampler=ResumableSampler(ds, self.hparams.seed, world, rank),
-                               batch_size=self.hparams.batch_size, drop_last=True, collate_fn=lambda b: b)
+
+        return ResumableLoader(
+            ds,
+            progress=progress,
+            sampler=ResumableSampler(ds, self.hparams.seed, world, rank),
+            batch_size=self.hparams.batch_size,
+            drop_last=True,
+            collate_fn=lambda b: b,
+        )
 
     def val_dataloader(self) -> DataLoader:
-        return DataLoader(PositionDataset(self.data, self.val_index), batch_size=self.hparams.batch_size,
-                          shuffle=False, collate_fn=lambda b: b)
+        return DataLoader(
+            PositionDataset(self.data, self.val_index),
+            batch_size=self.hparams.batch_size,
+            shuffle=False,
+            collate_fn=lambda b: b,
+        )
 
 
 class DistillModule(L.LightningModule):
-    def __init__(self, preset: str = "small", init: str | None = None, lr: float = 1e-3,
-                 weight_decay: float = 1e-4, warmup_steps: int = 200, min_lr_ratio: float = 0.05,
-                 value_weight: float = 1.0, export: str | None = None,
-                 overwrite_bundled: bool = False, freeze: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        preset: str = "small",
+        init: str | None = None,
+        lr: float = 1e-3,
+        weight_decay: float = 1e-4,
+        warmup_steps: int = 200,
+        min_lr_ratio: float = 0.05,
+        value_weight: float = 1.0,
+        export: str | None = None,
+        overwrite_bundled: bool = False,
+        freeze: list[str] | None = None,
+    ) -> None:
         """
         Args:
             preset: Chessformer preset to train from scratch (``tiny``, ``small``, ``bt4``).
@@ -272,7 +322,9 @@ class DistillModule(L.LightningModule):
             groups = self.model.param_groups()
             unknown = sorted(set(freeze) - set(groups))
             if unknown:
-                raise FreezeError(f"--model.freeze: unknown parameter groups {unknown} (the network's are {sorted(groups)})")
+                raise FreezeError(
+                    f"--model.freeze: unknown parameter groups {unknown} (the network's are {sorted(groups)})"
+                )
             for name in freeze:
                 for p in groups[name]:
                     p.requires_grad_(False)
@@ -282,9 +334,9 @@ class DistillModule(L.LightningModule):
 
     def _step(self, batch: dict, prefix: str) -> torch.Tensor:
         out = self.model(batch["x"])
-        logp = masked_log_softmax(out.policy, batch["mask"])                          # (B, P)
+        logp = masked_log_softmax(out.policy, batch["mask"])  # (B, P)
         cand = batch["cand_idx"]
-        lp = logp.gather(1, cand.clamp(min=0))                                        # (B, K)
+        lp = logp.gather(1, cand.clamp(min=0))  # (B, K)
         p = batch["cand_p"]
         policy_ce = -torch.where(p > 0, p * lp, torch.zeros_like(lp)).sum(1).mean()
         value_ce = -(batch["wdl"] * F.log_softmax(out.wdl, -1)).sum(1).mean()
@@ -295,10 +347,21 @@ class DistillModule(L.LightningModule):
             tgt_ent = -torch.where(p > 0, p * p.clamp(min=1e-30).log(), torch.zeros_like(p)).sum(1).mean()
             top5 = logp.detach().exp().gather(1, cand[:, :5].clamp(min=0)).mul(cand[:, :5] >= 0).sum(1).mean()
         n = batch["x"].shape[0]
-        self.log_dict({f"{prefix}/loss": loss, f"{prefix}/policy_ce": policy_ce, f"{prefix}/wdl_ce": value_ce,
-                       f"{prefix}/top1_agreement": top1, f"{prefix}/policy_entropy": ent,
-                       f"{prefix}/target_entropy": tgt_ent, f"{prefix}/mass_on_teacher_top5": top5},
-                      prog_bar=prefix == "val", batch_size=n, on_step=prefix == "train", on_epoch=prefix == "val")
+        self.log_dict(
+            {
+                f"{prefix}/loss": loss,
+                f"{prefix}/policy_ce": policy_ce,
+                f"{prefix}/wdl_ce": value_ce,
+                f"{prefix}/top1_agreement": top1,
+                f"{prefix}/policy_entropy": ent,
+                f"{prefix}/target_entropy": tgt_ent,
+                f"{prefix}/mass_on_teacher_top5": top5,
+            },
+            prog_bar=prefix == "val",
+            batch_size=n,
+            on_step=prefix == "train",
+            on_epoch=prefix == "val",
+        )
         return loss
 
     def training_step(self, batch, batch_idx):
@@ -310,15 +373,17 @@ class DistillModule(L.LightningModule):
     def configure_optimizers(self):
         hp = self.hparams
         # frozen groups (``freeze``) are left out, so weight decay does not move them either
-        opt = torch.optim.AdamW([p for p in self.model.parameters() if p.requires_grad], lr=hp.lr,
-                                weight_decay=hp.weight_decay)
-        total = max(self.trainer.max_steps, hp.warmup_steps + 1) if self.trainer.max_steps > 0 else 10 ** 6
+        opt = torch.optim.AdamW(
+            [p for p in self.model.parameters() if p.requires_grad], lr=hp.lr, weight_decay=hp.weight_decay
+        )
+        total = max(self.trainer.max_steps, hp.warmup_steps + 1) if self.trainer.max_steps > 0 else 10**6
 
         def schedule(step: int) -> float:
             if step < hp.warmup_steps:
                 return (step + 1) / hp.warmup_steps
             t = min(1.0, (step - hp.warmup_steps) / max(1, total - hp.warmup_steps))
             return hp.min_lr_ratio + (1 - hp.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * t))
+
         sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule)
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
 
@@ -327,8 +392,12 @@ class DistillModule(L.LightningModule):
             check_export_target(self.hparams.export, self.hparams.overwrite_bundled)
             os.makedirs(os.path.dirname(os.path.abspath(self.hparams.export)), exist_ok=True)
             dm = self.trainer.datamodule
-            meta = {"kind": "search-distilled base", "steps": self.trainer.global_step,
-                    "data": getattr(dm, "stats", None), "teacher_temperature": dm.hparams.temperature if dm else None}
+            meta = {
+                "kind": "search-distilled base",
+                "steps": self.trainer.global_step,
+                "data": getattr(dm, "stats", None),
+                "teacher_temperature": dm.hparams.temperature if dm else None,
+            }
             save_network(self.model.eval(), self.hparams.export, meta=meta)
             print(f"[pretrain] exported {self.hparams.export}")
 
@@ -346,8 +415,11 @@ def run_pretrain_cli(argv: list[str]) -> None:
     if argv and argv[0] in ("fit", "validate"):
         subcommand, argv = argv[0], argv[1:]
     if argv and argv[0] in ("-h", "--help"):
-        print(f"pdx pretrain: supervised search distillation (LightningCLI `{subcommand}` on DistillModule + "
-              "ShardDataModule)\n`pdx pretrain validate --config C --model.init NET`: the held-out teacher "
-              "agreement of NET on C's split\n")
-    run_lightning(DistillModule, [subcommand, *argv], datamodule_class=ShardDataModule,
-                  trainer_defaults={"log_every_n_steps": 10})
+        print(
+            f"pdx pretrain: supervised search distillation (LightningCLI `{subcommand}` on DistillModule + "
+            "ShardDataModule)\n`pdx pretrain validate --config C --model.init NET`: the held-out teacher "
+            "agreement of NET on C's split\n"
+        )
+    run_lightning(
+        DistillModule, [subcommand, *argv], datamodule_class=ShardDataModule, trainer_defaults={"log_every_n_steps": 10}
+    )

@@ -29,6 +29,7 @@ stack the 112-plane input needs) is the standard start plus the first
 temperature: ``probs = shard.policy(T)`` (float32 (n, K), 0 on padding), see
 :mod:`pdx_lightning.supervised.teacher`.
 """
+
 from __future__ import annotations
 
 import json
@@ -36,9 +37,9 @@ import logging
 import os
 import re
 import zipfile
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Iterator, Sequence
 
 import chess
 import numpy as np
@@ -47,12 +48,18 @@ from pdx_lightning.atomicfile import atomic_write
 from pdx_lightning.chesscore.moves import POLICY_SIZE
 from pdx_lightning.errors import UserError
 from pdx_lightning.safeio import GiB, env_limit, load_npz_bounded
-from pdx_lightning.supervised.teacher import CP_WEIGHT, DEFAULT_TEMPERATURE, MATE_BONUS, candidate_policy, expected_score
+from pdx_lightning.supervised.teacher import (
+    CP_WEIGHT,
+    DEFAULT_TEMPERATURE,
+    MATE_BONUS,
+    candidate_policy,
+    expected_score,
+)
 
 log = logging.getLogger(__name__)
 
 SHARD_GLOB = "shard_*.npz"
-MAX_SHARD_BYTES = GiB        # a shard holds ~2,000 positions (~0.1 MB); a bigger one is refused unread
+MAX_SHARD_BYTES = GiB  # a shard holds ~2,000 positions (~0.1 MB); a bigger one is refused unread
 MAX_BYTES_ENV = "PDX_MAX_SHARD_BYTES"
 _SHARD_RE = re.compile(r"shard_(\d+)\.npz$")
 FORMAT_VERSION = 1
@@ -116,8 +123,9 @@ class Shard:
         """Expected score per candidate, float32 (n, K) (:func:`pdx_lightning.supervised.teacher.expected_score`)."""
         return expected_score(self.cand_wdl, self.cand_cp, self.cand_mate, cp_weight=cp_weight, mate_bonus=mate_bonus)
 
-    def policy(self, temperature: float = DEFAULT_TEMPERATURE, cp_weight: float = CP_WEIGHT,
-               mate_bonus: float = MATE_BONUS) -> np.ndarray:
+    def policy(
+        self, temperature: float = DEFAULT_TEMPERATURE, cp_weight: float = CP_WEIGHT, mate_bonus: float = MATE_BONUS
+    ) -> np.ndarray:
         """Policy target over ``cand_idx`` at temperature T: float32 (n, K), rows sum to 1, 0 on padding."""
         return candidate_policy(self.q(cp_weight, mate_bonus), self.n_cand, temperature)
 
@@ -125,7 +133,7 @@ class Shard:
         """The moves from the standard start that reach record ``i``."""
         g = int(self.game[i])
         start = int(self.game_offsets[g])
-        return [decode_move(c) for c in self.game_moves[start:start + int(self.ply[i])]]
+        return [decode_move(c) for c in self.game_moves[start : start + int(self.ply[i])]]
 
     def board(self, i: int) -> chess.Board:
         """Record ``i`` as a ``chess.Board`` with its full move stack."""
@@ -142,22 +150,33 @@ class Shard:
             if g != g_cur or p < done:
                 b, g_cur, done = chess.Board(), g, 0
             start = int(self.game_offsets[g])
-            for c in self.game_moves[start + done:start + p].tolist():
+            for c in self.game_moves[start + done : start + p].tolist():
                 b.push(decode_move(c))
             done = p
             out.append(b.copy())
         return out
 
-    def subset(self, sel: np.ndarray) -> "Shard":
+    def subset(self, sel: np.ndarray) -> Shard:
         """The records selected by ``sel`` (bool mask or indices); games are kept whole."""
         per_record = ("game", "ply", "key", "cand_idx", "cand_wdl", "cand_cp", "cand_mate", "n_cand", "wdl")
         return replace(self, **{f: getattr(self, f)[sel] for f in per_record})
 
 
 _ARRAYS = [f.name for f in fields(Shard) if f.name not in ("meta", "path")]
-_DTYPES = dict(game_moves=np.uint16, game_offsets=np.int64, game_result=np.int8, game=np.int32, ply=np.int16,
-               key=np.uint64, cand_idx=np.int16, cand_wdl=np.uint16, cand_cp=np.int16, cand_mate=np.int16,
-               n_cand=np.uint8, wdl=np.float32)
+_DTYPES = dict(
+    game_moves=np.uint16,
+    game_offsets=np.int64,
+    game_result=np.int8,
+    game=np.int32,
+    ply=np.int16,
+    key=np.uint64,
+    cand_idx=np.int16,
+    cand_wdl=np.uint16,
+    cand_cp=np.int16,
+    cand_mate=np.int16,
+    n_cand=np.uint8,
+    wdl=np.float32,
+)
 
 
 def _validate(s: Shard) -> None:
@@ -205,8 +224,12 @@ def load_shard(path: str | os.PathLike) -> Shard:
     try:
         if not zipfile.is_zipfile(path):
             raise ValueError("not an .npz (zip) archive (truncated or overwritten?)")
-        z = load_npz_bounded(path, env_limit(MAX_BYTES_ENV, MAX_SHARD_BYTES),
-                             override=f"set {MAX_BYTES_ENV} (e.g. {MAX_BYTES_ENV}=4G)", names={*_ARRAYS, "meta"})
+        z = load_npz_bounded(
+            path,
+            env_limit(MAX_BYTES_ENV, MAX_SHARD_BYTES),
+            override=f"set {MAX_BYTES_ENV} (e.g. {MAX_BYTES_ENV}=4G)",
+            names={*_ARRAYS, "meta"},
+        )
         missing = [k for k in [*_ARRAYS, "meta"] if k not in z]
         if missing:
             raise ValueError(f"missing arrays {missing}")
@@ -292,14 +315,21 @@ def concat_shards(shards: Sequence[Shard]) -> Shard:
     offsets = [shards[0].game_offsets[:1]] + [s.game_offsets[1:] + m_base[i] for i, s in enumerate(shards)]
     cat = lambda name: np.concatenate([getattr(s, name) for s in shards])  # noqa: E731
     return Shard(
-        game_moves=cat("game_moves"), game_offsets=np.concatenate(offsets), game_result=cat("game_result"),
+        game_moves=cat("game_moves"),
+        game_offsets=np.concatenate(offsets),
+        game_result=cat("game_result"),
         game=np.concatenate([s.game + np.int32(g_base[i]) for i, s in enumerate(shards)]).astype(np.int32),
-        ply=cat("ply"), key=cat("key"),
+        ply=cat("ply"),
+        key=cat("key"),
         cand_idx=np.concatenate([pad(s.cand_idx, -1) for s in shards]),
         cand_wdl=np.concatenate([pad(s.cand_wdl, 0) for s in shards]),
         cand_cp=np.concatenate([pad(s.cand_cp, 0) for s in shards]),
         cand_mate=np.concatenate([pad(s.cand_mate, 0) for s in shards]),
-        n_cand=cat("n_cand"), wdl=cat("wdl"), meta=dict(shards[0].meta, shards=len(shards)), path=None)
+        n_cand=cat("n_cand"),
+        wdl=cat("wdl"),
+        meta=dict(shards[0].meta, shards=len(shards)),
+        path=None,
+    )
 
 
 def load_all(directory: str | os.PathLike, dedupe: bool = True) -> tuple[Shard, ShardReader]:

@@ -47,6 +47,7 @@ options, crash detection) with one custom command that keeps only the last
 info line of each MultiPV index: python-chess's ``analyse`` parses every PV of
 every iteration (~70% of the Python cost of a 10k-node MultiPV-8 search).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -61,16 +62,25 @@ import numpy as np
 from pdx_lightning.chesscore.moves import move_to_index
 from pdx_lightning.engines.stockfish import StockfishNotFound, find_stockfish, open_engine
 
-__all__ = ["Teacher", "Label", "TeacherError", "StockfishNotFound", "expected_score", "candidate_policy",
-           "DEFAULT_TEMPERATURE", "MATE_BONUS", "CP_WEIGHT"]
+__all__ = [
+    "Teacher",
+    "Label",
+    "TeacherError",
+    "StockfishNotFound",
+    "expected_score",
+    "candidate_policy",
+    "DEFAULT_TEMPERATURE",
+    "MATE_BONUS",
+    "CP_WEIGHT",
+]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_TEMPERATURE = 0.05  # see module docstring; calibrated against the paper's base entropy (README)
-MATE_BONUS = 0.5            # b: mate in 1 = 1.5, mate in 2 = 1.25, ... vs <= 1.0 for a non-mate
-CP_WEIGHT = 1.0             # λ: weight of the centipawn logistic vs Stockfish's WDL expectation
+MATE_BONUS = 0.5  # b: mate in 1 = 1.5, mate in 2 = 1.25, ... vs <= 1.0 for a non-mate
+CP_WEIGHT = 1.0  # λ: weight of the centipawn logistic vs Stockfish's WDL expectation
 LICHESS_CP_SCALE = 0.00368208  # Lichess "win%" = σ(0.00368208·cp)
-_SEARCH_TIMEOUT = 120.0     # seconds; a node/depth-bounded search that takes this long means a hung engine
+_SEARCH_TIMEOUT = 120.0  # seconds; a node/depth-bounded search that takes this long means a hung engine
 
 
 class TeacherError(RuntimeError):
@@ -80,11 +90,19 @@ class TeacherError(RuntimeError):
 def describe(board: chess.Board) -> str:
     """A reproducible name for ``board``: FEN plus the moves that reached it."""
     moves = " ".join(m.uci() for m in board.move_stack)
-    return f"FEN {board.fen()!r}" + (f" (after {board.ply()} plies from {board.root().fen()!r}: {moves})" if moves else "")
+    return f"FEN {board.fen()!r}" + (
+        f" (after {board.ply()} plies from {board.root().fen()!r}: {moves})" if moves else ""
+    )
 
 
-def expected_score(cand_wdl: np.ndarray, cand_cp: np.ndarray, cand_mate: np.ndarray, *,
-                   cp_weight: float = CP_WEIGHT, mate_bonus: float = MATE_BONUS) -> np.ndarray:
+def expected_score(
+    cand_wdl: np.ndarray,
+    cand_cp: np.ndarray,
+    cand_mate: np.ndarray,
+    *,
+    cp_weight: float = CP_WEIGHT,
+    mate_bonus: float = MATE_BONUS,
+) -> np.ndarray:
     """Expected score q per candidate (float32, shape of ``cand_mate``), see module docstring.
 
     ``cand_wdl``: (..., K, 3) per-mille WDL, mover's view; ``cand_cp``: (..., K)
@@ -123,15 +141,15 @@ def candidate_policy(q: np.ndarray, n_cand: np.ndarray | int, temperature: float
 class Label:
     """Teacher output for one position. Candidates are in Stockfish's MultiPV order (best first)."""
 
-    indices: np.ndarray    # int16 (k,) policy indices (4288 layout, mover's frame) of the candidate moves
-    probs: np.ndarray      # float32 (k,) target π over the candidates at the teacher's T; sums to 1
-    wdl: np.ndarray        # float32 (3,) best line's win/draw/loss, mover's view, sums to 1
+    indices: np.ndarray  # int16 (k,) policy indices (4288 layout, mover's frame) of the candidate moves
+    probs: np.ndarray  # float32 (k,) target π over the candidates at the teacher's T; sums to 1
+    wdl: np.ndarray  # float32 (3,) best line's win/draw/loss, mover's view, sums to 1
     best_move: chess.Move
-    moves: list            # the k candidate chess.Move objects
-    cand_wdl: np.ndarray   # uint16 (k, 3) per-mille WDL per candidate, mover's view
-    cand_cp: np.ndarray    # int16 (k,) centipawns (0 where the score is a mate), clipped to ±32000
+    moves: list  # the k candidate chess.Move objects
+    cand_wdl: np.ndarray  # uint16 (k, 3) per-mille WDL per candidate, mover's view
+    cand_cp: np.ndarray  # int16 (k,) centipawns (0 where the score is a mate), clipped to ±32000
     cand_mate: np.ndarray  # int16 (k,) +n: mover mates in n; -n: mover is mated in n; 0: no mate
-    depth: int             # depth of the best line
+    depth: int  # depth of the best line
 
     def q(self, cp_weight: float = CP_WEIGHT, mate_bonus: float = MATE_BONUS) -> np.ndarray:
         """Expected score per candidate (see module docstring)."""
@@ -163,7 +181,7 @@ class _Search(chess.engine.BaseCommand):
         if line.startswith("info"):
             if " pv " in line:
                 i = line.find(" multipv ")
-                k = int(line[i + 9:line.index(" ", i + 9)]) if i >= 0 else 1
+                k = int(line[i + 9 : line.index(" ", i + 9)]) if i >= 0 else 1
                 self._last[k] = line
         elif line.startswith("bestmove"):
             if not self.result.done():  # done = cancelled (timeout): the search was stopped
@@ -186,7 +204,8 @@ def _parse_line(line: str) -> tuple[int, int, int, tuple[int, int, int] | None, 
     while i < len(tok):
         t = tok[i]
         if t == "depth":
-            depth = int(tok[i + 1]); i += 2
+            depth = int(tok[i + 1])
+            i += 2
         elif t == "score":
             v = int(tok[i + 2])
             if tok[i + 1] == "mate":
@@ -195,7 +214,8 @@ def _parse_line(line: str) -> tuple[int, int, int, tuple[int, int, int] | None, 
                 cp = max(-32000, min(32000, v))
             i += 3
         elif t == "wdl":
-            wdl = (int(tok[i + 1]), int(tok[i + 2]), int(tok[i + 3])); i += 4
+            wdl = (int(tok[i + 1]), int(tok[i + 2]), int(tok[i + 3]))
+            i += 4
         elif t == "pv":
             return depth, cp, mate, wdl, tok[i + 1]
         else:
@@ -217,10 +237,19 @@ class Teacher:
         threads, hash_mb: Stockfish ``Threads`` / ``Hash``.
     """
 
-    def __init__(self, path: str | os.PathLike | None = None, *, nodes: int | None = 2000, depth: int | None = None,
-                 multipv: int = 8, temperature: float = DEFAULT_TEMPERATURE, cp_weight: float = CP_WEIGHT,
-                 mate_bonus: float = MATE_BONUS,
-                 threads: int = 1, hash_mb: int = 16) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike | None = None,
+        *,
+        nodes: int | None = 2000,
+        depth: int | None = None,
+        multipv: int = 8,
+        temperature: float = DEFAULT_TEMPERATURE,
+        cp_weight: float = CP_WEIGHT,
+        mate_bonus: float = MATE_BONUS,
+        threads: int = 1,
+        hash_mb: int = 16,
+    ) -> None:
         if nodes is None and depth is None:
             raise ValueError("a teacher search needs a nodes or depth bound (an unbounded search may never return)")
         if (nodes is not None and nodes < 1) or (depth is not None and depth < 1) or multipv < 1:
@@ -237,11 +266,10 @@ class Teacher:
 
     # -- process management -------------------------------------------------
     def _start(self) -> None:
-        self._engine = open_engine(self.path, threads=self.threads, hash_mb=self.hash_mb,
-                                   options={"UCI_ShowWDL": True})
+        self._engine = open_engine(self.path, threads=self.threads, hash_mb=self.hash_mb, options={"UCI_ShowWDL": True})
         self._multipv_sent: int | None = None
         self._clear_next = False  # a fresh process needs no ucinewgame
-        self._used = False        # any search since the process started?
+        self._used = False  # any search since the process started?
 
     def new_game(self) -> None:
         """Clear Stockfish's hash and history tables (UCI ``ucinewgame``) before the next search.
@@ -285,7 +313,7 @@ class Teacher:
             self._engine.close()
             self._engine = None
 
-    def __enter__(self) -> "Teacher":
+    def __enter__(self) -> Teacher:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -314,15 +342,21 @@ class Teacher:
         try:
             return self._search(board, *args)
         except (chess.engine.EngineError, asyncio.TimeoutError, TimeoutError, OSError) as exc:
-            log.warning("Stockfish failed (%s: %s) on %s; restarting it and retrying once",
-                        type(exc).__name__, exc, describe(board))
+            log.warning(
+                "Stockfish failed (%s: %s) on %s; restarting it and retrying once",
+                type(exc).__name__,
+                exc,
+                describe(board),
+            )
             self.restarts += 1
             self.restart()
             try:
                 return self._search(board, *args)
             except (chess.engine.EngineError, asyncio.TimeoutError, TimeoutError, OSError) as exc2:
                 self.restart()  # leave a usable engine behind for the caller's next position
-                raise TeacherError(f"Stockfish failed twice ({type(exc2).__name__}: {exc2}) on {describe(board)}") from exc2
+                raise TeacherError(
+                    f"Stockfish failed twice ({type(exc2).__name__}: {exc2}) on {describe(board)}"
+                ) from exc2
 
     def best_move(self, board: chess.Board, nodes: int) -> chess.Move:
         """Stockfish's move after a ``nodes``-bounded MultiPV-1 search (for playing games)."""
@@ -357,6 +391,14 @@ class Teacher:
         q = expected_score(cand_wdl, cand_cp, cand_mate, cp_weight=self.cp_weight, mate_bonus=self.mate_bonus)
         probs = candidate_policy(q, k, self.temperature)
         wdl_best = cand_wdl[0].astype(np.float32)
-        return Label(indices=indices, probs=probs, wdl=wdl_best / wdl_best.sum(), best_move=moves[0], moves=moves,
-                     cand_wdl=cand_wdl, cand_cp=cand_cp, cand_mate=cand_mate, depth=depth)
-
+        return Label(
+            indices=indices,
+            probs=probs,
+            wdl=wdl_best / wdl_best.sum(),
+            best_move=moves[0],
+            moves=moves,
+            cand_wdl=cand_wdl,
+            cand_cp=cand_cp,
+            cand_mate=cand_mate,
+            depth=depth,
+        )

@@ -15,6 +15,7 @@ bootstrap 95% interval over puzzles (:func:`pdx_lightning.evaluation.replicates.
 
     .venv/bin/python reports/sweep_maia_1024/compare.py [OUT.md]    # default: report.md here
 """
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,13 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-SUITES = (("real", "real Lichess"), ("real_hard", "real ≥ 2000"), ("tactics", "tactics"), ("hard", "generated hard"),
-          ("mates", "mates 1–5"))
+SUITES = (
+    ("real", "real Lichess"),
+    ("real_hard", "real ≥ 2000"),
+    ("tactics", "tactics"),
+    ("hard", "generated hard"),
+    ("mates", "mates 1–5"),
+)
 
 
 def members(archive: Path) -> dict[str, dict]:
@@ -43,8 +49,11 @@ def members(archive: Path) -> dict[str, dict]:
 
 def units(doc: dict, suite: str) -> tuple[list, np.ndarray, np.ndarray]:
     pp = doc["suites"][suite]["per_puzzle"]
-    return (doc["suites"][suite]["ids"], np.asarray(pp["solved"], dtype=np.float64),
-            np.asarray([-math.inf if v is None else v for v in pp["log_p_star"]], dtype=np.float64))
+    return (
+        doc["suites"][suite]["ids"],
+        np.asarray(pp["solved"], dtype=np.float64),
+        np.asarray([-math.inf if v is None else v for v in pp["log_p_star"]], dtype=np.float64),
+    )
 
 
 def versus_base(cell: dict, base: dict, suite: str) -> str:
@@ -81,50 +90,92 @@ def main(out: Path = HERE / "report.md") -> int:
 
     seeds = members(ROOT / "reports" / "sweep_maia_seeds" / "runs_json.tar.xz")
     base = seeds["base/eval.json"]
-    rows = [("128 × 2,000, `maia.yaml` rates, seed 0", "none-adaptive", seeds["cells/none-adaptive/eval.json"],
-             seeds["cells/none-adaptive/result.json"], seeds["arena.json"], "none-adaptive"),
-            ("128 × 2,000, `maia.yaml` rates, seed 0", "forward_kl-adaptive-b0.01",
-             seeds["cells/forward_kl-adaptive-b0.01/eval.json"], seeds["cells/forward_kl-adaptive-b0.01/result.json"],
-             seeds["arena.json"], "forward_kl-adaptive-b0.01")]
+    rows = [
+        (
+            "128 × 2,000, `maia.yaml` rates, seed 0",
+            "none-adaptive",
+            seeds["cells/none-adaptive/eval.json"],
+            seeds["cells/none-adaptive/result.json"],
+            seeds["arena.json"],
+            "none-adaptive",
+        ),
+        (
+            "128 × 2,000, `maia.yaml` rates, seed 0",
+            "forward_kl-adaptive-b0.01",
+            seeds["cells/forward_kl-adaptive-b0.01/eval.json"],
+            seeds["cells/forward_kl-adaptive-b0.01/result.json"],
+            seeds["arena.json"],
+            "forward_kl-adaptive-b0.01",
+        ),
+    ]
     batch = members(HERE / "cells_json.tar.xz")
     arenas = {p.stem: json.loads(p.read_text()) for p in sorted((HERE / "arena").glob("*.json"))}
     for cell, arena in (("none-adaptive", "base1024_none"), ("forward_kl-adaptive-b0.01", "base1024_fwd")):
         if f"cells/{cell}/eval.json" in batch:
-            rows.append(("1,024 × 2,000, `maia.yaml` rates", cell, batch[f"cells/{cell}/eval.json"],
-                         batch[f"cells/{cell}/result.json"], arenas.get(arena, {"matches": []}),
-                         next((p["label"] for p in arenas.get(arena, {}).get("players", []) if p["label"] != "base"), "")))
+            rows.append(
+                (
+                    "1,024 × 2,000, `maia.yaml` rates",
+                    cell,
+                    batch[f"cells/{cell}/eval.json"],
+                    batch[f"cells/{cell}/result.json"],
+                    arenas.get(arena, {"matches": []}),
+                    next((p["label"] for p in arenas.get(arena, {}).get("players", []) if p["label"] != "base"), ""),
+                )
+            )
     recipe_archive = HERE / "paper_recipe" / "cells_json.tar.xz"
     if recipe_archive.is_file():
         recipe = members(recipe_archive)
         cell = "forward_kl-adaptive-b0.01"
         arena = arenas.get("base_paper_recipe", {"matches": []})
-        rows.append(("1,024 × 2,000, Table 2 rates + reference switches", cell, recipe[f"cells/{cell}/eval.json"],
-                     recipe[f"cells/{cell}/result.json"], arena,
-                     next((p["label"] for p in arena.get("players", []) if p["label"] != "base"), "")))
+        rows.append(
+            (
+                "1,024 × 2,000, Table 2 rates + reference switches",
+                cell,
+                recipe[f"cells/{cell}/eval.json"],
+                recipe[f"cells/{cell}/result.json"],
+                arena,
+                next((p["label"] for p in arena.get("players", []) if p["label"] != "base"), ""),
+            )
+        )
     table = []
     for setting, cell, ev, res, arena, label in rows:
         m = res["metrics"]
-        table.append([setting, cell, elo_vs_base(arena, label), *(versus_base(ev, base, s) for s, _ in SUITES),
-                      f"{m.get('final/kl/forward_to_base', float('nan')):.3f}",
-                      f"{m.get('final/policy/entropy', float('nan')):.2f}",
-                      f"{res['seconds']['train']:,.0f}"])
+        table.append(
+            [
+                setting,
+                cell,
+                elo_vs_base(arena, label),
+                *(versus_base(ev, base, s) for s, _ in SUITES),
+                f"{m.get('final/kl/forward_to_base', float('nan')):.3f}",
+                f"{m.get('final/policy/entropy', float('nan')):.2f}",
+                f"{res['seconds']['train']:,.0f}",
+            ]
+        )
     s8 = members(ROOT / "reports" / "sweep_maia_seeds8" / "runs_json.tar.xz")["arena.json"]
     spread = []
     for term in ("forward_kl", "reverse_kl"):
         elos = [elo_vs_base(s8, f"{term}-adaptive-b0.01" + (f"-s{k}" if k else "")).split(" ±")[0] for k in range(8)]
         spread.append(f"{term}: " + " / ".join(elos))
-    md = ["# The paper's batch on Maia-1900 (1,024 games per step)", "",
-          "Every cell 2,000 steps on Maia-1900, adaptive τ, β = 1e-2 where regularized, seed 0, scored on the same "
-          "suites as `reports/sweep_maia_seeds/` and played 1,000 argmax games against the base on the same 500 "
-          "paired openings (`data/openings_uho_600.epd`). Δ: accuracy difference from the base in points, then "
-          "the geometric-mean p* ratio to the base, each with a paired bootstrap 95% interval over puzzles. "
-          "Elo: pentanomial (opening pairs) ± 95%, W–D–L from the cell's side. KL: the last step's "
-          "KL(π_base‖π_θ) on self-play positions; H: the last step's policy entropy (nats). Train: seconds on one "
-          "CPU thread.", "",
-          markdown_table(["Setting", "Cell", "Elo vs base", *(f"{t}: Δ / p*" for _, t in SUITES), "KL", "H", "Train s"],
-                         table), "",
-          "The 128-game cells' seed-to-seed spread (Elo vs base, seeds 0–7, `reports/sweep_maia_seeds8/`): "
-          + "; ".join(spread) + ".", ""]
+    md = [
+        "# The paper's batch on Maia-1900 (1,024 games per step)",
+        "",
+        "Every cell 2,000 steps on Maia-1900, adaptive τ, β = 1e-2 where regularized, seed 0, scored on the same "
+        "suites as `reports/sweep_maia_seeds/` and played 1,000 argmax games against the base on the same 500 "
+        "paired openings (`data/openings_uho_600.epd`). Δ: accuracy difference from the base in points, then "
+        "the geometric-mean p* ratio to the base, each with a paired bootstrap 95% interval over puzzles. "
+        "Elo: pentanomial (opening pairs) ± 95%, W–D–L from the cell's side. KL: the last step's "
+        "KL(π_base‖π_θ) on self-play positions; H: the last step's policy entropy (nats). Train: seconds on one "
+        "CPU thread.",
+        "",
+        markdown_table(
+            ["Setting", "Cell", "Elo vs base", *(f"{t}: Δ / p*" for _, t in SUITES), "KL", "H", "Train s"], table
+        ),
+        "",
+        "The 128-game cells' seed-to-seed spread (Elo vs base, seeds 0–7, `reports/sweep_maia_seeds8/`): "
+        + "; ".join(spread)
+        + ".",
+        "",
+    ]
     out.write_text("\n".join(md))
     print(f"wrote {out} ({len(table)} cells)")
     return 0

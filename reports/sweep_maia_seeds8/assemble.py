@@ -17,6 +17,7 @@ tests/experiments/test_report.py rebuilds the same report.
 
     .venv/bin/python reports/sweep_maia_seeds8/assemble.py
 """
+
 from __future__ import annotations
 
 import json
@@ -94,8 +95,9 @@ def main() -> int:
         finally:
             os.chdir(cwd)
         print(f"assembled {runs}: {n} matches added to arena.json")
-        return cli.main(["report", "--runs", str(runs), "--out", str(HERE),
-                         "--archive", str(HERE / "runs_json.tar.xz")])
+        return cli.main(
+            ["report", "--runs", str(runs), "--out", str(HERE), "--archive", str(HERE / "runs_json.tar.xz")]
+        )
 
 
 if __name__ == "__main__":

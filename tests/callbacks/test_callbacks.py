@@ -1,4 +1,5 @@
 """Callbacks under a real Trainer on the tiny preset."""
+
 import lightning as L
 import pytest
 import torch
@@ -18,8 +19,16 @@ def module(**kw):
 
 
 def fit(m, steps, callbacks, logger=False):
-    L.Trainer(max_steps=steps, accelerator="cpu", logger=logger, enable_checkpointing=False, log_every_n_steps=1,
-              enable_progress_bar=False, enable_model_summary=False, callbacks=callbacks).fit(m)
+    L.Trainer(
+        max_steps=steps,
+        accelerator="cpu",
+        logger=logger,
+        enable_checkpointing=False,
+        log_every_n_steps=1,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=callbacks,
+    ).fit(m)
 
 
 def test_ema_update_matches_hand_formula():
@@ -35,8 +44,9 @@ def test_ema_update_matches_hand_formula():
         EMAUpdate(decay=1.5)
 
 
-@pytest.mark.parametrize("kind,expect", [("constant", [0.5, 0.5, 0.5]), ("linear", [0.5, 0.25, 0.0]),
-                                         ("cosine", [0.5, 0.25, 0.0])])
+@pytest.mark.parametrize(
+    "kind,expect", [("constant", [0.5, 0.5, 0.5]), ("linear", [0.5, 0.25, 0.0]), ("cosine", [0.5, 0.25, 0.0])]
+)
 def test_beta_schedule_values(kind, expect):
     s = BetaSchedule(kind, start=0.5, end=0.0, steps=2)
     assert [pytest.approx(s.value(t, 0.5)) for t in range(3)] == expect
@@ -49,16 +59,22 @@ def test_beta_schedule_drives_the_module_beta():
     class Probe(L.Callback):
         def on_train_batch_end(self, trainer, pl_module, *a):
             seen.append(pl_module.beta)
+
     fit(m, 3, [BetaSchedule("linear", end=0.0, steps=2), Probe()])
     assert seen == pytest.approx([0.5, 0.25, 0.0])
 
 
 def test_puzzle_validation_scores_the_ema_and_logs(tmp_path):
     m = module()
-    cb = PuzzleValidation(suite=f"{FIXTURES}/lichess_sample.csv", mates=[f"{FIXTURES}/generated_altmoves.csv"],
-                          every_n_steps=2, sample=None)
+    cb = PuzzleValidation(
+        suite=f"{FIXTURES}/lichess_sample.csv",
+        mates=[f"{FIXTURES}/generated_altmoves.csv"],
+        every_n_steps=2,
+        sample=None,
+    )
     calls = []
     import pdx_lightning.evaluation.puzzle_scoring as P
+
     orig = P.evaluate_for_validation
     P_eval = lambda model, *a, **k: (calls.append(model), orig(model, *a, **k))[1]  # noqa: E731
     P.evaluate_for_validation = P_eval
@@ -80,7 +96,7 @@ def test_puzzle_validation_of_files_reads_exactly_those_files_and_scores_a_model
     from pdx_lightning.evaluation.suite import load_suite
 
     cb = PuzzleValidation.of_files(None, [f"{FIXTURES}/generated_altmoves.csv"], sample=None, micro_batch=8)
-    assert cb.suite_path is None                                     # no bundled tactics slipped in
+    assert cb.suite_path is None  # no bundled tactics slipped in
     batches = list(cb.val_dataloader())
     assert len(batches) == 1 and batches[0] is cb.load() and not batches[0].puzzles
     m = module()
@@ -105,9 +121,11 @@ def test_the_modules_validation_loop_scores_the_ema_through_puzzle_validation(mo
     def recording(model, *a, **k):
         calls.append(model)
         return orig(model, *a, **k)
+
     monkeypatch.setattr(P, "evaluate_for_validation", recording)
-    out = L.Trainer(accelerator="cpu", logger=False, enable_progress_bar=False,
-                    enable_model_summary=False).validate(m, verbose=False)[0]
+    out = L.Trainer(accelerator="cpu", logger=False, enable_progress_bar=False, enable_model_summary=False).validate(
+        m, verbose=False
+    )[0]
     assert calls == [m.ema]
     assert {"puzzles/acc", "puzzles/p_star_geo", "puzzles/nll", "mates/acc_1"} <= set(out)
     assert 0.0 <= out["puzzles/acc"] <= 1.0 and out["puzzles/nll"] > 0

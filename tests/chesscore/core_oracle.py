@@ -10,6 +10,7 @@ and the differential fuzzer (``fuzz_core.py``) share.
 Importable from the tests of this folder and from ``fuzz_core.py`` (pytest and ``python tests/chesscore/...``
 both put this folder on ``sys.path``).
 """
+
 from __future__ import annotations
 
 import chess
@@ -25,12 +26,21 @@ from pdx_lightning.chesscore.rules import game_end
 def legal_moves_agree(core: native_core.NativeCore, i: int, board: chess.Board, legal: list[chess.Move]) -> None:
     """The core's legal moves of game ``i`` are python-chess's ``legal`` (as sets, each move once)."""
     got = core.legal_moves(i)
-    assert len(got) == len(legal) and set(got) == set(legal), \
-        (board.fen(), sorted(m.uci() for m in got), sorted(m.uci() for m in legal))
+    assert len(got) == len(legal) and set(got) == set(legal), (
+        board.fen(),
+        sorted(m.uci() for m in got),
+        sorted(m.uci() for m in legal),
+    )
 
 
-def ends_agree(core: native_core.NativeCore, games: np.ndarray, boards: list[chess.Board], hists: list[GameHistory],
-               legals: list[list[chess.Move]], caps: tuple[int | None, ...]) -> None:
+def ends_agree(
+    core: native_core.NativeCore,
+    games: np.ndarray,
+    boards: list[chess.Board],
+    hists: list[GameHistory],
+    legals: list[list[chess.Move]],
+    caps: tuple[int | None, ...],
+) -> None:
     """Repetition counts, and the core's game end and plies of each game for claims on and off and each
     cap in ``caps``, equal ``rules.game_end`` on python-chess's boards (one batched status call per setting)."""
     for i, board, hist in zip(games, boards, hists):
@@ -49,11 +59,14 @@ def agree(core: native_core.NativeCore, i: int, board: chess.Board, hist: GameHi
     """Everything the core says about game ``i`` equals python-chess's view of ``board``."""
     legal = list(board.legal_moves)
     legal_moves_agree(core, i, board, legal)
-    mask, index, count = (np.empty((1, 4288), bool), np.empty((1, native_core.LEGAL_STRIDE), np.int64),
-                          np.empty(1, np.int32))
+    mask, index, count = (
+        np.empty((1, 4288), bool),
+        np.empty((1, native_core.LEGAL_STRIDE), np.int64),
+        np.empty(1, np.int32),
+    )
     core.legal(np.array([i]), mask, index, count)
     assert count[0] == len(legal)
-    assert index[0, :count[0]].tolist() == sorted(legal_indices(board, legal).tolist())
+    assert index[0, : count[0]].tolist() == sorted(legal_indices(board, legal).tolist())
     assert np.array_equal(mask, legal_mask([board], [legal]).numpy())
     planes = core.encode(np.array([i]), np.empty((1, 112, 8, 8), np.float32))
     np.testing.assert_array_equal(planes, encode_rows([hist.row(board)]), err_msg=board.fen())
@@ -61,7 +74,7 @@ def agree(core: native_core.NativeCore, i: int, board: chess.Board, hist: GameHi
 
 
 def _equal(a: np.ndarray, b: np.ndarray) -> None:
-    if not np.array_equal(a, b):             # the fast check; numpy's report only on a difference
+    if not np.array_equal(a, b):  # the fast check; numpy's report only on a difference
         np.testing.assert_array_equal(a, b)
 
 

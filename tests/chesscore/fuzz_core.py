@@ -15,6 +15,7 @@ are played to their end (checkmate, stalemate, insufficient material, 75 moves, 
 threefold when claimed, the ply cap) and restart from a new root. Exit 0 with the counts, or 1 at the
 first mismatch with the game's root, moves and the assertion.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,9 +27,9 @@ from dataclasses import dataclass, field
 
 import chess
 import numpy as np
-
 from core_oracle import ends_agree, legal_moves_agree, same_positions
 from fuzz_roots import random_root, suite_fens
+
 from pdx_lightning.chesscore.game_pool import PythonChessPool, open_pool
 from pdx_lightning.chesscore.moves import move_to_index
 from pdx_lightning.chesscore.native_core import REASONS
@@ -44,9 +45,9 @@ class Stats:
 
     positions: int = 0
     steps: int = 0
-    ends: Counter = field(default_factory=Counter)       # (config, reason) -> games
-    roots: Counter = field(default_factory=Counter)      # kind -> roots set
-    moves: Counter = field(default_factory=Counter)      # moves played: en_passant, castling, promotion;
+    ends: Counter = field(default_factory=Counter)  # (config, reason) -> games
+    roots: Counter = field(default_factory=Counter)  # kind -> roots set
+    moves: Counter = field(default_factory=Counter)  # moves played: en_passant, castling, promotion;
     # positions compared: check, double_check
     max_legal: int = 0
 
@@ -54,9 +55,11 @@ class Stats:
         ends = Counter()
         for (_, reason), n in self.ends.items():
             ends[reason] += n
-        return (f"{self.positions:,} positions compared, {self.steps:,} batches, 0 mismatches; max legal moves "
-                f"{self.max_legal}; ends {dict(sorted(ends.items()))}; moves {dict(sorted(self.moves.items()))}; "
-                f"roots {dict(sorted(self.roots.items()))}")
+        return (
+            f"{self.positions:,} positions compared, {self.steps:,} batches, 0 mismatches; max legal moves "
+            f"{self.max_legal}; ends {dict(sorted(ends.items()))}; moves {dict(sorted(self.moves.items()))}; "
+            f"roots {dict(sorted(self.roots.items()))}"
+        )
 
 
 class Mismatch(AssertionError):
@@ -98,7 +101,9 @@ def choose(rng: random.Random, board: chess.Board, legal: list[chess.Move], mode
 class Pair:
     """One configuration: the python-chess pool (the oracle) and the native pool, ``n`` games each."""
 
-    def __init__(self, k: int, n: int, rng: random.Random, suite: list[str], stats: Stats, threads: bool = True) -> None:
+    def __init__(
+        self, k: int, n: int, rng: random.Random, suite: list[str], stats: Stats, threads: bool = True
+    ) -> None:
         self.claim, self.cap, workers = CONFIGS[k]
         workers = workers if threads else 1
         self.k, self.rng, self.suite, self.stats = k, rng, suite, stats
@@ -158,8 +163,10 @@ class Pair:
                 self._ended(i, r)
 
     def describe(self, i: int) -> str:
-        return (f"config claim_draws={self.claim} max_plies={self.cap}, game {i} (mode {self.modes[i]}): root "
-                f"{self.ref.root_fen(i)} moves {' '.join(m.uci() for m in self.ref.moves(i))}")
+        return (
+            f"config claim_draws={self.claim} max_plies={self.cap}, game {i} (mode {self.modes[i]}): root "
+            f"{self.ref.root_fen(i)} moves {' '.join(m.uci() for m in self.ref.moves(i))}"
+        )
 
 
 def _locate(pair: Pair) -> str:
@@ -168,21 +175,29 @@ def _locate(pair: Pair) -> str:
         try:
             same_positions(pair.ref, pair.pool, [i])
             legal_moves_agree(pair.pool.core, i, pair.ref.boards[i], pair.ref.legal_moves[i])
-            ends_agree(pair.pool.core, np.array([i]), [pair.ref.boards[i]], [pair.ref.hist[i]],
-                       [pair.ref.legal_moves[i]], (None, pair.cap))
+            ends_agree(
+                pair.pool.core,
+                np.array([i]),
+                [pair.ref.boards[i]],
+                [pair.ref.hist[i]],
+                [pair.ref.legal_moves[i]],
+                (None, pair.cap),
+            )
         except AssertionError:
             return pair.describe(i)
     return f"config claim_draws={pair.claim} max_plies={pair.cap}: a batch call (play) disagreed"
 
 
-def run(positions: int, seed: int, games: int = 24, report_every: int = 0, out=sys.stdout, threads: bool = True) -> Stats:
+def run(
+    positions: int, seed: int, games: int = 24, report_every: int = 0, out=sys.stdout, threads: bool = True
+) -> Stats:
     """Compare at least ``positions`` positions; :class:`Mismatch` at the first disagreement. ``threads``:
     the second pair's native pool on two worker threads (else every pool on the calling thread)."""
     rng = random.Random(seed)
     suite = suite_fens()
     stats = Stats()
     pairs = [Pair(k, games, rng, suite, stats, threads) for k in range(len(CONFIGS))]
-    for pair in pairs:                          # most games start from a random root, the others at the start
+    for pair in pairs:  # most games start from a random root, the others at the start
         for i in range(games):
             if rng.random() < 0.7:
                 pair._restart(i)

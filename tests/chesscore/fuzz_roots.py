@@ -18,6 +18,7 @@ Clocks are drawn too: mostly a fresh halfmove clock, often one near the 50- and 
 huge; fullmove numbers up to ``boundary.MAX_FULLMOVE``. With ``stack_p`` the board also gets a few random
 legal moves on its stack (what ``set_board`` replays).
 """
+
 from __future__ import annotations
 
 import csv
@@ -29,15 +30,26 @@ import chess
 from pdx_lightning.chesscore.boundary import MAX_FULLMOVE, MAX_HALFMOVE
 
 DATA = Path(__file__).resolve().parents[2] / "data"
-SUITES = ("tactics.csv", "mates_in_1.csv", "mates_in_2.csv", "mates_in_3.csv", "mates_in_4.csv", "mates_in_5.csv",
-          "lichess/puzzles_random_2k.csv", "lichess/puzzles_lila_seed.csv")
+SUITES = (
+    "tactics.csv",
+    "mates_in_1.csv",
+    "mates_in_2.csv",
+    "mates_in_3.csv",
+    "mates_in_4.csv",
+    "mates_in_5.csv",
+    "lichess/puzzles_random_2k.csv",
+    "lichess/puzzles_lila_seed.csv",
+)
 KINDS = ("start", "suite", "en_passant", "castling", "promotion", "pins_checks", "endgame", "queens", "random")
 WEIGHTS = (6, 10, 14, 10, 10, 10, 14, 4, 10)
 PIECES = (chess.KNIGHT, chess.BISHOP, chess.ROOK, chess.QUEEN)
 # 15 queens against a walled-in king, hill-climbed for legal moves (227, 236, 230: above the 218 of any
 # reachable position)
-MOBILE = ("knQQ1Q2/nn5Q/Q5Q1/1Q6/4QQ2/Q1Q4Q/Q4Q2/3Q2K1 w - - 0 1", "kn2Q1Q1/nnQQ4/Q4Q1Q/2Q4Q/4Q3/1Q4Q1/3Q4/Q4QK1 w - - 0 1",
-          "knQ1Q1Q1/nnQ5/Q6Q/2Q5/Q6Q/3Q1Q2/QQ4Q1/4Q1K1 w - - 0 1")
+MOBILE = (
+    "knQQ1Q2/nn5Q/Q5Q1/1Q6/4QQ2/Q1Q4Q/Q4Q2/3Q2K1 w - - 0 1",
+    "kn2Q1Q1/nnQQ4/Q4Q1Q/2Q4Q/4Q3/1Q4Q1/3Q4/Q4QK1 w - - 0 1",
+    "knQ1Q1Q1/nnQ5/Q6Q/2Q5/Q6Q/3Q1Q2/QQ4Q1/4Q1K1 w - - 0 1",
+)
 
 
 def suite_fens() -> list[str]:
@@ -51,7 +63,7 @@ def suite_fens() -> list[str]:
 
 def _free(rng: random.Random, b: chess.Board, squares=chess.SQUARES) -> int | None:
     squares = list(squares)
-    for _ in range(8):                      # mostly a random square is free: no scan
+    for _ in range(8):  # mostly a random square is free: no scan
         s = rng.choice(squares)
         if not b.occupied >> s & 1:
             return s
@@ -80,14 +92,14 @@ def _kings(rng, b, white=chess.SQUARES, black=chess.SQUARES) -> None:
 
 def _en_passant(rng, b: chess.Board) -> None:
     us = b.turn = rng.random() < 0.5
-    rank = 4 if us == chess.WHITE else 3                       # where the enemy pawn landed
+    rank = 4 if us == chess.WHITE else 3  # where the enemy pawn landed
     f = rng.randrange(8)
     pushed, ep = chess.square(f, rank), chess.square(f, rank + (1 if us == chess.WHITE else -1))
     b.set_piece_at(pushed, chess.Piece(chess.PAWN, not us))
     for df in (-1, 1):
         if 0 <= f + df < 8 and rng.random() < 0.8:
             b.set_piece_at(chess.square(f + df, rank), chess.Piece(chess.PAWN, us))
-    if rng.random() < 0.4:                                     # the rank pin: king and a rook/queen on the rank
+    if rng.random() < 0.4:  # the rank pin: king and a rook/queen on the rank
         ends = [chess.square(x, rank) for x in (0, 7) if b.piece_at(chess.square(x, rank)) is None]
         if len(ends) == 2:
             rng.shuffle(ends)
@@ -132,9 +144,14 @@ def _pins_checks(rng, b: chess.Board) -> None:
     _kings(rng, b)
     b.turn = us = rng.random() < 0.5
     king = b.king(us)
-    for _ in range(rng.randint(1, 3)):                         # sliders on the king's lines, some behind a man
-        line = [s for s in chess.SquareSet(chess.BB_RANK_ATTACKS[king][0] | chess.BB_FILE_ATTACKS[king][0]
-                                           | chess.BB_DIAG_ATTACKS[king][0]) if b.piece_at(s) is None]
+    for _ in range(rng.randint(1, 3)):  # sliders on the king's lines, some behind a man
+        line = [
+            s
+            for s in chess.SquareSet(
+                chess.BB_RANK_ATTACKS[king][0] | chess.BB_FILE_ATTACKS[king][0] | chess.BB_DIAG_ATTACKS[king][0]
+            )
+            if b.piece_at(s) is None
+        ]
         if not line:
             break
         s = rng.choice(line)
@@ -152,13 +169,17 @@ def _pins_checks(rng, b: chess.Board) -> None:
 def _endgame(rng, b: chess.Board) -> None:
     _kings(rng, b)
     for _ in range(rng.randint(0, 3)):
-        _put(rng, b, rng.choice((chess.PAWN, chess.KNIGHT, chess.BISHOP, chess.BISHOP, chess.ROOK, chess.QUEEN)),
-             rng.random() < 0.5)
+        _put(
+            rng,
+            b,
+            rng.choice((chess.PAWN, chess.KNIGHT, chess.BISHOP, chess.BISHOP, chess.ROOK, chess.QUEEN)),
+            rng.random() < 0.5,
+        )
     b.turn = rng.random() < 0.5
 
 
 def _queens(rng, b: chess.Board) -> None:
-    if rng.random() < 0.3:                                     # a hill-climbed board, maybe colours flipped
+    if rng.random() < 0.3:  # a hill-climbed board, maybe colours flipped
         m = chess.Board(rng.choice(MOBILE))
         b.set_board_fen((m.mirror() if rng.random() < 0.5 else m).board_fen())
         b.turn = b.king(chess.WHITE) is not None and b.pieces(chess.QUEEN, chess.WHITE) != chess.SquareSet()
@@ -180,17 +201,38 @@ def _random(rng, b: chess.Board) -> None:
     b.turn = rng.random() < 0.5
 
 
-_BUILD = {"en_passant": _en_passant, "castling": _castling, "promotion": _promotion, "pins_checks": _pins_checks,
-          "endgame": _endgame, "queens": _queens, "random": _random}
+_BUILD = {
+    "en_passant": _en_passant,
+    "castling": _castling,
+    "promotion": _promotion,
+    "pins_checks": _pins_checks,
+    "endgame": _endgame,
+    "queens": _queens,
+    "random": _random,
+}
 
 
 def _clocks(rng, b: chess.Board) -> None:
     u = rng.random()
-    b.halfmove_clock = (0 if u < 0.5 else rng.randint(1, 99) if u < 0.65 else rng.randint(94, 101) if u < 0.8
-                        else rng.randint(140, 151) if u < 0.95 else rng.choice((rng.randint(152, 10**4), MAX_HALFMOVE)))
+    b.halfmove_clock = (
+        0
+        if u < 0.5
+        else rng.randint(1, 99)
+        if u < 0.65
+        else rng.randint(94, 101)
+        if u < 0.8
+        else rng.randint(140, 151)
+        if u < 0.95
+        else rng.choice((rng.randint(152, 10**4), MAX_HALFMOVE))
+    )
     u = rng.random()
-    b.fullmove_number = (rng.randint(1, 80) if u < 0.9 else rng.randint(81, 10**4) if u < 0.97
-                         else rng.choice((rng.randint(10**4, MAX_FULLMOVE), MAX_FULLMOVE)))
+    b.fullmove_number = (
+        rng.randint(1, 80)
+        if u < 0.9
+        else rng.randint(81, 10**4)
+        if u < 0.97
+        else rng.choice((rng.randint(10**4, MAX_FULLMOVE), MAX_FULLMOVE))
+    )
 
 
 def random_root(rng: random.Random, suite: list[str], stack_p: float = 0.2) -> tuple[str, chess.Board]:

@@ -2,6 +2,7 @@
 and buffer is checked before the compiled core sees it, alike in both pools, and refused with a named one-line
 exception. The inputs that used to crash the process (SIGSEGV, SIGBUS, heap overflow) run in a subprocess, so
 a regression fails a test instead of killing pytest."""
+
 from __future__ import annotations
 
 import subprocess
@@ -11,11 +12,20 @@ import chess
 import chess.variant
 import numpy as np
 import pytest
-
 from core_oracle import agree, same_positions
+
 from pdx_lightning.chesscore import native_core
-from pdx_lightning.chesscore.boundary import (LEGAL_STRIDE, MAX_FULLMOVE, MAX_HALFMOVE, MAX_MOVES, BufferLayoutError,
-                                              CoreArgumentError, GameIndexError, IllegalMoveError, InvalidBoardError)
+from pdx_lightning.chesscore.boundary import (
+    LEGAL_STRIDE,
+    MAX_FULLMOVE,
+    MAX_HALFMOVE,
+    MAX_MOVES,
+    BufferLayoutError,
+    CoreArgumentError,
+    GameIndexError,
+    IllegalMoveError,
+    InvalidBoardError,
+)
 from pdx_lightning.chesscore.encoding import GameHistory
 from pdx_lightning.chesscore.game_pool import PythonChessPool, open_pool
 from pdx_lightning.chesscore.moves import POLICY_SIZE, move_to_index
@@ -23,7 +33,7 @@ from pdx_lightning.errors import UserError
 
 pytestmark = pytest.mark.skipif(not native_core.available(), reason="compiled chess core not built (pip install -e .)")
 BACKENDS = ("native", "python-chess")
-QUEENS_236 = "kn2Q1Q1/nnQQ4/Q4Q1Q/2Q4Q/4Q3/1Q4Q1/3Q4/Q4QK1 w - - 0 1"     # 236 legal moves (hill-climbed)
+QUEENS_236 = "kn2Q1Q1/nnQQ4/Q4Q1Q/2Q4Q/4Q3/1Q4Q1/3Q4/Q4QK1 w - - 0 1"  # 236 legal moves (hill-climbed)
 E2E4 = chess.Move.from_uci("e2e4")
 
 
@@ -33,8 +43,8 @@ def _pool(backend: str, n: int = 2, **kw):
 
 # ---- boards -------------------------------------------------------------------------------------------
 BAD_BOARDS = [  # (FEN, what the message says)
-    ("4k3/8/8/3Pn3/8/8/8/4K3 w - e6 0 1", "invalid en-passant square"),            # e.p. "captures" a knight
-    ("4k3/8/8/8/8/8/1p6/4K3 b - a1 0 1", "invalid en-passant square"),             # b2a1 without promotion
+    ("4k3/8/8/3Pn3/8/8/8/4K3 w - e6 0 1", "invalid en-passant square"),  # e.p. "captures" a knight
+    ("4k3/8/8/8/8/8/1p6/4K3 b - a1 0 1", "invalid en-passant square"),  # b2a1 without promotion
     ("QQQQQQQQ/QQQQQQQQ/QQQQQQQQ/QQQQQQQQ/QQQQQQQQ/QQQQQQQQ/QQQQQQQQ/QQQQQQQQ w - - 0 1", "no white king"),
     ("QQQQQQQQ/QQQQQQQQ/QQQQQQQQ/QQQQQQQQ/8/8/8/K1k5 w - - 0 1", "too many white pieces"),
     ("4k3/8/8/8/8/8/8/4K3 w - - 0 1073741825", "fullmove number 1073741825 is outside"),
@@ -43,7 +53,7 @@ BAD_BOARDS = [  # (FEN, what the message says)
     ("4k3/8/8/8/8/8/8/4KK2 w - - 0 1", "too many kings"),
     ("P3k3/8/8/8/8/8/8/4K3 w - - 0 1", "pawns on backrank"),
     ("4k3/8/8/8/8/8/8/4K3 w K - 0 1", "bad castling rights"),
-    ("4k3/8/8/8/8/8/8/R3K3 w - - 0 1", None),                                       # valid: the control
+    ("4k3/8/8/8/8/8/8/R3K3 w - - 0 1", None),  # valid: the control
     ("4k3/4R3/8/8/8/8/8/4K3 w - - 0 1", "opposite check"),
     ("4k3/8/8/8/1b6/5n2/8/4K2r w - - 0 1", "too many checkers"),
 ]
@@ -64,7 +74,7 @@ def test_invalid_boards_are_refused_alike_naming_game_and_fen(backend, fen, why)
     msg = str(e.value)
     assert isinstance(e.value, UserError) and isinstance(e.value, ValueError) and "\n" not in msg
     assert msg.startswith("game 1: ") and why in msg and fen.split()[0] in msg, msg
-    assert pool.moves(1) == [E2E4] and pool.root_fen(1) == chess.STARTING_FEN      # the game is as it was
+    assert pool.moves(1) == [E2E4] and pool.root_fen(1) == chess.STARTING_FEN  # the game is as it was
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -76,15 +86,15 @@ def test_variants_chess960_and_illegal_move_stacks_are_refused(backend):
         pool.set_board(0, chess.Board(chess960=True))
     b = chess.Board()
     b.push(E2E4)
-    b.push(chess.Move.from_uci("e7e4"))                  # python-chess pushes what it is given
+    b.push(chess.Move.from_uci("e7e4"))  # python-chess pushes what it is given
     with pytest.raises(InvalidBoardError, match=r"game 0: move 2 of the move stack \(e7e4\) is not legal"):
         pool.set_board(0, b)
     b = chess.Board()
-    b.push(chess.Move(12, 28, drop=chess.KNIGHT))        # a drop python-chess pushes: not standard chess
+    b.push(chess.Move(12, 28, drop=chess.KNIGHT))  # a drop python-chess pushes: not standard chess
     with pytest.raises(InvalidBoardError, match=r"game 0: move 1 of the move stack \(N@e4\) is not legal"):
         pool.set_board(0, b)
     b = chess.Board()
-    b.fullmove_number = 0                                # set directly: no FEN parser to clamp it
+    b.fullmove_number = 0  # set directly: no FEN parser to clamp it
     with pytest.raises(InvalidBoardError, match=r"fullmove number 0 is outside \[1, 1,000,000\]"):
         pool.set_board(0, b)
     b = chess.Board()
@@ -131,7 +141,7 @@ BAD_CALLS = [  # (call on a pool of 2, exception, message)
     (lambda p: p.set_board(2, chess.Board()), GameIndexError, "out of range"),
     (lambda p: p.plies([0, 5]), GameIndexError, r"game index 5 \(row 1\) out of range"),
     (lambda p: p.positions([10**7]), GameIndexError, "game index 10000000"),
-    (lambda p: p.positions(np.array([2**32])), GameIndexError, "game index 4294967296"),   # no wrap to game 0
+    (lambda p: p.positions(np.array([2**32])), GameIndexError, "game index 4294967296"),  # no wrap to game 0
     (lambda p: p.positions([10**30]), GameIndexError, "out of range"),
     (lambda p: p.positions([[0]]), GameIndexError, "1-D"),
     (lambda p: p.positions([0.5]), GameIndexError, "must be integers"),
@@ -143,7 +153,7 @@ BAD_CALLS = [  # (call on a pool of 2, exception, message)
     (lambda p: p.play([0], [2**64 - 1]), CoreArgumentError, "not a policy slot"),
     (lambda p: p.play([0], [-5]), IllegalMoveError, "game 0: policy slot -5 is not a legal move"),
     (lambda p: p.play([1], [10**12]), IllegalMoveError, "game 1: policy slot 1000000000000 is not a legal move"),
-    (lambda p: p.push(0, chess.Move(64 + 12, 28)), IllegalMoveError, "is not a legal move"),   # no bit mixing
+    (lambda p: p.push(0, chess.Move(64 + 12, 28)), IllegalMoveError, "is not a legal move"),  # no bit mixing
     (lambda p: p.push(0, chess.Move.null()), IllegalMoveError, "is not a legal move"),
     (lambda p: p.push(0, chess.Move(12, 28, drop=chess.PAWN)), IllegalMoveError, "is not a legal move"),
     (lambda p: p.push(0, chess.Move(12, 28, promotion=chess.KING)), IllegalMoveError, "is not a legal move"),
@@ -158,7 +168,7 @@ def test_bad_indices_moves_and_actions_are_refused_alike(backend, k):
     pool = _pool(backend)
     with pytest.raises(exc, match=match):
         call(pool)
-    assert pool.moves(0) == [] and pool.moves(1) == []                   # nothing was played
+    assert pool.moves(0) == [] and pool.moves(1) == []  # nothing was played
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -175,11 +185,13 @@ def test_buffers_are_checked_before_the_core_writes():
     core = native_core.NativeCore(2)
     g = np.array([0])
     index, count, mask = np.empty((1, LEGAL_STRIDE), np.int64), np.empty(1, np.int32), np.empty((1, POLICY_SIZE), bool)
-    for args, match in [((None, np.empty((1, 4), np.int64), count), r"index buffer is \(1, 4\) int64; need \(1, 416\)"),
-                        ((None, index.astype(np.int32), count), "index buffer is .* int32"),
-                        ((None, index, np.empty(2, np.int32)), r"count buffer is \(2,\)"),
-                        ((mask.astype(np.uint8), index, count), "mask buffer is .* uint8"),
-                        ((None, np.empty((1, 2 * LEGAL_STRIDE), np.int64)[:, ::2], count), "not contiguous")]:
+    for args, match in [
+        ((None, np.empty((1, 4), np.int64), count), r"index buffer is \(1, 4\) int64; need \(1, 416\)"),
+        ((None, index.astype(np.int32), count), "index buffer is .* int32"),
+        ((None, index, np.empty(2, np.int32)), r"count buffer is \(2,\)"),
+        ((mask.astype(np.uint8), index, count), "mask buffer is .* uint8"),
+        ((None, np.empty((1, 2 * LEGAL_STRIDE), np.int64)[:, ::2], count), "not contiguous"),
+    ]:
         with pytest.raises(BufferLayoutError, match=match):
             core.legal(g, *args)
     core.legal(g, mask, index, count)
@@ -198,7 +210,7 @@ def test_buffers_are_checked_before_the_core_writes():
 
 
 # ---- what used to kill the process ---------------------------------------------------------------
-CRASHERS = r'''
+CRASHERS = r"""
 import chess, ctypes, numpy as np
 from pdx_lightning.chesscore import native_core
 from pdx_lightning.chesscore.game_pool import open_pool
@@ -236,15 +248,26 @@ for name, case in cases.items():
     print(name, got, flush=True)
 reason, plies = pool.play([0, 1], [796, 796])
 print("still_plays", pool.moves(0) == [e2e4] and plies.tolist() == [1, 1], flush=True)
-'''
-CRASH_EXPECTED = {"ep_takes_a_knight": "InvalidBoardError", "ep_on_a1": "InvalidBoardError",
-                  "queens_with_kings": "InvalidBoardError", "queens_without_kings": "InvalidBoardError",
-                  "fullmove_2_30": "InvalidBoardError", "positions_1e7": "GameIndexError", "play_1e7": "GameIndexError",
-                  "moves_1e7": "GameIndexError", "push_2": "GameIndexError", "push_minus_1": "GameIndexError",
-                  "positions_2_32": "GameIndexError", "legal_1x4": "BufferLayoutError",
-                  "c_set_queens": str(native_core.E_BOARD), "c_push_1e7": str(native_core.E_INDEX),
-                  "c_moves_minus_1": str(native_core.E_INDEX), "c_play_1e7": str(native_core.E_INDEX),
-                  "still_plays": "True"}
+"""
+CRASH_EXPECTED = {
+    "ep_takes_a_knight": "InvalidBoardError",
+    "ep_on_a1": "InvalidBoardError",
+    "queens_with_kings": "InvalidBoardError",
+    "queens_without_kings": "InvalidBoardError",
+    "fullmove_2_30": "InvalidBoardError",
+    "positions_1e7": "GameIndexError",
+    "play_1e7": "GameIndexError",
+    "moves_1e7": "GameIndexError",
+    "push_2": "GameIndexError",
+    "push_minus_1": "GameIndexError",
+    "positions_2_32": "GameIndexError",
+    "legal_1x4": "BufferLayoutError",
+    "c_set_queens": str(native_core.E_BOARD),
+    "c_push_1e7": str(native_core.E_INDEX),
+    "c_moves_minus_1": str(native_core.E_INDEX),
+    "c_play_1e7": str(native_core.E_INDEX),
+    "still_plays": "True",
+}
 
 
 def test_inputs_that_crashed_the_process_are_refused_in_a_subprocess():
@@ -258,7 +281,7 @@ def test_inputs_that_crashed_the_process_are_refused_in_a_subprocess():
 def test_a_threaded_pool_names_bad_arguments_before_any_shard_runs():
     pool = open_pool("native", 8, claim_draws=False, max_plies=None, workers=2)
     e2e4 = np.full(8, move_to_index(E2E4, chess.WHITE))
-    with pytest.raises(GameIndexError, match=r"game index 8 \(row 7\)"):          # not a ChessWorkerError
+    with pytest.raises(GameIndexError, match=r"game index 8 \(row 7\)"):  # not a ChessWorkerError
         pool.play(np.array([0, 1, 2, 3, 4, 5, 6, 8]), e2e4)
     with pytest.raises(CoreArgumentError, match="game 3 appears more than once"):  # two shards, one game
         pool.play(np.array([0, 1, 2, 3, 4, 5, 6, 3]), e2e4)

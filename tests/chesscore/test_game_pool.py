@@ -1,6 +1,7 @@
 """The two game pools (``chesscore.game_pool``): the compiled core (1 and 3 worker threads) and python-chess
 play the same games from the same policy slots, report the same ends and plies, and write the same planes,
 masks and sorted legal indices; worker failures are named."""
+
 from __future__ import annotations
 
 import random
@@ -8,8 +9,8 @@ import random
 import chess
 import numpy as np
 import pytest
-
 from core_oracle import same_positions
+
 from pdx_lightning.chesscore import native_core
 from pdx_lightning.chesscore.game_pool import PythonChessPool, open_pool, result_codes
 from pdx_lightning.chesscore.pool_interface import ChessWorkerError
@@ -65,10 +66,10 @@ def test_set_board_push_and_roots_agree():
 
 def test_a_failing_worker_is_named():
     pool = open_pool("native", 8, claim_draws=False, max_plies=None, workers=2)
-    e2e4 = 12 * 64 + 28                       # canonical frame: 1. e4, then 1... e5 for Black
+    e2e4 = 12 * 64 + 28  # canonical frame: 1. e4, then 1... e5 for Black
     pool.play(np.arange(8), np.full(8, e2e4))
     with pytest.raises(ChessWorkerError, match=r"chess worker 1 \(games 4\.\.7\) failed: game 4: policy slot"):
-        pool.play(np.arange(8), np.where(np.arange(8) < 4, e2e4, 0))     # slot 0 (a1a1) is never legal
+        pool.play(np.arange(8), np.where(np.arange(8) < 4, e2e4, 0))  # slot 0 (a1a1) is never legal
 
 
 def test_unknown_backend_and_threads_for_python_chess_are_refused():

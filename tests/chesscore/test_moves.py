@@ -4,8 +4,15 @@ import chess
 import pytest
 import torch
 
-from pdx_lightning.chesscore.moves import (N_FROM_TO, POLICY_SIZE, MoveIndexError, index_to_move, legal_indices,
-                                 legal_mask, move_to_index)
+from pdx_lightning.chesscore.moves import (
+    N_FROM_TO,
+    POLICY_SIZE,
+    MoveIndexError,
+    index_to_move,
+    legal_indices,
+    legal_mask,
+    move_to_index,
+)
 
 
 def _random_positions(n_games: int, seed: int):
@@ -33,9 +40,14 @@ def test_round_trip_random_games_both_colors():
     assert min(seen.values()) > 0, seen
 
 
-@pytest.mark.parametrize("fen,turn", [("8/P6k/8/8/8/8/7K/8 w - - 0 1", chess.WHITE),
-                                      ("8/7K/8/8/8/8/p6k/8 b - - 0 1", chess.BLACK),
-                                      ("1n6/P6k/8/8/8/8/7K/8 w - - 0 1", chess.WHITE)])
+@pytest.mark.parametrize(
+    "fen,turn",
+    [
+        ("8/P6k/8/8/8/8/7K/8 w - - 0 1", chess.WHITE),
+        ("8/7K/8/8/8/8/p6k/8 b - - 0 1", chess.BLACK),
+        ("1n6/P6k/8/8/8/8/7K/8 w - - 0 1", chess.WHITE),
+    ],
+)
 def test_every_promotion_piece_round_trips(fen, turn):
     b = chess.Board(fen)
     assert b.turn == turn
@@ -51,8 +63,11 @@ def test_every_promotion_piece_round_trips(fen, turn):
 
 def test_canonical_frame_mirrors_black():
     # 1. e4 for White and 1... e5 for Black are the same canonical move e2e4
-    assert move_to_index(chess.Move.from_uci("e2e4"), chess.WHITE) == move_to_index(
-        chess.Move.from_uci("e7e5"), chess.BLACK) == chess.E2 * 64 + chess.E4
+    assert (
+        move_to_index(chess.Move.from_uci("e2e4"), chess.WHITE)
+        == move_to_index(chess.Move.from_uci("e7e5"), chess.BLACK)
+        == chess.E2 * 64 + chess.E4
+    )
     # a7a8q for White: from-file 0, to-file 0, queen slot 0
     assert move_to_index(chess.Move.from_uci("a7a8q"), chess.WHITE) == N_FROM_TO
     assert move_to_index(chess.Move.from_uci("h2g1b"), chess.BLACK) == N_FROM_TO + 7 * 24 + 6 * 3 + 2
@@ -77,8 +92,11 @@ def test_legal_mask_batched_matches_per_board():
 def test_indices_mask_is_the_one_mask_builder():
     from pdx_lightning.chesscore.moves import indices_mask
 
-    boards = [chess.Board(), chess.Board("k7/2K5/8/8/8/8/8/1Q6 b - - 0 1"),
-              chess.Board("7k/5Q2/6K1/8/8/8/8/8 b - - 0 1")]  # the last one is stalemate
+    boards = [
+        chess.Board(),
+        chess.Board("k7/2K5/8/8/8/8/8/1Q6 b - - 0 1"),
+        chess.Board("7k/5Q2/6K1/8/8/8/8/8 b - - 0 1"),
+    ]  # the last one is stalemate
     idx = [legal_indices(b) for b in boards]
     mask = indices_mask(idx)
     assert mask.shape == (3, POLICY_SIZE) and mask.dtype == torch.bool

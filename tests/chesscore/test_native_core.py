@@ -2,6 +2,7 @@
 along random and repetition-seeking games from the start and from every position of the committed suites —
 legal moves, legal masks and sorted indices, the 112 planes (``encoding``), repetition counts and game ends
 (``rules.game_end``, claims on and off, with a ply cap)."""
+
 from __future__ import annotations
 
 import csv
@@ -11,8 +12,8 @@ from pathlib import Path
 import chess
 import numpy as np
 import pytest
-
 from core_oracle import agree
+
 from pdx_lightning.chesscore import native_core
 from pdx_lightning.chesscore.boundary import IllegalMoveError
 from pdx_lightning.chesscore.encoding import GameHistory, encode_boards
@@ -23,12 +24,14 @@ pytestmark = pytest.mark.skipif(not native_core.available(), reason="compiled ch
 DATA = Path(__file__).resolve().parents[2] / "data"
 
 # (FEN, perft counts by depth): the standard perft suite (chessprogramming.org "Perft Results")
-PERFT = [(chess.STARTING_FEN, [20, 400, 8902, 197281]),
-         ("r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1", [48, 2039, 97862, 4085603]),
-         ("8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1", [14, 191, 2812, 43238, 674624]),
-         ("r3k2r/Pppp1ppp/1b3nbN/nP6/BBP1P3/q4N2/Pp1P2PP/R2Q1RK1 w kq - 0 1", [6, 264, 9467, 422333]),
-         ("rnbq1k1r/pp1Pbppp/2p5/8/2B5/8/PPP1NnPP/RNBQK2R w KQ - 1 8", [44, 1486, 62379, 2103487]),
-         ("r4rk1/1pp1qppp/p1np1n2/2b1p1B1/2B1P1b1/P1NP1N2/1PP1QPPP/R4RK1 w - - 0 10", [46, 2079, 89890, 3894594])]
+PERFT = [
+    (chess.STARTING_FEN, [20, 400, 8902, 197281]),
+    ("r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1", [48, 2039, 97862, 4085603]),
+    ("8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1", [14, 191, 2812, 43238, 674624]),
+    ("r3k2r/Pppp1ppp/1b3nbN/nP6/BBP1P3/q4N2/Pp1P2PP/R2Q1RK1 w kq - 0 1", [6, 264, 9467, 422333]),
+    ("rnbq1k1r/pp1Pbppp/2p5/8/2B5/8/PPP1NnPP/RNBQK2R w KQ - 1 8", [44, 1486, 62379, 2103487]),
+    ("r4rk1/1pp1qppp/p1np1n2/2b1p1B1/2B1P1b1/P1NP1N2/1PP1QPPP/R4RK1 w - - 0 10", [46, 2079, 89890, 3894594]),
+]
 
 
 @pytest.mark.parametrize("fen,counts", PERFT)
@@ -40,8 +43,16 @@ def test_perft(fen, counts):
 
 def _suite_fens() -> list[str]:
     fens = []
-    for name in ("tactics.csv", "mates_in_1.csv", "mates_in_2.csv", "mates_in_3.csv", "mates_in_4.csv",
-                 "mates_in_5.csv", "lichess/puzzles_random_2k.csv", "lichess/puzzles_lila_seed.csv"):
+    for name in (
+        "tactics.csv",
+        "mates_in_1.csv",
+        "mates_in_2.csv",
+        "mates_in_3.csv",
+        "mates_in_4.csv",
+        "mates_in_5.csv",
+        "lichess/puzzles_random_2k.csv",
+        "lichess/puzzles_lila_seed.csv",
+    ):
         with open(DATA / name, newline="") as f:
             fens += [row["FEN"] for row in csv.DictReader(f)]
     return fens
@@ -89,14 +100,38 @@ def test_every_suite_position_and_a_walk_from_it_agree_with_python_chess(stride)
 
 def test_set_board_replays_the_move_stack_and_moves_come_back():
     board = chess.Board()
-    for san in ("e4 c5 Nf3 d6 d4 cxd4 Nxd4 Nf6 Nc3 a6 Be3 e5 Nb3 Be6 f3 Be7 Qd2 O-O O-O-O Nbd7 g4 b5".split()):
+    for san in [
+        "e4",
+        "c5",
+        "Nf3",
+        "d6",
+        "d4",
+        "cxd4",
+        "Nxd4",
+        "Nf6",
+        "Nc3",
+        "a6",
+        "Be3",
+        "e5",
+        "Nb3",
+        "Be6",
+        "f3",
+        "Be7",
+        "Qd2",
+        "O-O",
+        "O-O-O",
+        "Nbd7",
+        "g4",
+        "b5",
+    ]:
         board.push_san(san)
     core = native_core.NativeCore(2)
     core.set_board(1, board)
     assert core.moves(1) == board.move_stack and core.moves(0) == []
     hist = GameHistory(board)
-    np.testing.assert_array_equal(core.encode(np.array([1]), np.empty((1, 112, 8, 8), np.float32)),
-                                  encode_boards([board]))
+    np.testing.assert_array_equal(
+        core.encode(np.array([1]), np.empty((1, 112, 8, 8), np.float32)), encode_boards([board])
+    )
     assert core.repetitions(1) == hist.repetitions() == repetition_count(board)
 
 
@@ -110,8 +145,12 @@ def test_an_illegal_policy_slot_is_refused_and_names_the_game():
 
 def test_a_missing_core_is_a_one_line_user_error_naming_the_fix(monkeypatch):
     from pdx_lightning.errors import UserError
+
     monkeypatch.setattr(native_core, "_lib", None)
     monkeypatch.setattr(native_core, "_library_path", lambda: None)
-    with pytest.raises(UserError, match=r"compiled chess core is not built: run `bash setup.sh` or `pip install -e \.`"
-                                        r".*--model\.selfplay\.backend python-chess"):
+    with pytest.raises(
+        UserError,
+        match=r"compiled chess core is not built: run `bash setup.sh` or `pip install -e \.`"
+        r".*--model\.selfplay\.backend python-chess",
+    ):
         native_core.NativeCore(1)

@@ -1,12 +1,18 @@
 """chess.openings: one reader for EPD / FEN / UCI lines and PGN books, errors naming file:line."""
+
 from __future__ import annotations
 
 import chess
 import pytest
 
 from pdx_lightning.chesscore import opening_files as openings
-from pdx_lightning.chesscore.opening_files import (DEFAULT_SUITE, OpeningFormatError, load_openings, parse_line,
-                                          read_opening_lines)
+from pdx_lightning.chesscore.opening_files import (
+    DEFAULT_SUITE,
+    OpeningFormatError,
+    load_openings,
+    parse_line,
+    read_opening_lines,
+)
 
 START_E4 = "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq -"
 
@@ -18,14 +24,21 @@ def write(tmp_path, name: str, text: str):
 
 
 def test_text_file_with_uci_epd_and_fen_lines(tmp_path):
-    path = write(tmp_path, "mix.epd", "\n".join([
-        "# a comment, then a blank line",
-        "",
-        "e2e4 e7e5 g1f3",
-        f'{START_E4} id "king-pawn"; c0 "e2e4"; ce 35;',
-        f"{START_E4} 0 1",
-        "r3k2r/pppppppp/8/8/8/8/PPPPPPPP/R3K2R w KQkq - 0 1",
-    ]) + "\n")
+    path = write(
+        tmp_path,
+        "mix.epd",
+        "\n".join(
+            [
+                "# a comment, then a blank line",
+                "",
+                "e2e4 e7e5 g1f3",
+                f'{START_E4} id "king-pawn"; c0 "e2e4"; ce 35;',
+                f"{START_E4} 0 1",
+                "r3k2r/pppppppp/8/8/8/8/PPPPPPPP/R3K2R w KQkq - 0 1",
+            ]
+        )
+        + "\n",
+    )
     uci, epd, fen, castle = load_openings(path)
     assert uci.line == ("e2e4", "e7e5", "g1f3") and len(uci.board.move_stack) == 3 and uci.id == "mix:3"
     assert uci.board.root() == chess.Board() and uci.root_fen == chess.STARTING_FEN
@@ -45,13 +58,16 @@ def test_castling_is_normalized_to_the_kings_move():
     assert o.line[-1] == "e1g1" and o.board.piece_at(chess.G1) == chess.Piece.from_symbol("K")
 
 
-@pytest.mark.parametrize("text, message", [
-    ("e2e4 e7e5 e1e3", r"bad.epd:2: move 3 'e1e3' is illegal"),
-    (f'{START_E4} c0 "e2e5";', r"bad.epd:2: c0 move 1 'e2e5' is illegal"),
-    (f'{START_E4} c0 "d2d4";', r"bad.epd:2: c0 line reaches"),
-    ("8/8/8/8/8/8/8/8 w - -", r"bad.epd:2: invalid position"),
-    ("hello world", r"bad.epd:2: not a FEN/EPD position"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("e2e4 e7e5 e1e3", r"bad.epd:2: move 3 'e1e3' is illegal"),
+        (f'{START_E4} c0 "e2e5";', r"bad.epd:2: c0 move 1 'e2e5' is illegal"),
+        (f'{START_E4} c0 "d2d4";', r"bad.epd:2: c0 line reaches"),
+        ("8/8/8/8/8/8/8/8 w - -", r"bad.epd:2: invalid position"),
+        ("hello world", r"bad.epd:2: not a FEN/EPD position"),
+    ],
+)
 def test_bad_text_lines_name_file_and_line(tmp_path, text, message):
     path = write(tmp_path, "bad.epd", f"e2e4\n{text}\n")
     with pytest.raises(OpeningFormatError, match=message):

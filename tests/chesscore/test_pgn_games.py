@@ -1,4 +1,5 @@
 """Reading human games from PGN: headers, clocks, speed categories, refused games, filters, .zst."""
+
 from __future__ import annotations
 
 import re
@@ -6,8 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from pdx_lightning.chesscore.pgn_games import (BAD_REASONS, MoveFilter, PgnGameError, ReadStats, parse_time_control,
-                                               read_games, speed_category)
+from pdx_lightning.chesscore.pgn_games import (
+    BAD_REASONS,
+    MoveFilter,
+    PgnGameError,
+    ReadStats,
+    parse_time_control,
+    read_games,
+    speed_category,
+)
 from pdx_lightning.chesscore.pgn_values import PgnValueError
 
 FIX = Path(__file__).parents[1] / "fixtures"
@@ -42,9 +50,21 @@ def test_first_game_headers_moves_and_clocks():
 
 def test_time_controls_follow_lichess_speeds():
     assert parse_time_control("180+2") == (180.0, 2.0) and parse_time_control("-") == (None, None)
-    cases = {"15+0": "ultrabullet", "60+0": "bullet", "120+1": "bullet", "180+0": "blitz", "180+2": "blitz",
-             "300+3": "blitz", "480+0": "rapid", "600+0": "rapid", "1500+0": "classical", "-": "correspondence",
-             "": "unknown", "?": "unknown", "40/7200:3600": "unknown"}
+    cases = {
+        "15+0": "ultrabullet",
+        "60+0": "bullet",
+        "120+1": "bullet",
+        "180+0": "blitz",
+        "180+2": "blitz",
+        "300+3": "blitz",
+        "480+0": "rapid",
+        "600+0": "rapid",
+        "1500+0": "classical",
+        "-": "correspondence",
+        "": "unknown",
+        "?": "unknown",
+        "40/7200:3600": "unknown",
+    }
     assert {tc: speed_category(tc) for tc in cases} == cases
     with pytest.raises(PgnValueError, match="not a number of seconds"):
         speed_category("x+y")  # was "unknown"; now refused like any impossible value (issue 37)
@@ -90,8 +110,8 @@ def test_move_filter_reasons():
     g = next(read_games(GAMES20))  # 1703 vs 1698, 60+0; White's clock: 0:00:31 after 29. Re5, 0:00:29 after 30. Ree3
     f = MoveFilter(skip_plies=10, min_clock=30, rating_min=1700)
     assert f.keeps(g, 9) == "opening" and f.keeps(g, 10) is None and f.keeps(g, 11) == "rating"
-    assert g.clock_before(58) == 31.0 and f.keeps(g, 58) is None      # 30. Ree3
-    assert g.clock_before(60) == 29.0 and f.keeps(g, 60) == "clock"   # 31. Qe2
+    assert g.clock_before(58) == 31.0 and f.keeps(g, 58) is None  # 30. Ree3
+    assert g.clock_before(60) == 29.0 and f.keeps(g, 60) == "clock"  # 31. Qe2
     assert MoveFilter(rating_max=1699).keeps(g, 0) == "rating" and MoveFilter(rating_max=1699).keeps(g, 1) is None
     assert MoveFilter(time_controls=("blitz",)).keeps_game(g) is False
     with pytest.raises(ValueError, match="unknown time control"):
@@ -118,23 +138,28 @@ def write_games(tmp_path: Path, *games: tuple[dict, str], name: str = "g.pgn") -
     return tmp_path / name
 
 
-GOOD = ({"Event": "ok", "WhiteElo": "1500", "BlackElo": "1500", "TimeControl": "180+0", "Result": "1-0"},
-        "1. e4 { [%clk 0:03:00] } e5 { [%clk 0:03:00] } 2. Nf3 { [%clk 0:02:59] } 1-0")
+GOOD = (
+    {"Event": "ok", "WhiteElo": "1500", "BlackElo": "1500", "TimeControl": "180+0", "Result": "1-0"},
+    "1. e4 { [%clk 0:03:00] } e5 { [%clk 0:03:00] } 2. Nf3 { [%clk 0:02:59] } 1-0",
+)
 
 
 def with_headers(**changes: str) -> tuple[dict, str]:
     return {**GOOD[0], **changes}, GOOD[1]
 
 
-@pytest.mark.parametrize("header,value,why", [
-    ("TimeControl", "1e400+1e400", r"TimeControl '1e400\+1e400': base '1e400' is not a number of seconds"),
-    ("TimeControl", "nan", r"TimeControl 'nan': base 'nan' is not a number of seconds"),
-    ("TimeControl", "-60+0", r"TimeControl '-60\+0': base '-60' is not a number of seconds"),
-    ("TimeControl", "99999999+0", r"TimeControl '99999999\+0': base 1e\+08 s is above 604,800 s \(a week\)"),
-    ("WhiteElo", "-500", r"WhiteElo '-500' is not a rating \(an integer 0\.\.4000\)"),
-    ("BlackElo", "-1e23", r"BlackElo '-1e23' is not a rating"),
-    ("BlackElo", "12000", r"BlackElo '12000' is not a rating"),
-])
+@pytest.mark.parametrize(
+    "header,value,why",
+    [
+        ("TimeControl", "1e400+1e400", r"TimeControl '1e400\+1e400': base '1e400' is not a number of seconds"),
+        ("TimeControl", "nan", r"TimeControl 'nan': base 'nan' is not a number of seconds"),
+        ("TimeControl", "-60+0", r"TimeControl '-60\+0': base '-60' is not a number of seconds"),
+        ("TimeControl", "99999999+0", r"TimeControl '99999999\+0': base 1e\+08 s is above 604,800 s \(a week\)"),
+        ("WhiteElo", "-500", r"WhiteElo '-500' is not a rating \(an integer 0\.\.4000\)"),
+        ("BlackElo", "-1e23", r"BlackElo '-1e23' is not a rating"),
+        ("BlackElo", "12000", r"BlackElo '12000' is not a rating"),
+    ],
+)
 def test_impossible_header_values_are_refused_with_file_line_and_game(tmp_path, header, value, why):
     path = write_games(tmp_path, GOOD, with_headers(**{header: value}), GOOD)
     with pytest.raises(PgnGameError, match=rf"g\.pgn:9: game 2: {why}.* \(--skip-bad skips and counts such games\)$"):
@@ -145,8 +170,13 @@ def test_impossible_header_values_are_refused_with_file_line_and_game(tmp_path, 
 
 
 def test_impossible_ratings_are_never_yielded_and_absent_ones_are_unrated(tmp_path):
-    path = write_games(tmp_path, with_headers(WhiteElo="-500"), with_headers(BlackElo="-1e23"),
-                       with_headers(WhiteElo="?", BlackElo=""), with_headers(WhiteElo="0", BlackElo="4000"))
+    path = write_games(
+        tmp_path,
+        with_headers(WhiteElo="-500"),
+        with_headers(BlackElo="-1e23"),
+        with_headers(WhiteElo="?", BlackElo=""),
+        with_headers(WhiteElo="0", BlackElo="4000"),
+    )
     stats = ReadStats()
     games = list(read_games(path, skip_bad=True, stats=stats))
     assert [(g.number, g.white_elo, g.black_elo) for g in games] == [(3, None, None), (4, 0, 4000)]
@@ -156,8 +186,11 @@ def test_impossible_ratings_are_never_yielded_and_absent_ones_are_unrated(tmp_pa
 def test_bad_clock_comments_name_the_ply(tmp_path):
     bad = GOOD[0], "1. e4 { [%clk 0:03:00] } e5 { [%clk 0:99:00] } 1-0"
     path = write_games(tmp_path, bad)
-    with pytest.raises(PgnGameError, match=r"g\.pgn:1: game 1, ply 2 \(move 1\.\.\.\): clock comment "
-                                           r"'\[%clk 0:99:00\]' is out of range"):
+    with pytest.raises(
+        PgnGameError,
+        match=r"g\.pgn:1: game 1, ply 2 \(move 1\.\.\.\): clock comment "
+        r"'\[%clk 0:99:00\]' is out of range",
+    ):
         list(read_games(path))
     huge = GOOD[0], f"1. e4 {{ [%clk {'9' * 400}:00:00] }} 1-0"
     stats = ReadStats()
@@ -172,15 +205,19 @@ def test_speed_never_raises_stopiteration_for_games_read():
 
 def test_an_unclosed_comment_does_not_merge_the_next_game(tmp_path):
     # python-chess alone reads game 1 as 1. e4 e5 2. Nf3 d5 3. c4 c6: game 2's moves appended, no error
-    with pytest.raises(PgnGameError, match=r"pgn_unclosed_comment\.pgn:1: game 1: line 11 \(\[Event \"Rated Blitz "
-                                           r"game\"\]\) starts another game's headers inside this game's moves: a \{ "
-                                           r"comment left open, or no blank line before it \(the next game would be "
-                                           r"merged into this one\) \(--skip-bad"):
+    with pytest.raises(
+        PgnGameError,
+        match=r"pgn_unclosed_comment\.pgn:1: game 1: line 11 \(\[Event \"Rated Blitz "
+        r"game\"\]\) starts another game's headers inside this game's moves: a \{ "
+        r"comment left open, or no blank line before it \(the next game would be "
+        r"merged into this one\) \(--skip-bad",
+    ):
         list(read_games(UNCLOSED))
     stats = ReadStats()
     games = list(read_games(UNCLOSED, skip_bad=True, stats=stats))
-    assert [(g.number, g.line, g.headers["White"], [m.uci() for m in g.moves]) for g in games] == \
-        [(3, 21, "e", ["c2c4", "e7e5", "b1c3"])]
+    assert [(g.number, g.line, g.headers["White"], [m.uci() for m in g.moves]) for g in games] == [
+        (3, 21, "e", ["c2c4", "e7e5", "b1c3"])
+    ]
     assert stats.games == 3 and stats.skipped == reasons(merged=2) and "line 11" in stats.bad[0]
 
 
@@ -196,9 +233,11 @@ def test_a_missing_blank_line_between_games_is_caught_too(tmp_path):
 
 def test_comments_and_headers_that_are_fine_are_not_flagged(tmp_path):
     path = tmp_path / "fine.pgn"
-    path.write_text('[Event "a"]\n\n[Site "blank line between headers"]\n[Bad header line\n\n'
-                    '1. e4 { a comment\nover [two] lines [%clk 0:01:00] } e5 { see [Event "x"] inline } 1-0\n\n'
-                    '[Event "b"]\n\n1. d4 *\n')
+    path.write_text(
+        '[Event "a"]\n\n[Site "blank line between headers"]\n[Bad header line\n\n'
+        '1. e4 { a comment\nover [two] lines [%clk 0:01:00] } e5 { see [Event "x"] inline } 1-0\n\n'
+        '[Event "b"]\n\n1. d4 *\n'
+    )
     games = list(read_games(path))
     assert [g.headers["Event"] for g in games] == ["a", "b"] and games[0].clocks == (60.0, None)
 

@@ -1,5 +1,6 @@
 """chesscore.policy is the one home of the policy math: rl.objectives uses it without re-exporting it,
 and the package root's ``forward_kl`` & co. are these objects."""
+
 from __future__ import annotations
 
 import math
@@ -12,8 +13,17 @@ from pdx_lightning.chesscore import policy, rules
 from pdx_lightning.chesscore.moves import POLICY_SIZE
 from pdx_lightning.rl import objectives
 
-SHARED = ("TAU_MIN", "masked_log_softmax", "entropy", "forward_kl", "reverse_kl", "tempered_log_probs",
-          "wdl_entropy", "score", "flip_wdl")
+SHARED = (
+    "TAU_MIN",
+    "masked_log_softmax",
+    "entropy",
+    "forward_kl",
+    "reverse_kl",
+    "tempered_log_probs",
+    "wdl_entropy",
+    "score",
+    "flip_wdl",
+)
 
 
 def test_policy_math_has_one_home():
@@ -48,10 +58,12 @@ def test_policy_math_on_a_hand_example():
 
 # ---- the compact legal layout (issue 28) ----------------------------------------------------------------
 
+
 def test_gather_legal_and_legal_valid_by_hand():
     from pdx_lightning.chesscore.policy import gather_legal, legal_valid
+
     values = torch.arange(12.0).reshape(2, 6)
-    legal = torch.tensor([[1, 4, 1], [0, 2, 5]])          # row 0: 2 legal moves, padded with its first
+    legal = torch.tensor([[1, 4, 1], [0, 2, 5]])  # row 0: 2 legal moves, padded with its first
     valid = legal_valid(legal, torch.tensor([2, 3]))
     assert valid.tolist() == [[True, True, False], [True, True, True]]
     assert gather_legal(values, legal, valid).tolist() == [[1.0, 4.0, float("-inf")], [6.0, 8.0, 11.0]]
@@ -61,19 +73,23 @@ def test_sample_legal_inverts_the_cdf_by_hand():
     """μ = (0.5, 0.25, 0.25, padding): u·1 < 0.5 → column 0, [0.5, 0.75) → 1, [0.75, 1) → 2; the padding
     (zero mass) is never drawn, not even at u → 1 where rounding could reach the CDF's end."""
     from pdx_lightning.chesscore.policy import sample_legal
+
     log_mu = torch.log(torch.tensor([[0.5, 0.25, 0.25, 0.0]])).expand(6, 4)
-    u = torch.tensor([0.0, 0.4999, 0.5, 0.7499, 0.75, 1.0 - 2 ** -24])
+    u = torch.tensor([0.0, 0.4999, 0.5, 0.7499, 0.75, 1.0 - 2**-24])
     assert sample_legal(log_mu, u).tolist() == [0, 0, 1, 1, 2, 2]
     # u = 1 exactly (outside [0, 1), the worst rounding case): the last column with mass, not the padding
     assert sample_legal(log_mu[:1], torch.tensor([1.0])).tolist() == [2]
     # a zero-mass column inside the row is skipped too
-    assert sample_legal(torch.log(torch.tensor([[0.5, 0.0, 0.5]])).expand(3, 3),
-                        torch.tensor([0.49, 0.5, 0.99])).tolist() == [0, 2, 2]
+    assert sample_legal(
+        torch.log(torch.tensor([[0.5, 0.0, 0.5]])).expand(3, 3), torch.tensor([0.49, 0.5, 0.99])
+    ).tolist() == [0, 2, 2]
 
 
 def test_sample_legal_draws_mu_chi_square():
     from scipy.stats import chisquare
+
     from pdx_lightning.chesscore.policy import sample_legal
+
     g = torch.Generator().manual_seed(0)
     mu = torch.tensor([0.05, 0.15, 0.3, 0.5])
     n = 40_000

@@ -1,6 +1,7 @@
 """Both game pools satisfy the one pool protocol (``chesscore.pool_interface.GamePool``): at run time
 (``isinstance`` on the runtime-checkable protocol, and every method with the protocol's parameters) and for
 a static checker (``_as_game_pools`` below: mypy checks both classes against the protocol)."""
+
 from __future__ import annotations
 
 import inspect
@@ -21,8 +22,19 @@ def _as_game_pools(native: NativePool, reference: PythonChessPool) -> list[GameP
 
 
 def test_the_protocol_is_what_self_play_calls():
-    assert METHODS == ["board", "close", "moves", "n_moves", "play", "plies", "positions", "push", "reset",
-                       "root_fen", "set_board"]
+    assert METHODS == [
+        "board",
+        "close",
+        "moves",
+        "n_moves",
+        "play",
+        "plies",
+        "positions",
+        "push",
+        "reset",
+        "root_fen",
+        "set_board",
+    ]
     assert list(GamePool.__annotations__) == ["n"]
     assert not isinstance(object(), GamePool)
 
@@ -38,7 +50,8 @@ def test_both_pools_satisfy_the_protocol(backend):
         for name in METHODS:
             want = inspect.signature(getattr(GamePool, name)).parameters
             got = inspect.signature(getattr(type(pool), name)).parameters
-            assert [(p.name, p.kind, p.default) for p in got.values()] == \
-                [(p.name, p.kind, p.default) for p in want.values()], f"{type(pool).__name__}.{name}"
+            assert [(p.name, p.kind, p.default) for p in got.values()] == [
+                (p.name, p.kind, p.default) for p in want.values()
+            ], f"{type(pool).__name__}.{name}"
     finally:
         pool.close()

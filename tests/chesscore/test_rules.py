@@ -1,5 +1,6 @@
 """chess.rules against python-chess: every reason, both colours, the en-passant repetition rule,
 the ply cap, claims on and off, the result type and its PGN strings."""
+
 from __future__ import annotations
 
 import random
@@ -8,9 +9,20 @@ import chess
 import pytest
 
 from pdx_lightning.chesscore.encoding import GameHistory, row_from_board
-from pdx_lightning.chesscore.rules import (DRAW, LOSS, WIN, GameResult, GameResultError, Reason, game_end,
-                                       legal_ep_square, ply_cap_reached, repetition_count, repetition_key,
-                                       stack_repetition_key)
+from pdx_lightning.chesscore.rules import (
+    DRAW,
+    LOSS,
+    WIN,
+    GameResult,
+    GameResultError,
+    Reason,
+    game_end,
+    legal_ep_square,
+    ply_cap_reached,
+    repetition_count,
+    repetition_key,
+    stack_repetition_key,
+)
 
 SHUFFLE = "g1f3 g8f6 f3g1 f6g8"
 BLACK_SHUFFLE = "g8f6 g1f3 f6g8 f3g1"
@@ -40,10 +52,14 @@ def python_chess_count(board: chess.Board) -> int:
 
 # ---------------------------------------------------------------- each reason, both colours
 
-@pytest.mark.parametrize("fen, moves, winner", [
-    ("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1", "a1a8", chess.WHITE),   # back-rank mate by White
-    (chess.STARTING_FEN, "f2f3 e7e5 g2g4 d8h4", chess.BLACK),      # fool's mate by Black
-])
+
+@pytest.mark.parametrize(
+    "fen, moves, winner",
+    [
+        ("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1", "a1a8", chess.WHITE),  # back-rank mate by White
+        (chess.STARTING_FEN, "f2f3 e7e5 g2g4 d8h4", chess.BLACK),  # fool's mate by Black
+    ],
+)
 def test_checkmate_either_colour(fen, moves, winner):
     b = push(chess.Board(fen), moves)
     end = game_end(b)
@@ -53,10 +69,13 @@ def test_checkmate_either_colour(fen, moves, winner):
     assert game_end(b, legal=[]) == end  # a cached (empty) legal list is enough
 
 
-@pytest.mark.parametrize("fen, move", [
-    ("k7/2K5/8/8/8/8/8/1Q6 w - - 0 1", "b1b6"),   # Black stalemated
-    ("1q6/8/8/8/8/8/2k5/K7 b - - 0 1", "b8b3"),   # White stalemated
-])
+@pytest.mark.parametrize(
+    "fen, move",
+    [
+        ("k7/2K5/8/8/8/8/8/1Q6 w - - 0 1", "b1b6"),  # Black stalemated
+        ("1q6/8/8/8/8/8/2k5/K7 b - - 0 1", "b8b3"),  # White stalemated
+    ],
+)
 def test_stalemate_either_colour(fen, move):
     b = push(chess.Board(fen), move)
     assert b.is_stalemate()
@@ -170,8 +189,11 @@ def test_repetition_after_a_double_push_follows_the_legal_ep_rule(fen, third_at)
 
 
 def test_stack_keys_equal_python_chess_keys_when_popped_back():
-    for fen, moves in ((PINNED, f"e2e4 {BLACK_SHUFFLE}"), (FREE, f"e2e4 {BLACK_SHUFFLE}"),
-                       (chess.STARTING_FEN, "e2e4 d7d5 e4e5 f7f5 g1f3 g8f6 e1e2")):
+    for fen, moves in (
+        (PINNED, f"e2e4 {BLACK_SHUFFLE}"),
+        (FREE, f"e2e4 {BLACK_SHUFFLE}"),
+        (chess.STARTING_FEN, "e2e4 d7d5 e4e5 f7f5 g1f3 g8f6 e1e2"),
+    ):
         b = push(chess.Board(fen), moves)
         keys = [stack_repetition_key(b, p) for p in range(len(b.move_stack))]
         replay = chess.Board(fen)
@@ -182,11 +204,16 @@ def test_stack_keys_equal_python_chess_keys_when_popped_back():
 
 # ---------------------------------------------------------------- random games against python-chess
 
+
 def _games(seed: int, n: int, plies: int):
     """Random games from sparse positions (many reversible moves: repetitions, 50/75-move counts)."""
     rng = random.Random(seed)
-    starts = ["4k3/8/8/8/8/8/8/R3K2R w KQ - 0 1", "r3k3/8/8/8/8/8/8/4K2R b Kq - 90 1",
-              "4k3/3p4/8/4P3/8/8/8/4K3 b - - 0 1", chess.STARTING_FEN]
+    starts = [
+        "4k3/8/8/8/8/8/8/R3K2R w KQ - 0 1",
+        "r3k3/8/8/8/8/8/8/4K2R b Kq - 90 1",
+        "4k3/3p4/8/4P3/8/8/8/4K3 b - - 0 1",
+        chess.STARTING_FEN,
+    ]
     for g in range(n):
         b = chess.Board(starts[g % len(starts)])
         hist = GameHistory(b)
@@ -223,6 +250,7 @@ def test_random_games_agree_with_python_chess():
 
 
 # ---------------------------------------------------------------- the result type
+
 
 def test_result_type_and_pgn_strings():
     cases = {"1-0": chess.WHITE, "0-1": chess.BLACK, "1/2-1/2": None}

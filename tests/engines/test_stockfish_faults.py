@@ -1,5 +1,6 @@
 """Stockfish faults: a process killed mid-search is restarted and the work retried; a hung search
 is bounded by a timeout and the hung process killed (fake UCI engines that never answer ``go``)."""
+
 from __future__ import annotations
 
 import os
@@ -72,6 +73,7 @@ def kill_later(pid: int, seconds: float) -> threading.Timer:
 
 # ---------------------------------------------------------------- hung searches (no Stockfish needed)
 
+
 @pytest.mark.parametrize("behaviour", ["hangs", "hangs_hard"])
 def test_teacher_hung_search_is_bounded_and_the_hung_process_killed(tmp_path, monkeypatch, behaviour):
     monkeypatch.setattr(teacher_mod, "_SEARCH_TIMEOUT", 1.0)
@@ -81,12 +83,12 @@ def test_teacher_hung_search_is_bounded_and_the_hung_process_killed(tmp_path, mo
     with pytest.raises(TeacherError, match="6k1/5ppp"):  # the position is named
         t.label(MATE_IN_1)
     elapsed = time.monotonic() - t0
-    assert t.restarts == 1                                # restarted, retried once, then gave up
+    assert t.restarts == 1  # restarted, retried once, then gave up
     assert elapsed < 2 * (1.0 + sf.QUIT_GRACE) + 15, elapsed
     pids.append(t.pid)
     t.close()
     time.sleep(0.5)
-    assert not any(alive(p) for p in pids)                # no hung engine left behind
+    assert not any(alive(p) for p in pids)  # no hung engine left behind
 
 
 @pytest.fixture(autouse=True)
@@ -94,8 +96,9 @@ def short_grace(monkeypatch):
     monkeypatch.setattr(sf, "QUIT_GRACE", 0.5)
 
 
-@pytest.mark.parametrize("behaviour,method", [("hangs_hard", "play"), ("hangs", "analyse"), ("dies", "play"),
-                                              ("dies", "analyse")])
+@pytest.mark.parametrize(
+    "behaviour,method", [("hangs_hard", "play"), ("hangs", "analyse"), ("dies", "play"), ("dies", "analyse")]
+)
 def test_engine_play_and_analyse_are_bounded_and_failures_named(tmp_path, behaviour, method):
     eng = sf.open_engine(fake_engine(tmp_path, behaviour), search_timeout=1.0)
     pid = eng.transport.get_pid()
@@ -115,6 +118,7 @@ def test_engine_play_and_analyse_are_bounded_and_failures_named(tmp_path, behavi
 
 # ---------------------------------------------------------------- killed mid-search (real Stockfish)
 
+
 @pytest.mark.stockfish
 def test_engine_killed_mid_search_is_restarted_and_the_move_retried(stockfish_path, caplog):
     eng = sf.open_engine(stockfish_path)
@@ -125,7 +129,7 @@ def test_engine_killed_mid_search_is_restarted_and_the_move_retried(stockfish_pa
         result = eng.play(board, chess.engine.Limit(nodes=300_000), game="g1")
     timer.join()
     assert board.is_legal(result.move)
-    if eng.restarts:                 # the kill landed during the search (the usual case)
+    if eng.restarts:  # the kill landed during the search (the usual case)
         assert eng.restarts == 1 and not alive(pid)
         assert board.fen() in caplog.text
     infos = eng.analyse(board, chess.engine.Limit(nodes=2000), multipv=3)
@@ -153,7 +157,7 @@ def test_teacher_killed_mid_search_restarts_and_relabels(stockfish_path):
         timer.join()
         assert abs(float(lab.probs.sum()) - 1.0) < 1e-5
         assert t.restarts <= 1
-        if t.restarts:               # the kill landed during the search (the usual case)
+        if t.restarts:  # the kill landed during the search (the usual case)
             assert not alive(pid)
 
 
@@ -183,8 +187,16 @@ def test_opening_generator_survives_a_killed_engine(stockfish_path):
     eng = sf.open_engine(stockfish_path)
     os.kill(eng.transport.get_pid(), signal.SIGKILL)
     time.sleep(0.2)
-    random_line(eng, random.Random(0), "line-0", band=(-10_000, 10_000), min_plies=2, max_plies=3,
-                select_nodes=500, eval_nodes=500)
+    random_line(
+        eng,
+        random.Random(0),
+        "line-0",
+        band=(-10_000, 10_000),
+        min_plies=2,
+        max_plies=3,
+        select_nodes=500,
+        eval_nodes=500,
+    )
     assert eng.restarts == 1
     eng.quit()
 

@@ -1,4 +1,5 @@
 """The network as a UCI engine: in-process transcripts, a real subprocess, python-chess as the client."""
+
 from __future__ import annotations
 
 import io
@@ -66,8 +67,8 @@ def test_handshake_position_and_go():
     out = t.send("position startpos moves e2e4 e7e5", "go wtime 1000 btime 1000 depth 20 nodes 5")
     info, best = out
     f = info.split()
-    assert f[:3] == ["info", "depth", "1"] and "score" in f and f[f.index("wdl") + 1:f.index("wdl") + 4]
-    w, d, l_ = (int(x) for x in f[f.index("wdl") + 1:f.index("wdl") + 4])
+    assert f[:3] == ["info", "depth", "1"] and "score" in f and f[f.index("wdl") + 1 : f.index("wdl") + 4]
+    w, d, l_ = (int(x) for x in f[f.index("wdl") + 1 : f.index("wdl") + 4])
     assert w + d + l_ == 1000
     assert int(f[f.index("cp") + 1]) == pytest.approx(score_to_cp((w + d / 2) / 1000), abs=3)  # per-mille rounding
     move = chess.Move.from_uci(best.split()[1])
@@ -85,13 +86,22 @@ def test_garbage_and_illegal_input_keep_the_engine_running():
     assert out[0].startswith("info string error:") and "illegal move 'e1e3' (move 3" in out[0]
     assert t.fen() == chess.Board("rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2").fen()
     before = t.fen()
-    for bad in ["position fen not/a/fen w - - 0 1", "position fen 8/8/8/8/8/8/8/8 w - - 0 1", "position",
-                "position sideways"]:
+    for bad in [
+        "position fen not/a/fen w - - 0 1",
+        "position fen 8/8/8/8/8/8/8/8 w - - 0 1",
+        "position",
+        "position sideways",
+    ]:
         assert t.send(bad)[0].startswith("info string error:")
         assert t.fen() == before  # unchanged
     assert t.send("position startpos moves e2e4 zz")[0].startswith("info string error:")
-    for bad in ["setoption name Temperature value hot", "setoption name NoSuch value 1", "setoption Temperature",
-                "setoption name Seed value -3", "setoption name UCI_ShowWDL value maybe"]:
+    for bad in [
+        "setoption name Temperature value hot",
+        "setoption name NoSuch value 1",
+        "setoption Temperature",
+        "setoption name Seed value -3",
+        "setoption name UCI_ShowWDL value maybe",
+    ]:
         assert t.send(bad)[0].startswith("info string error:"), bad
     out = t.send("go depth x searchmoves e9e4 d7d5")  # after 1. e4 (the legal prefix above)
     assert sum(ln.startswith("info string error:") for ln in out) == 3  # 'depth', 'x', 'e9e4'
@@ -165,9 +175,23 @@ def test_seeded_sampling_survives_a_fast_model_load():
 
 
 def test_subprocess_transcript_with_garbage():
-    script = "\n".join(["uci", "isready", "garbage line here", "position startpos moves e2e4 e7e5 nonsense",
-                        "go movetime 100", "setoption name Temperature value adaptive", "go infinite", "stop",
-                        "quit", "go"]) + "\n"
+    script = (
+        "\n".join(
+            [
+                "uci",
+                "isready",
+                "garbage line here",
+                "position startpos moves e2e4 e7e5 nonsense",
+                "go movetime 100",
+                "setoption name Temperature value adaptive",
+                "go infinite",
+                "stop",
+                "quit",
+                "go",
+            ]
+        )
+        + "\n"
+    )
     res = subprocess.run(UCI_CMD, input=script, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     lines = res.stdout.splitlines()
@@ -236,8 +260,7 @@ def test_full_game_against_stockfish(engine):
             node = node.add_variation(move)
     finally:
         sf.quit()
-    game.headers.update({"White": "pdx random:tiny", "Black": "sf:nodes=50",
-                         "Result": board.result(claim_draw=True)})
+    game.headers.update({"White": "pdx random:tiny", "Black": "sf:nodes=50", "Result": board.result(claim_draw=True)})
     parsed = chess.pgn.read_game(io.StringIO(str(game)))
     assert not parsed.errors and parsed.end().board().fen() == board.fen()
     assert board.is_game_over(claim_draw=True) or board.ply() >= 400

@@ -1,4 +1,5 @@
 """Batched arena, opening suites, Stockfish anchors (tiny random networks)."""
+
 from __future__ import annotations
 
 import argparse
@@ -12,15 +13,20 @@ import chess.pgn
 import pytest
 import torch
 
-from pdx_lightning.datagen.opening_suite import (DEFAULT_SUITE, OpeningFormatError, generate_openings, load_openings,
-                                            parse_opening, write_epd)
+from pdx_lightning.datagen.opening_suite import (
+    DEFAULT_SUITE,
+    OpeningFormatError,
+    generate_openings,
+    load_openings,
+    parse_opening,
+    write_epd,
+)
+from pdx_lightning.engines.stockfish import StockfishSpecError, parse_stockfish_spec
 from pdx_lightning.evaluation import arena
 from pdx_lightning.evaluation.arena_game import ArenaError, game_outcome, to_pgn
 from pdx_lightning.evaluation.arena_loop import play_games, round_robin
 from pdx_lightning.evaluation.arena_players import NetPlayer, make_player
 from pdx_lightning.nets import NetOutput, load_model
-from pdx_lightning.engines.stockfish import StockfishSpecError, parse_stockfish_spec
-
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -44,6 +50,7 @@ def replay_pgn(text: str) -> list[chess.pgn.Game]:
 
 
 # -- openings ---------------------------------------------------------------------------------
+
 
 def test_bundled_suite_replays_its_lines():
     suite = load_openings(DEFAULT_SUITE)
@@ -87,6 +94,7 @@ def test_generate_openings_band_and_determinism():
 
 
 # -- rules --------------------------------------------------------------------------------------
+
 
 def _push(board: chess.Board, ucis: str) -> chess.Board:
     for u in ucis.split():
@@ -137,6 +145,7 @@ def test_game_outcome_agrees_with_python_chess():
 
 # -- batched play -------------------------------------------------------------------------------
 
+
 def test_round_robin_every_opening_both_colours_one_forward_per_ply(openings, tiny):
     players = [NetPlayer(f"m{k}", m) for k, m in enumerate(tiny)]
     calls = Counter()
@@ -152,8 +161,11 @@ def test_round_robin_every_opening_both_colours_one_forward_per_ply(openings, ti
                 assert per[(frozenset((i, j)), o.id, i)] == 1 and per[(frozenset((i, j)), o.id, j)] == 1
     iterations = max(len(g.moves) for g in games)  # every game starts at once: one loop pass per ply
     for k, p in enumerate(players):
-        moves = sum(len(g.moves[(0 if (g.white == k) == g.opening.board.turn else 1)::2])
-                    for g in games if k in (g.white, g.black))
+        moves = sum(
+            len(g.moves[(0 if (g.white == k) == g.opening.board.turn else 1) :: 2])
+            for g in games
+            if k in (g.white, g.black)
+        )
         assert calls[k] == p.forwards <= iterations < moves  # batched: far fewer forwards than moves
     for g in games:
         assert g.board.ply() <= 44 and g.result in ("1-0", "0-1", "1/2-1/2")
@@ -233,20 +245,38 @@ def test_adjudication_and_ply_cap(openings, tiny):
 def test_schedule_and_config_errors():
     assert round_robin(2, 5, 4) == [(0, 1, 0), (1, 0, 0), (0, 1, 1), (1, 0, 1)]
     s = round_robin(3, 10, 2, base=0, base_games=6)
-    assert Counter(frozenset(p[:2]) for p in s) == {frozenset((0, 1)): 6, frozenset((0, 2)): 6,
-                                                      frozenset((1, 2)): 2}
+    assert Counter(frozenset(p[:2]) for p in s) == {frozenset((0, 1)): 6, frozenset((0, 2)): 6, frozenset((1, 2)): 2}
     with pytest.raises(ArenaError, match="even"):
         round_robin(2, 5, 3)
 
 
 # -- CLI ------------------------------------------------------------------------------------------
 
+
 def _args(tmp_path, **over) -> argparse.Namespace:
     p = argparse.ArgumentParser()
     arena.add_arguments(p)
-    argv = ["--model", "random:tiny:0", "--model", "random:tiny:1", "--model", "random:tiny:2",
-            "--games", "2", "--max-plies", "36", "--quiet", "--threads", "1",
-            "--json", str(tmp_path / "r.json"), "--md", str(tmp_path / "r.md"), "--pgn", str(tmp_path / "r.pgn")]
+    argv = [
+        "--model",
+        "random:tiny:0",
+        "--model",
+        "random:tiny:1",
+        "--model",
+        "random:tiny:2",
+        "--games",
+        "2",
+        "--max-plies",
+        "36",
+        "--quiet",
+        "--threads",
+        "1",
+        "--json",
+        str(tmp_path / "r.json"),
+        "--md",
+        str(tmp_path / "r.md"),
+        "--pgn",
+        str(tmp_path / "r.pgn"),
+    ]
     for k, v in over.items():
         argv += [f"--{k.replace('_', '-')}"] + ([] if v is True else [str(v)])
     return p.parse_args(argv)
@@ -271,8 +301,7 @@ def test_cli_flags_change_the_run(tmp_path):
     import random
 
     torch.set_num_threads(2)
-    args = _args(tmp_path, seed=1, elo_model="davidson", prior_draws=0.5, base_games=4, concurrency=2,
-                 device="cpu")
+    args = _args(tmp_path, seed=1, elo_model="davidson", prior_draws=0.5, base_games=4, concurrency=2, device="cpu")
     args.label = ["a", "b", "c"]
     assert arena.run(args) == 0
     assert torch.get_num_threads() == 1  # --threads
@@ -288,10 +317,14 @@ def test_cli_flags_change_the_run(tmp_path):
     one = _args(tmp_path, concurrency=1, json=tmp_path / "one.json")
     many = _args(tmp_path, json=tmp_path / "many.json")
     arena.run(one), arena.run(many)
-    strip = [{k: g[k] for k in ("white", "black", "opening", "result", "plies")}
-             for g in json.loads((tmp_path / "one.json").read_text())["games"]]
-    assert strip == [{k: g[k] for k in ("white", "black", "opening", "result", "plies")}
-                     for g in json.loads((tmp_path / "many.json").read_text())["games"]]
+    strip = [
+        {k: g[k] for k in ("white", "black", "opening", "result", "plies")}
+        for g in json.loads((tmp_path / "one.json").read_text())["games"]
+    ]
+    assert strip == [
+        {k: g[k] for k in ("white", "black", "opening", "result", "plies")}
+        for g in json.loads((tmp_path / "many.json").read_text())["games"]
+    ]
 
 
 def test_cli_flag_errors(tmp_path):
@@ -304,6 +337,7 @@ def test_cli_flag_errors(tmp_path):
 
 
 # -- Stockfish anchors -------------------------------------------------------------------------
+
 
 def test_stockfish_specs():
     assert parse_stockfish_spec("sf:nodes=1000")[0].nodes == 1000
@@ -327,8 +361,14 @@ def test_game_against_stockfish_low_nodes_gives_legal_pgn(openings, tiny):
     for pg, g in zip(replay_pgn("\n\n".join(str(to_pgn(g, labels)) for g in games)), games):
         board = pg.end().board()
         assert board.fen() == g.board.fen() and pg.headers["Result"] == g.result
-        assert g.reason in ("checkmate", "threefold repetition", "50-move rule", "insufficient material",
-                            "stalemate", "512-ply cap")
+        assert g.reason in (
+            "checkmate",
+            "threefold repetition",
+            "50-move rule",
+            "insufficient material",
+            "stalemate",
+            "512-ply cap",
+        )
         if g.reason == "checkmate":
             assert board.is_checkmate() and board.outcome().result() == g.result
 
@@ -342,9 +382,14 @@ def test_uci_spec_parsing(tmp_path):
     assert limit.nodes == 1 and opts == {}
     argv, limit, opts = parse_uci_spec(f"uci[movetime=250,Threads=2,Style=fast]:{sys.executable}")
     assert limit.time == 0.25 and limit.nodes is None and opts == {"Threads": 2, "Style": "fast"}
-    for bad, msg in [("uci:", "no command"), ("uci[nodes=0]:" + sys.executable, "positive"),
-                     ("uci[nodes]:" + sys.executable, "bad field"), ("uci:/no/such/engine", "not found"),
-                     ("uci[nodes=1" + sys.executable, "expected uci"), ("uci:'unclosed", "cannot split")]:
+    for bad, msg in [
+        ("uci:", "no command"),
+        ("uci[nodes=0]:" + sys.executable, "positive"),
+        ("uci[nodes]:" + sys.executable, "bad field"),
+        ("uci:/no/such/engine", "not found"),
+        ("uci[nodes=1" + sys.executable, "expected uci"),
+        ("uci:'unclosed", "cannot split"),
+    ]:
         with pytest.raises(UciSpecError, match=msg):
             parse_uci_spec(bad)
 
@@ -353,8 +398,9 @@ def test_uci_player_plays_the_same_games_as_the_network_it_runs(openings, tiny):
     """A network behind a real UCI process (``pdx uci``) at nodes=1 plays exactly the moves of the same
     network played in-process by argmax: the external-engine path loses nothing (history included)."""
     sched = round_robin(2, 2, 2)
-    inproc = play_games([NetPlayer("a", tiny[1]), NetPlayer("b", tiny[2])], openings, sched, max_plies=24,
-                        progress=False)
+    inproc = play_games(
+        [NetPlayer("a", tiny[1]), NetPlayer("b", tiny[2])], openings, sched, max_plies=24, progress=False
+    )
     ext = make_player(f"uci:{sys.executable} -m pdx_lightning.engines.uci --model random:tiny:1", "a")
     try:
         games = play_games([ext, NetPlayer("b", tiny[2])], openings, sched, max_plies=24, progress=False)

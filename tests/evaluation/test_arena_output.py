@@ -1,5 +1,6 @@
 """Arena output people already read (issue 18 items 4, 5): the cutechess-style pair block equals
 ``match.summarize`` on the tallies, PGN streamed as games finish, PGN opening books end to end, SPRT stop."""
+
 from __future__ import annotations
 
 import argparse
@@ -11,15 +12,14 @@ import chess
 import chess.pgn
 import pytest
 
+from pdx_lightning.chesscore.opening_files import load_openings
+from pdx_lightning.chesscore.rules import GameResult, Reason
 from pdx_lightning.evaluation import arena, match
 from pdx_lightning.evaluation.arena_game import ArenaError, Game
 from pdx_lightning.evaluation.arena_loop import play_games, round_robin
 from pdx_lightning.evaluation.arena_players import make_player
 from pdx_lightning.evaluation.arena_report import SprtMonitor
-from pdx_lightning.chesscore.opening_files import load_openings
-from pdx_lightning.chesscore.rules import GameResult, Reason
 from pdx_lightning.evaluation.elo import pair_record
-
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -29,9 +29,22 @@ def _args(tmp_path, *models: str, **over) -> argparse.Namespace:
     arena.add_arguments(p)
     models = models or ("random:tiny:0", "random:tiny:1", "random:tiny:2")
     argv = [x for m in models for x in ("--model", m)]
-    argv += ["--games", "4", "--max-plies", "40", "--quiet", "--threads", "1", "--sample",
-             "--json", str(tmp_path / "r.json"), "--md", str(tmp_path / "r.md"),
-             "--pgn", str(tmp_path / "r.pgn")]
+    argv += [
+        "--games",
+        "4",
+        "--max-plies",
+        "40",
+        "--quiet",
+        "--threads",
+        "1",
+        "--sample",
+        "--json",
+        str(tmp_path / "r.json"),
+        "--md",
+        str(tmp_path / "r.md"),
+        "--pgn",
+        str(tmp_path / "r.pgn"),
+    ]
     for k, v in over.items():
         argv += [f"--{k.replace('_', '-')}"] + ([] if v is True else [str(v)])
     return p.parse_args(argv)
@@ -103,19 +116,20 @@ def test_pgn_is_written_as_games_finish(tmp_path, monkeypatch):
 def test_a_pgn_opening_book_through_the_arena_cli(tmp_path):
     """`--openings book.pgn`: each game of the book is an opening (its end position, its moves as history)."""
     book = tmp_path / "book.pgn"
-    book.write_text('[Event "a"]\n[Opening "Italian"]\n\n1. e4 e5 2. Nf3 Nc6 3. Bc4 *\n\n'
-                    '[Event "b"]\n\n1. d4 d5 2. c4 e6 *\n')
+    book.write_text(
+        '[Event "a"]\n[Opening "Italian"]\n\n1. e4 e5 2. Nf3 Nc6 3. Bc4 *\n\n[Event "b"]\n\n1. d4 d5 2. c4 e6 *\n'
+    )
     assert arena.run(_args(tmp_path, "random:tiny:0", "random:tiny:1", openings=book)) == 0
     games = _games((tmp_path / "r.pgn").read_text())
     starts = {g.headers["Opening"]: g.board().fen() for g in games}
     italian = chess.Board()
-    for m in "e2e4 e7e5 g1f3 b8c6 f1c4".split():
+    for m in ["e2e4", "e7e5", "g1f3", "b8c6", "f1c4"]:
         italian.push_uci(m)
     qgd = chess.Board()
-    for m in "d2d4 d7d5 c2c4 e7e6".split():
+    for m in ["d2d4", "d7d5", "c2c4", "e7e6"]:
         qgd.push_uci(m)
     assert starts == {"Italian": italian.fen(), "book:2": qgd.fen()}
-    assert all("opening" in g.comment for g in games)        # the book line is in the game comment
+    assert all("opening" in g.comment for g in games)  # the book line is in the game comment
     rep = json.loads((tmp_path / "r.json").read_text())
     assert sorted({g["opening"] for g in rep["games"]}) == ["Italian", "book:2"]
 
@@ -152,16 +166,25 @@ def test_stop_schedules_no_new_pair_but_finishes_started_ones(tmp_path):
     openings = load_openings()[:20]
     sched = round_robin(2, len(openings), 40)
     finished = []
-    games = play_games(players, openings, sched, max_plies=30, concurrency=3, progress=False,
-                       on_finish=finished.append, stop=lambda: len(finished) >= 4)
+    games = play_games(
+        players,
+        openings,
+        sched,
+        max_plies=30,
+        concurrency=3,
+        progress=False,
+        on_finish=finished.append,
+        stop=lambda: len(finished) >= 4,
+    )
     ids = sorted(g.id for g in games)
     assert len(games) < len(sched) and len(finished) == len(games)
-    assert len(ids) % 2 == 0 and ids == list(range(len(ids)))   # whole pairs, in schedule order
+    assert len(ids) % 2 == 0 and ids == list(range(len(ids)))  # whole pairs, in schedule order
 
 
 def test_sprt_flag_runs_reports_and_is_checked(tmp_path, capsys):
-    assert arena.run(_args(tmp_path, "random:tiny:0", "random:tiny:1", games=8, concurrency=2,
-                           sprt="0,10,0.2,0.2")) == 0
+    assert (
+        arena.run(_args(tmp_path, "random:tiny:0", "random:tiny:1", games=8, concurrency=2, sprt="0,10,0.2,0.2")) == 0
+    )
     rep = json.loads((tmp_path / "r.json").read_text())
     s = rep["sprt"]
     assert (s["elo0"], s["elo1"], s["alpha"], s["beta"]) == (0, 10, 0.2, 0.2)

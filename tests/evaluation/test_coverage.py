@@ -1,4 +1,5 @@
 """Trajectory coverage Ω^N_K (Eq. 8): exact values on tiny policies, sampling law, batching, tabiyas, CLI."""
+
 from __future__ import annotations
 
 import argparse
@@ -11,11 +12,10 @@ import numpy as np
 import pytest
 import torch
 
-from pdx_lightning.evaluation import coverage as coverage_cli
-from pdx_lightning.evaluation.coverage import (CoverageTree, FunctionPolicy, NetworkPolicy, coverage,
-                                               summarize_seeds)
-from pdx_lightning.evaluation.play import TABIYAS, play_log_probs, root_board
 from pdx_lightning.chesscore.moves import legal_indices
+from pdx_lightning.evaluation import coverage as coverage_cli
+from pdx_lightning.evaluation.coverage import CoverageTree, FunctionPolicy, NetworkPolicy, coverage, summarize_seeds
+from pdx_lightning.evaluation.play import TABIYAS, play_log_probs, root_board
 from pdx_lightning.nets import load_model
 
 
@@ -56,6 +56,7 @@ def exact_expected_omega(masses, K):
 
 # ---------------------------------------------------------------- exact values
 
+
 def test_deterministic_policy_is_covered_by_one_draw():
     tree = CoverageTree(FunctionPolicy(lambda path: [1.0, 0.0, 0.0]), depth=4)
     masses, exhausted = tree.run_seed(0, max_draws=10)
@@ -67,7 +68,7 @@ def test_deterministic_policy_is_covered_by_one_draw():
 @pytest.mark.parametrize("b,depth", [(2, 1), (3, 3), (4, 2), (2, 5)])
 @pytest.mark.parametrize("expand_batch", [0, 1, 3, 1024])
 def test_uniform_policy_covers_exactly_k_over_b_to_the_n(b, depth, expand_batch):
-    n_lines = b ** depth
+    n_lines = b**depth
     tree = CoverageTree(uniform(b), depth, expand_batch)
     for seed in range(3):
         masses, exhausted = tree.run_seed(seed, max_draws=n_lines + 5)
@@ -142,6 +143,7 @@ def test_summaries_of_seeds():
 
 # ---------------------------------------------------------------- positions and the network source
 
+
 def test_tabiyas_are_the_appendix_h_positions():
     want = {"start": (0, 20), "ruy_lopez": (8, 27), "najdorf_english": (16, 47), "qgd_tartakower": (14, 38)}
     for name in TABIYAS:
@@ -160,7 +162,7 @@ def test_network_source_uses_the_play_distribution_with_history():
     _, board = root_board("ruy_lopez")
     for mode in ("raw", "adaptive"):
         src = NetworkPolicy(model, board, mode)
-        (labels, probs), = src.expand([src.root()])
+        ((labels, probs),) = src.expand([src.root()])
         ref = play_log_probs(model, [board], mode)[0].double()
         np.testing.assert_array_equal(labels, legal_indices(board))
         np.testing.assert_allclose(probs, torch.exp(ref[labels]).numpy(), rtol=1e-5)
@@ -168,45 +170,89 @@ def test_network_source_uses_the_play_distribution_with_history():
     raw = NetworkPolicy(model, board, "raw").expand([board])[0][1]
     assert not np.allclose(raw, NetworkPolicy(model, board, "adaptive").expand([board])[0][1])
     mate = chess.Board()
-    for m in "f2f3 e7e5 g2g4 d8h4".split():
+    for m in ["f2f3", "e7e5", "g2g4", "d8h4"]:
         mate.push_uci(m)
     assert len(NetworkPolicy(model, mate, "raw").expand([mate])[0][0]) == 0  # finished game: a leaf
 
 
 def test_cli_coverage_json_png_and_flags(tmp_path, capsys):
     from pdx_lightning.cli import TOOLS
+
     assert TOOLS["eval coverage"][0] == "pdx_lightning.evaluation.coverage"
     parser = argparse.ArgumentParser()
     coverage_cli.add_arguments(parser)
     out, png = tmp_path / "cov.json", tmp_path / "cov.png"
-    args = ["--model", "random:tiny", "--play", "raw", "--model", "random:tiny", "--play", "adaptive",
-            "--position", "start", "--position", "e2e4 e7e5 g1f3", "--depth", "2", "--seeds", "2",
-            "--draws", "50", "--until", "draws", "--json", str(out), "--png", str(png)]
+    args = [
+        "--model",
+        "random:tiny",
+        "--play",
+        "raw",
+        "--model",
+        "random:tiny",
+        "--play",
+        "adaptive",
+        "--position",
+        "start",
+        "--position",
+        "e2e4 e7e5 g1f3",
+        "--depth",
+        "2",
+        "--seeds",
+        "2",
+        "--draws",
+        "50",
+        "--until",
+        "draws",
+        "--json",
+        str(out),
+        "--png",
+        str(png),
+    ]
     assert coverage_cli.run(parser.parse_args(args)) == 0
     d = json.loads(out.read_text())
     assert png.stat().st_size > 0 and d["depths"] == [2] and d["seeds"] == [0, 1] and d["until"] == "draws"
     assert [p["ply"] for p in d["positions"]] == [0, 3] and d["positions"][1]["moves"] == ["e2e4", "e7e5", "g1f3"]
     assert [(r["model"], r["play"], r["position"]) for r in d["results"]] == [
-        ("random:tiny", "raw", "start"), ("random:tiny", "raw", "e2e4 e7e5 g1f3"),
-        ("random:tiny", "adaptive", "start"), ("random:tiny", "adaptive", "e2e4 e7e5 g1f3")]
+        ("random:tiny", "raw", "start"),
+        ("random:tiny", "raw", "e2e4 e7e5 g1f3"),
+        ("random:tiny", "adaptive", "start"),
+        ("random:tiny", "adaptive", "e2e4 e7e5 g1f3"),
+    ]
     r = d["results"][0]
     assert r["draws"] == [50, 50] and r["curve"]["k"][-1] == 50 and r["tree"]["positions_evaluated"] == 21
     assert 0 < r["curve"]["mean"][0] < r["curve"]["mean"][-1] < 1 and set(r["seconds"]) == {"expand", "draw", "cpu"}
     assert d["results"][0]["curve"]["mean"] != d["results"][2]["curve"]["mean"]  # --play changes the policy
     assert "Draws to target" in capsys.readouterr().out
-    bad = parser.parse_args(["--model", "random:tiny", "--play", "raw", "--play", "raw", "--model", "x", "--play",
-                             "raw"])
+    bad = parser.parse_args(
+        ["--model", "random:tiny", "--play", "raw", "--play", "raw", "--model", "x", "--play", "raw"]
+    )
     assert coverage_cli.run(bad) == 2
 
 
 def test_cli_several_depths_measure_each_as_a_single_depth_run_does(tmp_path):
     parser = argparse.ArgumentParser()
     coverage_cli.add_arguments(parser)
-    common = ["--model", "random:tiny", "--play", "raw", "--position", "start", "--seeds", "2", "--draws", "30",
-              "--until", "draws"]
+    common = [
+        "--model",
+        "random:tiny",
+        "--play",
+        "raw",
+        "--position",
+        "start",
+        "--seeds",
+        "2",
+        "--draws",
+        "30",
+        "--until",
+        "draws",
+    ]
     both, one = tmp_path / "both.json", tmp_path / "one.json"
-    assert coverage_cli.run(parser.parse_args([*common, "--depth", "1", "2", "--json", str(both),
-                                               "--png", str(tmp_path / "c.png")])) == 0
+    assert (
+        coverage_cli.run(
+            parser.parse_args([*common, "--depth", "1", "2", "--json", str(both), "--png", str(tmp_path / "c.png")])
+        )
+        == 0
+    )
     assert coverage_cli.run(parser.parse_args([*common, "--depth", "2", "--json", str(one)])) == 0
     d, s = json.loads(both.read_text()), json.loads(one.read_text())
     assert d["depths"] == [1, 2] and [r["depth"] for r in d["results"]] == [1, 2]
@@ -214,5 +260,5 @@ def test_cli_several_depths_measure_each_as_a_single_depth_run_does(tmp_path):
     r1 = d["results"][0]
     assert r1["exhausted"] == [True, True] and r1["draws"] == [20, 20]
     assert abs(r1["final_omega"][0] - 1) < 1e-9
-    assert d["results"][1]["curve"] == s["results"][0]["curve"]   # the depth-2 result as run alone
+    assert d["results"][1]["curve"] == s["results"][0]["curve"]  # the depth-2 result as run alone
     assert "| 2 | start |" in coverage_cli.render(d["results"], 0.95).replace("  ", " ")

@@ -1,4 +1,5 @@
 """Single-state diagnostics (Table 5) and the play distribution: hand-computed values, self-play, CLI."""
+
 from __future__ import annotations
 
 import argparse
@@ -11,12 +12,17 @@ import pytest
 import torch
 
 from pdx_lightning.chesscore.encoding import GameHistory
+from pdx_lightning.chesscore.policy import tempered_log_probs, wdl_entropy
 from pdx_lightning.evaluation import diagnostics as diag_cli
 from pdx_lightning.evaluation.diagnostics import _ended, clustered_mean, policy_diagnostics, self_play_diagnostics
-from pdx_lightning.evaluation.play import (PlayModeError, checkpoint_play_mode, play_distribution, play_log_probs,
-                                          resolve_play_modes)
+from pdx_lightning.evaluation.play import (
+    PlayModeError,
+    checkpoint_play_mode,
+    play_distribution,
+    play_log_probs,
+    resolve_play_modes,
+)
 from pdx_lightning.nets import load_model
-from pdx_lightning.chesscore.policy import tempered_log_probs, wdl_entropy
 
 NEG = float("-inf")
 
@@ -24,9 +30,9 @@ NEG = float("-inf")
 def dist(*probs, width=6):
     """(1, width) log-probabilities and mask: the given probabilities on the first slots, illegal after."""
     p = torch.zeros(1, width, dtype=torch.float64)
-    p[0, :len(probs)] = torch.tensor(probs, dtype=torch.float64)
+    p[0, : len(probs)] = torch.tensor(probs, dtype=torch.float64)
     mask = torch.zeros(1, width, dtype=torch.bool)
-    mask[0, :len(probs)] = True
+    mask[0, : len(probs)] = True
     return torch.where(p > 0, p.log(), torch.full_like(p, NEG)), mask
 
 
@@ -35,10 +41,18 @@ def test_policy_diagnostics_against_hand_computation():
     log_b, _ = dist(0.125, 0.125, 0.25, 0.5)
     d = policy_diagnostics(log_p, log_b, mask, top_k=2)
     h = -(0.5 * math.log(0.5) + 0.25 * math.log(0.25) + 2 * 0.125 * math.log(0.125))  # 1.2130 nats
-    fwd = 0.125 * math.log(0.125 / 0.5) + 0.125 * math.log(0.125 / 0.25) + 0.25 * math.log(0.25 / 0.125) \
+    fwd = (
+        0.125 * math.log(0.125 / 0.5)
+        + 0.125 * math.log(0.125 / 0.25)
+        + 0.25 * math.log(0.25 / 0.125)
         + 0.5 * math.log(0.5 / 0.125)
-    rev = 0.5 * math.log(0.5 / 0.125) + 0.25 * math.log(0.25 / 0.125) + 0.125 * math.log(0.125 / 0.25) \
+    )
+    rev = (
+        0.5 * math.log(0.5 / 0.125)
+        + 0.25 * math.log(0.25 / 0.125)
+        + 0.125 * math.log(0.125 / 0.25)
         + 0.125 * math.log(0.125 / 0.5)
+    )
     assert d["entropy"].item() == pytest.approx(h) and d["forward_kl"].item() == pytest.approx(fwd)
     assert d["reverse_kl"].item() == pytest.approx(rev)
     assert d["cov_k"].item() == pytest.approx(0.125 + 0.125)  # p's mass on the base's top-2 (slots 3, 2)
@@ -64,15 +78,16 @@ def test_clustered_standard_error():
     x, g = np.array([1.0, 2.0, 3.0, 6.0]), np.array([0, 0, 1, 1])
     m = clustered_mean(x, g)
     resid = np.array([(1 - 3) + (2 - 3), (3 - 3) + (6 - 3)])
-    assert m["mean"] == 3.0 and m["se"] == pytest.approx(math.sqrt(2 / 1 * (resid ** 2).sum()) / 4)
+    assert m["mean"] == 3.0 and m["se"] == pytest.approx(math.sqrt(2 / 1 * (resid**2).sum()) / 4)
     assert math.isnan(clustered_mean(x, np.zeros(4, np.int64))["se"])  # one game: no spread to measure
 
 
 def test_play_distribution_modes():
     model = load_model("random:tiny")
     boards = [chess.Board(), chess.Board("6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1")]
-    from pdx_lightning.nets.inference import evaluate_boards
     from pdx_lightning.chesscore.moves import legal_mask
+    from pdx_lightning.nets.inference import evaluate_boards
+
     log_pi, wdl = evaluate_boards(model, boards)
     mask = legal_mask(boards)
     assert torch.equal(play_distribution(log_pi, wdl, mask, "raw"), log_pi)
@@ -128,12 +143,31 @@ def test_self_play_collects_every_position_of_every_game():
 
 def test_cli_diagnostics_json_and_flags(tmp_path, capsys):
     from pdx_lightning.cli import TOOLS
+
     assert TOOLS["eval diagnostics"][0] == "pdx_lightning.evaluation.diagnostics"
     parser = argparse.ArgumentParser()
     diag_cli.add_arguments(parser)
     out = tmp_path / "d.json"
-    args = ["--model", "random:tiny", "--play", "raw", "--model", "random:tiny:1", "--play", "adaptive",
-            "--base", "random:tiny", "--games", "2", "--max-plies", "2", "--top-k", "3", "--json", str(out)]
+    args = [
+        "--model",
+        "random:tiny",
+        "--play",
+        "raw",
+        "--model",
+        "random:tiny:1",
+        "--play",
+        "adaptive",
+        "--base",
+        "random:tiny",
+        "--games",
+        "2",
+        "--max-plies",
+        "2",
+        "--top-k",
+        "3",
+        "--json",
+        str(out),
+    ]
     assert diag_cli.run(parser.parse_args(args)) == 0
     d = json.loads(out.read_text())
     assert (d["base"], d["games"], d["max_plies"], d["top_k"]) == ("random:tiny", 2, 2, 3)

@@ -1,4 +1,5 @@
 """Elo fit, LOS and head-to-head tables (pure math, no engines)."""
+
 from __future__ import annotations
 
 import math
@@ -6,15 +7,25 @@ import math
 import numpy as np
 import pytest
 
-from pdx_lightning.evaluation.elo import (C_ELO, EloFitError, direct_los_matrix, fit_elo, head_to_head,
-                                          ladder_markdown, los, pair_record, score_elo)
+from pdx_lightning.evaluation.elo import (
+    C_ELO,
+    EloFitError,
+    direct_los_matrix,
+    fit_elo,
+    head_to_head,
+    ladder_markdown,
+    los,
+    pair_record,
+    score_elo,
+)
 
 TRUE = np.array([0.0, 60.0, -110.0, 210.0, 130.0])
 NAMES = [f"p{i}" for i in range(len(TRUE))]
 
 
-def simulate(rng, games_per_colour: int, model: str = "bayeselo", adv: float = 30.0, drawelo: float = 120.0,
-             nu: float = 0.8) -> np.ndarray:
+def simulate(
+    rng, games_per_colour: int, model: str = "bayeselo", adv: float = 30.0, drawelo: float = 120.0, nu: float = 0.8
+) -> np.ndarray:
     """(n, n, 3) counts drawn from the named model with ratings TRUE."""
     n = len(TRUE)
     counts = np.zeros((n, n, 3), dtype=np.int64)
@@ -79,8 +90,9 @@ def test_interval_coverage_and_scaling():
         lo, hi = fit.ci95[1:].T
         hits += list((lo <= TRUE[1:]) & (TRUE[1:] <= hi))
         widths.setdefault(60, []).append(fit.stderr[1:].mean())
-    widths[240] = [fit_elo(NAMES, simulate(np.random.default_rng(1), 240), prior_draws=0,
-                           weak_priors=False).stderr[1:].mean()]
+    widths[240] = [
+        fit_elo(NAMES, simulate(np.random.default_rng(1), 240), prior_draws=0, weak_priors=False).stderr[1:].mean()
+    ]
     assert 0.85 <= np.mean(hits) <= 1.0
     assert np.mean(widths[60]) / widths[240][0] == pytest.approx(2.0, rel=0.15)
 
@@ -181,8 +193,9 @@ def test_fit_matches_naive_likelihood(model):
         return total
 
     x0 = [0.0, 0.0, 0.0, 100.0 if model == "bayeselo" else 1.0]
-    naive = scipy.optimize.minimize(nll, x0, method="Nelder-Mead",
-                                    options={"xatol": 1e-6, "fatol": 1e-10, "maxiter": 20000}).x
+    naive = scipy.optimize.minimize(
+        nll, x0, method="Nelder-Mead", options={"xatol": 1e-6, "fatol": 1e-10, "maxiter": 20000}
+    ).x
     fit = fit_elo(names, counts, model=model, prior_draws=0, weak_priors=False)
     np.testing.assert_allclose(fit.ratings[1:], naive[:2], atol=0.05)
     assert fit.advantage == pytest.approx(naive[2], abs=0.05)
@@ -205,8 +218,9 @@ def test_gradient_and_hessian_against_finite_differences():
             x = rng.normal(0, 0.5, m)
             args = (counts, free, 0.0, model, adv_fixed, draw_fixed, True)
             f, g, H = _objective(x, *args)
-            np.testing.assert_allclose(g, approx_fprime(x, lambda y: _objective(y, *args)[0], 1e-7),
-                                       rtol=1e-4, atol=1e-3)
+            np.testing.assert_allclose(
+                g, approx_fprime(x, lambda y: _objective(y, *args)[0], 1e-7), rtol=1e-4, atol=1e-3
+            )
             Hn = np.array([approx_fprime(x, lambda y: _objective(y, *args)[1][i], 1e-7) for i in range(m)])
             np.testing.assert_allclose(H, Hn, rtol=1e-4, atol=1e-3)
 

@@ -1,4 +1,5 @@
 """Hostile puzzle suites (.csv, .csv.zst): streamed with bounds, refused by name (issue 20)."""
+
 from __future__ import annotations
 
 import pytest
@@ -10,8 +11,10 @@ from pdx_lightning.evaluation.suite import MAX_RECORD_LINES, PuzzleFormatError, 
 
 IMPORTS = "from pdx_lightning.evaluation.suite import load_suite, PuzzleFormatError"
 HEADER = "PuzzleId,FEN,Moves,Rating,RatingDeviation,Popularity,NbPlays,Themes,GameUrl,OpeningTags\n"
-ROW = ("00008,r6k/pp2r2p/4Rp1Q/3p4/8/1N1P2R1/PqP2bPP/7K b - - 0 24,f2g3 e6e7 b2b1 b3c1 b1c1 h6c1,1852,75,97,"
-       "6109,crushing hangingPiece long middlegame,https://lichess.org/787zsVup/black#48,\n")
+ROW = (
+    "00008,r6k/pp2r2p/4Rp1Q/3p4/8/1N1P2R1/PqP2bPP/7K b - - 0 24,f2g3 e6e7 b2b1 b3c1 b1c1 h6c1,1852,75,97,"
+    "6109,crushing hangingPiece long middlegame,https://lichess.org/787zsVup/black#48,\n"
+)
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +27,7 @@ def _refused(path, env=None) -> tuple[float, str]:
 
 
 def test_a_zstd_bomb_suite_is_refused_in_bounded_memory(tmp_path, baseline):
-    for byte, name in ((b"\0", "zeros.csv.zst"), (b"\n", "newlines.csv.zst")):   # no line ends / blank lines
+    for byte, name in ((b"\0", "zeros.csv.zst"), (b"\n", "newlines.csv.zst")):  # no line ends / blank lines
         bomb = zstd_of_zeros(tmp_path / name, GiB, byte, prefix=HEADER.encode())
         assert bomb.stat().st_size < MiB
         peak, msg = _refused(bomb)
@@ -34,7 +37,7 @@ def test_a_zstd_bomb_suite_is_refused_in_bounded_memory(tmp_path, baseline):
 
 def test_a_giant_line_is_refused_without_reading_it(tmp_path, baseline):
     p = tmp_path / "sparse.csv"
-    with open(p, "wb") as f:                                      # 1 GiB without a line end, no disk used
+    with open(p, "wb") as f:  # 1 GiB without a line end, no disk used
         f.write(HEADER.encode())
         f.truncate(GiB)
     peak, msg = _refused(p)
@@ -46,7 +49,7 @@ def test_an_unclosed_quote_cannot_grow_one_record_without_bound(tmp_path):
     p = tmp_path / "quote.csv"
     p.write_text(HEADER + ROW + '00009,"' + "x,y\n" * (MAX_RECORD_LINES + 10))
     with pytest.raises(SuiteLimitError, match=r"quote.csv:\d+: one CSV record spans more than 64 lines"):
-        load_suite(p, skip_bad=True)                               # not skippable: the rest is unreadable
+        load_suite(p, skip_bad=True)  # not skippable: the rest is unreadable
 
 
 def test_zstd_window_truncation_size_and_magic_are_named(tmp_path, monkeypatch):
@@ -56,19 +59,25 @@ def test_zstd_window_truncation_size_and_magic_are_named(tmp_path, monkeypatch):
     p.write_bytes(frame)
     assert len(load_suite(p)) == 2000
     p.write_bytes(frame[: len(frame) // 2])
-    with pytest.raises(SuiteLimitError, match="truncated zstd stream"):   # zstandard alone would stop quietly
+    with pytest.raises(SuiteLimitError, match="truncated zstd stream"):  # zstandard alone would stop quietly
         load_suite(p)
     p.write_bytes(frame)
     monkeypatch.setenv("PDX_MAX_ZSTD_WINDOW", "64K")
-    with pytest.raises(SuiteLimitError, match=r"decoding window \(limit 64.0 KiB\).*"
-                                              r"PDX_MAX_ZSTD_WINDOW=128K"):
+    with pytest.raises(
+        SuiteLimitError,
+        match=r"decoding window \(limit 64.0 KiB\).*"
+        r"PDX_MAX_ZSTD_WINDOW=128K",
+    ):
         load_suite(p)
     monkeypatch.delenv("PDX_MAX_ZSTD_WINDOW")
     monkeypatch.setenv("PDX_MAX_SUITE_BYTES", "100K")
-    with pytest.raises(SuiteLimitError, match=r"decompresses to more than the limit.*"
-                                              r"PDX_MAX_SUITE_BYTES=200K"):
+    with pytest.raises(
+        SuiteLimitError,
+        match=r"decompresses to more than the limit.*"
+        r"PDX_MAX_SUITE_BYTES=200K",
+    ):
         load_suite(p)
-    p.write_bytes(data)                                            # plain text named .zst
+    p.write_bytes(data)  # plain text named .zst
     with pytest.raises(SuiteLimitError, match="not a zstandard file") as e:
         load_suite(p)
     assert isinstance(e.value, UserError) and isinstance(e.value, PuzzleFormatError)

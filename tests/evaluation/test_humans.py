@@ -1,5 +1,6 @@
 """``pdx eval humans``: match/NLL against a one-position-at-a-time reference, a hand-computed case,
 filters, paired statistics, error lines, JSON and the CLI."""
+
 from __future__ import annotations
 
 import json
@@ -59,8 +60,7 @@ def reference(model, games, filt):
 
 def run_eval(models, path=GAMES20, filt=MoveFilter(skip_plies=10, min_clock=30), **kw):
     read = ReadStats()
-    return evaluate_games(models, read_games(path, stats=read, max_games=kw.pop("max_games", None)), filt, read,
-                          **kw)
+    return evaluate_games(models, read_games(path, stats=read, max_games=kw.pop("max_games", None)), filt, read, **kw)
 
 
 def test_hand_computed_uniform_policy(tmp_path):
@@ -97,7 +97,7 @@ def test_filters_change_the_positions():
     skip = run_eval(m, filt=MoveFilter(skip_plies=10))
     assert skip.positions == plies - sum(min(10, len(g.moves)) for g in games) and skip.skipped["opening"] > 0
     clock = run_eval(m, filt=MoveFilter(min_clock=30))
-    assert 0 < clock.skipped["clock"] and clock.positions == plies - clock.skipped["clock"]
+    assert clock.skipped["clock"] > 0 and clock.positions == plies - clock.skipped["clock"]
     rated = run_eval(m, filt=MoveFilter(rating_min=2000)).tally.summary(0)
     assert all(b["bin"] >= "2000" for b in rated["by_rating"])
 
@@ -109,21 +109,40 @@ def test_paired_with_itself_is_null_and_batching_does_not_matter():
     assert (c["gained"], c["lost"], c["mcnemar_p"], c["nll_diff"]) == (0, 0, 1.0, 0.0)
     a, b = run_eval([m], max_games=4, batch=5).tally.summary(0), res.tally.summary(0)
     assert a["overall"]["nll"] == pytest.approx(b["overall"]["nll"])
-    assert [(x["bin"], x["positions"], x["top1"]) for x in a["by_phase"]] == \
-        [(x["bin"], x["positions"], x["top1"]) for x in b["by_phase"]]
+    assert [(x["bin"], x["positions"], x["top1"]) for x in a["by_phase"]] == [
+        (x["bin"], x["positions"], x["top1"]) for x in b["by_phase"]
+    ]
     assert [x["nll"] for x in a["by_phase"]] == pytest.approx([x["nll"] for x in b["by_phase"]])
 
 
 def test_mean_interval_from_moments_agrees_with_the_array_version():
     x = np.random.default_rng(0).exponential(size=200)
-    assert mean_interval_moments(len(x), x.sum(), (x ** 2).sum()) == pytest.approx(mean_interval(x))
+    assert mean_interval_moments(len(x), x.sum(), (x**2).sum()) == pytest.approx(mean_interval(x))
     assert mean_interval_moments(3, 6.0, 12.0) == (2.0, 2.0, 2.0)
 
 
 def test_cli_json_and_tables(tmp_path, capsys):
     out = tmp_path / "h.json"
-    rc = main(["eval", "humans", "--model", "random:tiny", "--label", "a", "--model", "random:tiny", "--label", "b",
-               "--pgn", str(GAMES20), "--max-games", "3", "--json", str(out)])
+    rc = main(
+        [
+            "eval",
+            "humans",
+            "--model",
+            "random:tiny",
+            "--label",
+            "a",
+            "--model",
+            "random:tiny",
+            "--label",
+            "b",
+            "--pgn",
+            str(GAMES20),
+            "--max-games",
+            "3",
+            "--json",
+            str(out),
+        ]
+    )
     assert rc == 0
     text = capsys.readouterr().out
     assert "## Human move matching" in text and "### By mover's rating" in text and "Paired with a" in text
@@ -140,11 +159,28 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     assert rc == 2 and len(err.splitlines()) == 1
     assert re.search(r"pdx eval humans: error: .*lichess_games_edge\.pgn:\d+: game 2: Variant 'Crazyhouse'", err)
     assert "--skip-bad" in err
-    rc = main(["eval", "humans", "--model", "random:tiny", "--pgn", str(EDGE), "--skip-bad", "--json",
-               str(tmp_path / "e.json")])
+    rc = main(
+        [
+            "eval",
+            "humans",
+            "--model",
+            "random:tiny",
+            "--pgn",
+            str(EDGE),
+            "--skip-bad",
+            "--json",
+            str(tmp_path / "e.json"),
+        ]
+    )
     doc = json.loads((tmp_path / "e.json").read_text())
-    assert rc == 0 and doc["games"]["skipped_bad"] == {"malformed": 1, "variant": 1, "setup": 1, "bad_header": 0,
-                                                      "bad_clock": 0, "merged": 0}
+    assert rc == 0 and doc["games"]["skipped_bad"] == {
+        "malformed": 1,
+        "variant": 1,
+        "setup": 1,
+        "bad_header": 0,
+        "bad_clock": 0,
+        "merged": 0,
+    }
     assert doc["games"]["used"] == 2
     rc = main(["eval", "humans", "--model", "random:tiny", "--pgn", str(tmp_path / "missing.pgn")])
     assert rc == 2 and "not found" in capsys.readouterr().err
@@ -153,8 +189,9 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
 def test_cli_bins_and_time_control_flags_change_the_tables(tmp_path):
     def doc(*flags):
         out = tmp_path / "x.json"
-        assert main(["eval", "humans", "--model", "random:tiny", "--pgn", str(GAMES20), "--json", str(out),
-                     *flags]) == 0
+        assert (
+            main(["eval", "humans", "--model", "random:tiny", "--pgn", str(GAMES20), "--json", str(out), *flags]) == 0
+        )
         return json.loads(out.read_text())
 
     default, coarse = doc(), doc("--bins", "1500,2000")

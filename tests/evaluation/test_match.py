@@ -1,12 +1,20 @@
 """Match statistics (cutechess/fastchess form) against hand computations."""
+
 from __future__ import annotations
 
 import math
 
 import pytest
 
-from pdx_lightning.evaluation.match import (SPRT, elo_to_score, pentanomial, pentanomial_elo, score_to_elo,
-                                            sprt_status, summarize)
+from pdx_lightning.evaluation.match import (
+    SPRT,
+    elo_to_score,
+    pentanomial,
+    pentanomial_elo,
+    score_to_elo,
+    sprt_status,
+    summarize,
+)
 
 
 def test_trinomial_line_by_hand():
@@ -28,7 +36,7 @@ def test_pentanomial_counts_and_elo_by_hand():
     pairs = [2, 1, 1, 0.5, 1.5, 1]
     assert pentanomial(pairs) == (0, 1, 3, 1, 1)
     elo, err = pentanomial_elo((0, 1, 3, 1, 1))
-    xs = [0.25, 0.5, 0.5, 0.5, 0.75, 1.0]           # per-game score of each pair
+    xs = [0.25, 0.5, 0.5, 0.5, 0.75, 1.0]  # per-game score of each pair
     mu = sum(xs) / 6
     var = sum((x - mu) ** 2 for x in xs) / 6
     half = 1.959963984540054 * math.sqrt(var / 6)

@@ -1,4 +1,5 @@
 """Puzzle suites and scoring: loader formats, malformed rows, multi-solution credit, p*, intervals, CLI."""
+
 from __future__ import annotations
 
 import argparse
@@ -12,17 +13,21 @@ import pytest
 import torch
 
 from pdx_lightning.chesscore.encoding import encode_boards
+from pdx_lightning.chesscore.moves import POLICY_SIZE, move_to_index
 from pdx_lightning.evaluation import mate_depths as mates_cli
 from pdx_lightning.evaluation import puzzle_scoring as puzzles_cli
 from pdx_lightning.evaluation.puzzle_scoring import compare, evaluate_for_validation, score_suite, summarize
 from pdx_lightning.evaluation.stats import mcnemar_exact, mean_interval, wilson_interval
 from pdx_lightning.evaluation.suite import PuzzleFormatError, immediate_mates, load_suite
-from pdx_lightning.chesscore.moves import POLICY_SIZE, move_to_index
 from pdx_lightning.nets import NetOutput, load_model
 
 FIX = Path(__file__).parents[1] / "fixtures"
 LICHESS, RUOSS = FIX / "lichess_sample.csv", FIX / "ruoss_10k_format_sample.csv"
-OLD9, GENERATED, MALFORMED = FIX / "lichess_old9_noheader.csv", FIX / "generated_altmoves.csv", FIX / "lichess_malformed.csv"
+OLD9, GENERATED, MALFORMED = (
+    FIX / "lichess_old9_noheader.csv",
+    FIX / "generated_altmoves.csv",
+    FIX / "lichess_malformed.csv",
+)
 HEADER = "PuzzleId,FEN,Moves,Rating,RatingDeviation,Popularity,NbPlays,Themes,GameUrl,OpeningTags"
 
 
@@ -43,7 +48,7 @@ class TablePolicy(torch.nn.Module):
         self.table: dict[bytes, dict[int, float]] = {}
         self.batch_sizes: list[int] = []
 
-    def prefer(self, puzzle, ply: int, logits: dict[str, float]) -> "TablePolicy":
+    def prefer(self, puzzle, ply: int, logits: dict[str, float]) -> TablePolicy:
         board = list(puzzle.positions())[ply]
         key = encode_boards([board])[0].tobytes()
         self.table[key] = {move_to_index(board.parse_uci(u), board.turn): v for u, v in logits.items()}
@@ -64,11 +69,12 @@ def n_legal(puzzle, ply):
 
 # ---------------------------------------------------------------- loader
 
+
 def test_lichess_rows_setup_move_and_solver_plies():
     s = load_suite(LICHESS)
     assert [p.puzzle_id for p in s.puzzles] == ["hm001", "hm002", "hm003", "hm004", "00Pbs", "06low"]
     p = by_id(s)["hm002"]
-    assert [m.uci() for m in p.board.move_stack] == ["g8h8"]       # FEN + the opponent's setup move
+    assert [m.uci() for m in p.board.move_stack] == ["g8h8"]  # FEN + the opponent's setup move
     assert p.board.turn == chess.WHITE and p.depth == 2
     assert [m.uci() for m in p.solver_moves] == ["b2b7", "a1a8"]
     assert p.rating == 1210 and p.difficulty == 1210.0 and "mateIn2" in p.themes
@@ -108,17 +114,20 @@ def test_generated_suite_altmoves_and_difficulty():
     s = by_id(load_suite(GENERATED))
     assert ucis(s["hm002"].accepted[0]) == ["a1a7", "b2b7"] and ucis(s["hm002"].accepted[1]) == ["a1a8"]
     assert s["hm002"].difficulty == 2.5 and s["hm002"].rating == 1210
-    assert ucis(s["hm003"].accepted[0]) == ["b1b6", "b1b8"]        # empty AltMoves: only the marked move + mates
+    assert ucis(s["hm003"].accepted[0]) == ["b1b6", "b1b8"]  # empty AltMoves: only the marked move + mates
 
 
-@pytest.mark.parametrize("row, line_id, fragment", [
-    ("badfen,7k/p5pp/8/8/9/8/5PPP/3RR1K1 b - - 0 1,a7a6 d1d8,600,80,95,1200,mate,u,", "badfen", "fen"),
-    ("illegal,7k/p5pp/8/8/8/8/5PPP/3RR1K1 b - - 0 1,a7a6 d1d9,600,80,95,1200,mate,u,", "illegal", "d1d9"),
-    ("shortrow,7k/p5pp/8/8/8/8/5PPP/3RR1K1 b - - 0 1,a7a6 d1d8,600", "shortrow", "4 columns, expected 10"),
-    ("evenline,7k/p5pp/8/8/8/8/5PPP/3RR1K1 b - - 0 1,a7a6,600,80,95,1200,mate,u,", "evenline", "odd-length"),
-    ("badrating,7k/p5pp/8/8/8/8/5PPP/3RR1K1 b - - 0 1,a7a6 d1d8,x,80,95,1200,mate,u,", "badrating", "rating"),
-    ("nullmove,7k/p5pp/8/8/8/8/5PPP/3RR1K1 b - - 0 1,a7a6 0000,600,80,95,1200,mate,u,", "nullmove", "0000"),
-])
+@pytest.mark.parametrize(
+    "row, line_id, fragment",
+    [
+        ("badfen,7k/p5pp/8/8/9/8/5PPP/3RR1K1 b - - 0 1,a7a6 d1d8,600,80,95,1200,mate,u,", "badfen", "fen"),
+        ("illegal,7k/p5pp/8/8/8/8/5PPP/3RR1K1 b - - 0 1,a7a6 d1d9,600,80,95,1200,mate,u,", "illegal", "d1d9"),
+        ("shortrow,7k/p5pp/8/8/8/8/5PPP/3RR1K1 b - - 0 1,a7a6 d1d8,600", "shortrow", "4 columns, expected 10"),
+        ("evenline,7k/p5pp/8/8/8/8/5PPP/3RR1K1 b - - 0 1,a7a6,600,80,95,1200,mate,u,", "evenline", "odd-length"),
+        ("badrating,7k/p5pp/8/8/8/8/5PPP/3RR1K1 b - - 0 1,a7a6 d1d8,x,80,95,1200,mate,u,", "badrating", "rating"),
+        ("nullmove,7k/p5pp/8/8/8/8/5PPP/3RR1K1 b - - 0 1,a7a6 0000,600,80,95,1200,mate,u,", "nullmove", "0000"),
+    ],
+)
 def test_malformed_row_names_file_line_and_id(tmp_path, row, line_id, fragment):
     f = tmp_path / "bad.csv"
     f.write_text(f"{HEADER}\n{row}\n")
@@ -154,8 +163,9 @@ def test_zst_round_trip(tmp_path):
     z = tmp_path / "puzzles.csv.zst"
     z.write_bytes(zstandard.ZstdCompressor().compress(LICHESS.read_bytes()))
     a, b = load_suite(LICHESS).puzzles, load_suite(z).puzzles
-    assert [(p.puzzle_id, p.line, p.accepted, p.rating, p.board.fen()) for p in a] == \
-           [(p.puzzle_id, p.line, p.accepted, p.rating, p.board.fen()) for p in b]
+    assert [(p.puzzle_id, p.line, p.accepted, p.rating, p.board.fen()) for p in a] == [
+        (p.puzzle_id, p.line, p.accepted, p.rating, p.board.fen()) for p in b
+    ]
     assert b[1].source == f"{z}:3"
 
 
@@ -164,7 +174,7 @@ def test_filters_and_seeded_sample():
     assert ids(rating_min=1200) == ["hm002", "hm003", "00Pbs"]
     assert ids(rating_max=1000) == ["hm001", "hm004"]
     assert ids(rating_min=1200, rating_max=2000) == ["hm002", "hm003"]
-    assert ids(themes=["fork", "promotion"]) == ["hm004", "06low"]   # any of the themes
+    assert ids(themes=["fork", "promotion"]) == ["hm004", "06low"]  # any of the themes
     assert ids(sample=3, seed=0) == ids(sample=3, seed=0) and len(ids(sample=3, seed=0)) == 3
     assert any(ids(sample=3, seed=s) != ids(sample=3, seed=0) for s in range(1, 10))
     assert ids(sample=100) == ids()
@@ -182,6 +192,7 @@ def brute_mates(b):
 
 def test_immediate_mates_matches_brute_force():
     import random
+
     rng = random.Random(1)
     for _ in range(40):
         b = chess.Board()
@@ -192,16 +203,23 @@ def test_immediate_mates_matches_brute_force():
             assert immediate_mates(b) == brute_mates(b)
             b.push(rng.choice(moves))
     # discovered mate, en passant mate, promotion mate, castling mate
-    for fen in ("7k/6pp/8/8/8/8/1B6/R3K3 w - - 0 1", "8/8/8/2k5/2pP4/8/1B6/2R3K1 b - d3 0 1",
-                "5k2/1P6/5K2/8/8/8/8/8 w - - 0 1", "8/8/8/8/8/8/7R/5k1K w - - 0 1",
-                "3k4/3P4/3K4/8/8/8/8/R3K2R w KQ - 0 1"):
+    for fen in (
+        "7k/6pp/8/8/8/8/1B6/R3K3 w - - 0 1",
+        "8/8/8/2k5/2pP4/8/1B6/2R3K1 b - d3 0 1",
+        "5k2/1P6/5K2/8/8/8/8/8 w - - 0 1",
+        "8/8/8/8/8/8/7R/5k1K w - - 0 1",
+        "3k4/3P4/3K4/8/8/8/8/R3K2R w KQ - 0 1",
+    ):
         b = chess.Board(fen) if fen.count("K") < 3 else chess.Board("8/8/8/8/8/8/8/4K2R w K - 0 1")
         assert immediate_mates(b) == brute_mates(b)
     assert immediate_mates(chess.Board("7k/p5pp/8/8/8/8/5PPP/3RR1K1 w - - 0 1")) == {
-        chess.Move.from_uci("d1d8"), chess.Move.from_uci("e1e8")}
+        chess.Move.from_uci("d1d8"),
+        chess.Move.from_uci("e1e8"),
+    }
 
 
 # ---------------------------------------------------------------- scoring
+
 
 def test_two_mating_moves_both_credited():
     p = by_id(load_suite(LICHESS))["hm001"]
@@ -227,7 +245,7 @@ def test_failed_at_second_solver_move_and_p_star_by_hand():
     pi0 = math.exp(2) / (math.exp(2) + n0 - 1)
     pi1 = 1 / (math.exp(3) + n1 - 1)
     assert r.ply_log_p.tolist() == pytest.approx([math.log(pi0), math.log(pi1)], abs=1e-5)
-    assert r.log_p_star[0] == pytest.approx(math.log(pi0 * pi1), abs=1e-5)   # ℓ = −Σ log π(a*|s*)
+    assert r.log_p_star[0] == pytest.approx(math.log(pi0 * pi1), abs=1e-5)  # ℓ = −Σ log π(a*|s*)
 
 
 def test_altmoves_credit_only_in_generated_suite():
@@ -236,7 +254,7 @@ def test_altmoves_credit_only_in_generated_suite():
     r_gen, r_lich = score_suite(m, [gen]), score_suite(m, [lich])
     assert r_gen.solved[0] and not r_lich.solved[0] and r_lich.first_fail[0] == 0
     n0 = n_legal(gen, 0)
-    assert r_gen.ply_log_p[0] == pytest.approx(math.log((math.e ** 2 + 1) / (math.e ** 2 + n0 - 1)), abs=1e-5)
+    assert r_gen.ply_log_p[0] == pytest.approx(math.log((math.e**2 + 1) / (math.e**2 + n0 - 1)), abs=1e-5)
 
 
 def test_argmax_mate_ends_the_puzzle_won():
@@ -270,10 +288,11 @@ def test_one_network_pass_per_solver_ply():
 
 # ---------------------------------------------------------------- statistics and summaries
 
+
 def test_wilson_interval_known_values():
     lo, hi = wilson_interval(95, 100)
     assert (lo, hi) == pytest.approx((0.88825, 0.97846), abs=1e-5)
-    lo, hi = wilson_interval(9352, 10000)   # the paper's base on the 10k suite: 93.52 ± 0.48
+    lo, hi = wilson_interval(9352, 10000)  # the paper's base on the 10k suite: 93.52 ± 0.48
     assert (hi - lo) / 2 == pytest.approx(0.0048, abs=2e-4)
     assert all(math.isnan(v) for v in wilson_interval(0, 0))
 
@@ -281,7 +300,7 @@ def test_wilson_interval_known_values():
 def test_mean_interval_and_mcnemar():
     m, lo, hi = mean_interval([1.0, 2.0, 3.0])
     assert m == 2.0 and (lo, hi) == pytest.approx((2 - 4.302653 / math.sqrt(3), 2 + 4.302653 / math.sqrt(3)), abs=1e-5)
-    assert mcnemar_exact(0, 0) == 1.0 and mcnemar_exact(10, 0) == pytest.approx(2 / 2 ** 10)
+    assert mcnemar_exact(0, 0) == 1.0 and mcnemar_exact(10, 0) == pytest.approx(2 / 2**10)
 
 
 def test_summarize_and_compare_by_hand():
@@ -312,14 +331,23 @@ def test_evaluate_for_validation_keys():
     model = load_model("random:tiny").train()
     out = evaluate_for_validation(model, suite, mates=[p for p in suite if "mate" in p.themes])
     assert model.training  # mode restored
-    assert {"puzzles/acc", "puzzles/p_star_geo", "puzzles/p_star_arith", "puzzles/nll",
-            "mates/acc_1", "mates/acc_2", "mates/p_star_geo_1", "mates/p_star_geo_2"} <= set(out)
+    assert {
+        "puzzles/acc",
+        "puzzles/p_star_geo",
+        "puzzles/p_star_arith",
+        "puzzles/nll",
+        "mates/acc_1",
+        "mates/acc_2",
+        "mates/p_star_geo_1",
+        "mates/p_star_geo_2",
+    } <= set(out)
     ref = summarize(score_suite(model.eval(), suite))
     assert out["puzzles/p_star_geo"] == pytest.approx(ref["p_star_geo"], rel=1e-5)
     assert all(isinstance(v, float) for v in out.values())
 
 
 # ---------------------------------------------------------------- CLI
+
 
 def cli(module, argv, tmp_path):
     parser = argparse.ArgumentParser()
@@ -331,13 +359,17 @@ def cli(module, argv, tmp_path):
 
 def test_cli_registry_names_these_modules():
     from pdx_lightning.cli import TOOLS
+
     assert TOOLS["eval puzzles"][0] == "pdx_lightning.evaluation.puzzle_scoring"
     assert TOOLS["eval mates"][0] == "pdx_lightning.evaluation.mate_depths"
 
 
 def test_eval_puzzles_json_and_table(tmp_path, capsys):
-    d = cli(puzzles_cli, ["--model", "random:tiny", "--model", "random:tiny:1", "--suite", str(LICHESS),
-                          "--suite", str(RUOSS)], tmp_path)
+    d = cli(
+        puzzles_cli,
+        ["--model", "random:tiny", "--model", "random:tiny:1", "--suite", str(LICHESS), "--suite", str(RUOSS)],
+        tmp_path,
+    )
     assert set(d) == {"command", "multi_solution", "suite", "bins", "puzzles", "models", "paired"}
     assert d["suite"]["puzzles"] == 10 and len(d["puzzles"]["id"]) == 10 and len(d["models"]) == 2
     pp = d["models"][0]["per_puzzle"]
@@ -372,18 +404,43 @@ def test_eval_puzzles_flags_change_the_result(tmp_path, capsys, monkeypatch):
 def test_eval_weights_flag_picks_checkpoint_weights(tmp_path):
     ema, online = load_model("random:tiny:0"), load_model("random:tiny:1")
     ckpt = tmp_path / "run.ckpt"
-    torch.save({"pdx_model_config": ema.cfg.to_dict(),
-                "state_dict": {**{f"ema.{k}": v for k, v in ema.state_dict().items()},
-                               **{f"online.{k}": v for k, v in online.state_dict().items()}}}, ckpt)
-    lp = {w: cli(puzzles_cli, ["--model", str(ckpt), "--suite", str(LICHESS), "--weights", w], tmp_path)
-          ["models"][0]["per_puzzle"]["log_p_star"] for w in ("ema", "online")}
+    torch.save(
+        {
+            "pdx_model_config": ema.cfg.to_dict(),
+            "state_dict": {
+                **{f"ema.{k}": v for k, v in ema.state_dict().items()},
+                **{f"online.{k}": v for k, v in online.state_dict().items()},
+            },
+        },
+        ckpt,
+    )
+    lp = {
+        w: cli(puzzles_cli, ["--model", str(ckpt), "--suite", str(LICHESS), "--weights", w], tmp_path)["models"][0][
+            "per_puzzle"
+        ]["log_p_star"]
+        for w in ("ema", "online")
+    }
     ref = cli(puzzles_cli, ["--model", "random:tiny:1", "--suite", str(LICHESS)], tmp_path)
     assert lp["ema"] != lp["online"] and lp["online"] == ref["models"][0]["per_puzzle"]["log_p_star"]
 
 
 def test_eval_mates_by_depth(tmp_path, capsys):
-    d = cli(mates_cli, ["--model", "random:tiny", "--model", "random:tiny:1", "--suite", str(LICHESS),
-                        "--suite", str(GENERATED), "--themes", "mate"], tmp_path)
+    d = cli(
+        mates_cli,
+        [
+            "--model",
+            "random:tiny",
+            "--model",
+            "random:tiny:1",
+            "--suite",
+            str(LICHESS),
+            "--suite",
+            str(GENERATED),
+            "--themes",
+            "mate",
+        ],
+        tmp_path,
+    )
     assert d["command"] == "eval mates" and d["suite"]["files"] == [str(LICHESS), str(GENERATED)]
     s = d["models"][0]["summary"]
     assert [(x["depth"], x["n"]) for x in s["by_depth"]] == [(1, 2), (2, 5)]

@@ -1,4 +1,5 @@
 """Recovery analysis (Section 3.5, Figure 8): counts and bins on synthetic results, CLI smoke test."""
+
 from __future__ import annotations
 
 import argparse
@@ -25,23 +26,39 @@ def result(correct, p, rank, top, rating=None) -> SuiteResult:
     log_p = np.log(flat(p))
     offsets = np.concatenate([[0], np.cumsum(depth)])
     return SuiteResult(
-        ids=[f"p{i}" for i in range(len(correct))], rating=np.array(rating or [np.nan] * len(correct), float),
-        difficulty=np.full(len(correct), np.nan), depth=depth, solved=first_fail < 0, first_fail=first_fail,
-        log_p_star=np.add.reduceat(log_p, offsets[:-1]), offsets=offsets, ply_correct=ok,
-        ply_mate=np.zeros(len(ok), bool), ply_log_p=log_p, ply_rank=flat(rank).astype(np.int64),
-        ply_top_log_p=np.log(flat(top)), ply_value=np.zeros(len(ok)), ply_move=[""] * len(ok))
+        ids=[f"p{i}" for i in range(len(correct))],
+        rating=np.array(rating or [np.nan] * len(correct), float),
+        difficulty=np.full(len(correct), np.nan),
+        depth=depth,
+        solved=first_fail < 0,
+        first_fail=first_fail,
+        log_p_star=np.add.reduceat(log_p, offsets[:-1]),
+        offsets=offsets,
+        ply_correct=ok,
+        ply_mate=np.zeros(len(ok), bool),
+        ply_log_p=log_p,
+        ply_rank=flat(rank).astype(np.int64),
+        ply_top_log_p=np.log(flat(top)),
+        ply_value=np.zeros(len(ok)),
+        ply_move=[""] * len(ok),
+    )
 
 
 # five puzzles: A recovered (base wrong at ply 0), B unrecovered (base wrong at its 2nd solver ply),
 # C given back (the fine-tuned model fails at ply 0), D unrecovered, E solved by both.
-BASE = result(correct=[[0], [1, 0], [1], [0, 1], [1, 1]],
-              p=[[0.2], [0.9, 0.02], [0.6], [0.4, 0.7], [0.8, 0.9]],
-              rank=[[2], [1, 7], [1], [3, 1], [1, 1]],
-              top=[[0.3], [0.9, 0.5], [0.6], [0.45, 0.7], [0.8, 0.9]], rating=[2000, 2400, 1500, 1800, 1000])
-FT = result(correct=[[1], [1, 0], [0], [0, 1], [1, 1]],
-            p=[[0.7], [0.95, 0.03], [0.3], [0.35, 0.8], [0.9, 0.9]],
-            rank=[[1], [1, 6], [2], [2, 1], [1, 1]],
-            top=[[0.7], [0.95, 0.5], [0.5], [0.4, 0.8], [0.9, 0.9]])
+BASE = result(
+    correct=[[0], [1, 0], [1], [0, 1], [1, 1]],
+    p=[[0.2], [0.9, 0.02], [0.6], [0.4, 0.7], [0.8, 0.9]],
+    rank=[[2], [1, 7], [1], [3, 1], [1, 1]],
+    top=[[0.3], [0.9, 0.5], [0.6], [0.45, 0.7], [0.8, 0.9]],
+    rating=[2000, 2400, 1500, 1800, 1000],
+)
+FT = result(
+    correct=[[1], [1, 0], [0], [0, 1], [1, 1]],
+    p=[[0.7], [0.95, 0.03], [0.3], [0.35, 0.8], [0.9, 0.9]],
+    rank=[[1], [1, 6], [2], [2, 1], [1, 1]],
+    top=[[0.7], [0.95, 0.5], [0.5], [0.4, 0.8], [0.9, 0.9]],
+)
 
 
 def by_bin(rows, key):
@@ -97,12 +114,29 @@ def test_custom_bins_change_the_breakdown():
 
 def test_cli_recovery_json_png(tmp_path, capsys):
     from pdx_lightning.cli import TOOLS
+
     assert TOOLS["eval recovery"][0] == "pdx_lightning.evaluation.recovery"
     parser = argparse.ArgumentParser()
     recovery_cli.add_arguments(parser)
     out, png = tmp_path / "r.json", tmp_path / "r.png"
-    args = ["--base", "random:tiny", "--model", "random:tiny:1", "--model", "random:tiny", "--suite", str(LICHESS),
-            "--prob-bins", "0.1,0.5", "--rank-bins", "2,4", "--json", str(out), "--png", str(png)]
+    args = [
+        "--base",
+        "random:tiny",
+        "--model",
+        "random:tiny:1",
+        "--model",
+        "random:tiny",
+        "--suite",
+        str(LICHESS),
+        "--prob-bins",
+        "0.1,0.5",
+        "--rank-bins",
+        "2,4",
+        "--json",
+        str(out),
+        "--png",
+        str(png),
+    ]
     assert recovery_cli.run(parser.parse_args(args)) == 0
     d = json.loads(out.read_text())
     assert png.stat().st_size > 0 and d["base"] == "random:tiny" and d["suite"]["puzzles"] == 6

@@ -1,4 +1,5 @@
 """seed_bootstrap: the stratified two-level bootstrap of an arm over its seeds, on hand-checked cases."""
+
 import math
 
 import numpy as np
@@ -44,7 +45,7 @@ def test_the_pairing_with_the_base_removes_the_puzzles_difficulty():
     arms = []
     for s in range(3):
         x = base.copy()
-        x[np.flatnonzero(base == 0)[s * 100:(s + 1) * 100]] = 1.0  # 100 other puzzles gained per seed
+        x[np.flatnonzero(base == 0)[s * 100 : (s + 1) * 100]] = 1.0  # 100 other puzzles gained per seed
         arms.append(x)
     agg = seed_bootstrap(arms, base)
     assert agg.diff == pytest.approx(0.02) and agg.p_better == 1.0

@@ -5,18 +5,21 @@ solver ply is checked move by move with Stockfish (a move is in ``AltMoves``
 iff it keeps a mate within the moves left) and, for N <= 2, against a
 brute-force python-chess solver.
 """
+
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 import csv
 import random
+from pathlib import Path
 
 import chess
 import chess.engine
 import pytest
 
-from pdx_lightning.datagen import common, mate_suite as mates, puzzle_suite as puzzles
+from pdx_lightning.datagen import common
+from pdx_lightning.datagen import mate_suite as mates
+from pdx_lightning.datagen import puzzle_suite as puzzles
 from pdx_lightning.engines.stockfish import StockfishNotFound, find_stockfish, open_engine
 
 try:
@@ -25,13 +28,22 @@ try:
 except StockfishNotFound:
     HAVE_STOCKFISH = False
 
-pytestmark = [pytest.mark.stockfish,
-              pytest.mark.skipif(not HAVE_STOCKFISH, reason="Stockfish not installed")]
+pytestmark = [pytest.mark.stockfish, pytest.mark.skipif(not HAVE_STOCKFISH, reason="Stockfish not installed")]
 
 
 def _args(out, **kw) -> argparse.Namespace:
-    base = dict(out=str(out), count=2, workers=1, seed=0, nodes=20_000, scan_nodes=2_000,
-                max_minutes=None, stockfish=None, quiet=True, rerate=False)
+    base = dict(
+        out=str(out),
+        count=2,
+        workers=1,
+        seed=0,
+        nodes=20_000,
+        scan_nodes=2_000,
+        max_minutes=None,
+        stockfish=None,
+        quiet=True,
+        rerate=False,
+    )
     base.update(kw)
     return argparse.Namespace(**base)
 
@@ -61,6 +73,7 @@ def mate_suites(tmp_path_factory):
 
 
 # ---- independent checkers -------------------------------------------------
+
 
 def _brute_mates_within(board: chess.Board, k: int) -> bool:
     """Solver to move mates within k moves (python-chess only; k <= 2)."""
@@ -101,6 +114,7 @@ def _sf_move_mates_within(engine, board: chess.Board, move: chess.Move, k: int) 
 
 
 # ---- mates ----------------------------------------------------------------
+
 
 @pytest.mark.parametrize("n", [1, 2])
 def test_generated_mates_are_exact_and_alternatives_complete(mate_suites, engine, n):
@@ -179,7 +193,8 @@ def test_tactics_from_a_frozen_candidate_list_follow_the_game_rules(tmp_path):
     assert puzzles.run(args) == 0
     rows = _rows(out)
     assert [(r["FEN"], r["Moves"], r["Themes"]) for r in rows] == [
-        ("r1bqkbnr/pppp1ppp/2n5/4p2Q/2B1P3/8/PPPP1PPP/RNB1K1NR b KQkq - 3 3", "g8f6 h5f7", "mate mateIn1 oneMove")]
+        ("r1bqkbnr/pppp1ppp/2n5/4p2Q/2B1P3/8/PPPP1PPP/RNB1K1NR b KQkq - 3 3", "g8f6 h5f7", "mate mateIn1 oneMove")
+    ]
 
 
 def test_tactic_candidates_of_labelled_shards_have_a_setup_move_and_no_material_edge():
@@ -206,6 +221,7 @@ def test_solve_on_a_known_mate_in_one(engine):
 
 
 # ---- tactics --------------------------------------------------------------
+
 
 def test_puzzles_csv_columns_and_legal_lines(tmp_path):
     out = tmp_path / "tactics.csv"
@@ -236,6 +252,7 @@ def test_puzzles_csv_columns_and_legal_lines(tmp_path):
 
 def test_win_chances_and_only_move_rule():
     from chess.engine import Cp, Mate
+
     assert puzzles.win_chances(Cp(0)) == 0 and puzzles.win_chances(Mate(3)) == 1
     assert puzzles.win_chances(Cp(-300)) == pytest.approx(-puzzles.win_chances(Cp(300)))
     board = chess.Board()
@@ -245,6 +262,7 @@ def test_win_chances_and_only_move_rule():
 
 
 # ---- resumability, pool, flags ---------------------------------------------
+
 
 def test_resume_after_interruption_no_duplicates(tmp_path):
     out = tmp_path / "m1.csv"
@@ -293,8 +311,7 @@ class _RecordingEngine:
 
     def analyse(self, board, limit, **kwargs):
         self.nodes.append(limit.nodes)
-        return {"score": chess.engine.PovScore(chess.engine.Cp(0), board.turn),
-                "pv": [next(iter(board.legal_moves))]}
+        return {"score": chess.engine.PovScore(chess.engine.Cp(0), board.turn), "pv": [next(iter(board.legal_moves))]}
 
 
 def test_tactics_flags_reach_the_search(monkeypatch):

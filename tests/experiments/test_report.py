@@ -5,6 +5,7 @@ with the sweep's and the arena's own functions: 11 cells (none, reverse_kl, forw
 β ∈ {0.01, 0.1}, the control), arena.json, diagnostics.json, coverage.json; no arena_sampled.json and
 no recovery.json.
 """
+
 import argparse
 import json
 import re
@@ -62,7 +63,10 @@ def test_every_table_and_figure_is_rebuilt_from_the_stored_json(full):
     assert row(md, "Table 1", "Puzzle-tuned control (supervised)")[2] == "–"
     # Table 3 and 4 by mate depth, from the mate suite's by_depth summaries
     d3 = next(d for d in base_eval["suites"]["mates"]["summary"]["by_depth"] if d["depth"] == 3)
-    assert row(md, "Table 3", "Frozen base")[4] == f"{100 * d3['acc']:.2f} ± {50 * (d3['acc_ci'][1] - d3['acc_ci'][0]):.2f}"
+    assert (
+        row(md, "Table 3", "Frozen base")[4]
+        == f"{100 * d3['acc']:.2f} ± {50 * (d3['acc_ci'][1] - d3['acc_ci'][0]):.2f}"
+    )
     assert row(md, "Table 4", "Frozen base")[6].strip("*") == f"{d3['p_star_geo']:.3f} ({d3['p_star_arith']:.3f})"
     # Table 5: diagnostics present, sampled arena absent -> its Elo column says so, nothing invented
     t5 = row(md, "Table 5", "Frozen base", "raw")
@@ -72,14 +76,21 @@ def test_every_table_and_figure_is_rebuilt_from_the_stored_json(full):
     assert len(arms) == 4 and all(line.count("**") == 2 for line in arms)
     assert "β=0.01" in section(md, "Table 6") and "β=0.1" in section(md, "Table 6")
     # Figures 1, 5, 7, 8 are PNGs; Figure 8 is derived from the per-position arrays (no recovery.json)
-    for png in ("figure1_pstar_ratio.png", "figure5_accuracy_vs_beta.png", "figure7_coverage.png",
-                "figure8_recovery.png"):
+    for png in (
+        "figure1_pstar_ratio.png",
+        "figure5_accuracy_vs_beta.png",
+        "figure7_coverage.png",
+        "figure8_recovery.png",
+    ):
         assert f"]({png})" in md and (out / png).stat().st_size > 5000
     assert "per-position arrays of the tactics suite" in section(md, "Figure 8 (numbers)")
     # All cells: training-log scalars from result.json; the control logs no self-play entropy
     res = json.loads((RUNS / "cells" / "forward_kl-fixed-b0.1" / "result.json").read_text())["metrics"]
     assert row(md, "All cells", "forward_kl-fixed-b0.1")[5:8] == [
-        f"{res['final/policy/entropy']:.2f}", f"{res['final/kl/forward_to_base']:.3f}", f"{res['final/kl/reverse_to_base']:.3f}"]
+        f"{res['final/policy/entropy']:.2f}",
+        f"{res['final/kl/forward_to_base']:.3f}",
+        f"{res['final/kl/reverse_to_base']:.3f}",
+    ]
     assert row(md, "All cells", "control")[5] == "not measured"
 
 
@@ -93,10 +104,13 @@ def test_the_arena_section_lists_every_player_with_its_record_against_the_base(f
         assert r[3] == str(rating["games"])
         h2h = next((h for h in arena["head_to_head"] if h["player"] == p["label"]), None)
         if h2h:
-            assert r[1] in ("cell", "control") and r[4:6] == [f"{h2h['w']}–{h2h['d']}–{h2h['l']}", f"{h2h['score']:.3f}"]
+            assert r[1] in ("cell", "control") and r[4:6] == [
+                f"{h2h['w']}–{h2h['d']}–{h2h['l']}",
+                f"{h2h['score']:.3f}",
+            ]
         else:
             assert r[1] == "base" and r[2] == "+0.0 (anchor)" and r[4] == "–"
-    assert text.count("\n| ") - 1 == len(arena["players"])      # header + one row per player
+    assert text.count("\n| ") - 1 == len(arena["players"])  # header + one row per player
 
 
 def test_recovery_numbers_equal_the_recovery_module_on_the_same_arrays(full):
@@ -105,7 +119,9 @@ def test_recovery_numbers_equal_the_recovery_module_on_the_same_arrays(full):
 
     runs = load_runs(RUNS)
     base = suite_result(runs.base["suites"]["tactics"])
-    r = next(r for r in runs.rows() if r.cell and r.cell["term"] == "reverse_kl" and r.cell["temperature"] == "adaptive")
+    r = next(
+        r for r in runs.rows() if r.cell and r.cell["term"] == "reverse_kl" and r.cell["temperature"] == "adaptive"
+    )
     pos = recovery_analysis(base, suite_result(r.eval["suites"]["tactics"]))["position"]
     cells = row(md, "Figure 8 (numbers)", "Reverse-KL anchor, adaptive")
     assert cells[1:4] == [str(pos["base_wrong"]), str(pos["recovered"]), str(pos["given_back"])]
@@ -140,9 +156,25 @@ def test_a_stored_recovery_json_is_used_as_is(tmp_path):
     sweep = json.loads((runs / "sweep.json").read_text())
     cell = next(c for c in sweep["cells"] if c["name"] == "forward_kl-adaptive-b0.01")
     bins = [{"bin": "<0.05", "lo": None, "hi": 0.05, "n": 7, "recovered": 0}]
-    (runs / "recovery.json").write_text(json.dumps({"command": "eval recovery", "models": [{
-        "name": cell["checkpoint"], "position": {"base_wrong": 7, "recovered": 0, "given_back": 3,
-                                                 "by_prob": bins, "by_rank": bins}}]}))
+    (runs / "recovery.json").write_text(
+        json.dumps(
+            {
+                "command": "eval recovery",
+                "models": [
+                    {
+                        "name": cell["checkpoint"],
+                        "position": {
+                            "base_wrong": 7,
+                            "recovered": 0,
+                            "given_back": 3,
+                            "by_prob": bins,
+                            "by_rank": bins,
+                        },
+                    }
+                ],
+            }
+        )
+    )
     md = render(runs, tmp_path / "out")
     assert row(md, "Figure 8 (numbers)", "Forward-KL prior (ours), adaptive")[1:5] == ["7", "0", "3", "0/7"]
     assert "Source: recovery.json" in md
@@ -153,9 +185,16 @@ def test_a_directory_without_sweep_json_is_refused(tmp_path):
         load_runs(tmp_path)
 
 
-@pytest.mark.parametrize("name", ["sweep_cpu", "sweep_maia", "sweep_maia_distilled",
-                                  pytest.param("sweep_maia_seeds", marks=pytest.mark.slow),   # 12 cells × bootstraps: ~20 s CPU
-                                  pytest.param("sweep_maia_seeds8", marks=pytest.mark.slow)])  # 22 cells: ~30 s
+@pytest.mark.parametrize(
+    "name",
+    [
+        "sweep_cpu",
+        "sweep_maia",
+        "sweep_maia_distilled",
+        pytest.param("sweep_maia_seeds", marks=pytest.mark.slow),  # 12 cells × bootstraps: ~20 s CPU
+        pytest.param("sweep_maia_seeds8", marks=pytest.mark.slow),
+    ],
+)  # 22 cells: ~30 s
 def test_the_committed_reports_rebuild_from_their_json_archives(tmp_path, name):
     """reports/<name>/report.md is exactly what `pdx report` makes of reports/<name>/runs_json.tar.xz."""
     import tarfile
@@ -179,8 +218,8 @@ def test_the_report_labels_every_arm_the_sweep_can_run():
     from pdx_lightning.rl.objectives import EXPLORATION_TERMS
     from pdx_lightning.rl.selfplay import SelfPlayConfig
 
-    assert arms.TERMS == tuple(EXPLORATION_TERMS) and arms.UNREGULARIZED in arms.TERMS
-    assert arms.TEMPERATURES == typing.get_args(typing.get_type_hints(SelfPlayConfig)["temperature"])
+    assert tuple(EXPLORATION_TERMS) == arms.TERMS and arms.UNREGULARIZED in arms.TERMS
+    assert typing.get_args(typing.get_type_hints(SelfPlayConfig)["temperature"]) == arms.TEMPERATURES
     assert set(arms.PRIOR_ANCHORED) <= set(arms.REGULARIZED) and arms.UNREGULARIZED not in arms.REGULARIZED
     assert all(t in arms.TERM_LABEL for t in (*arms.TERMS, arms.CONTROL))
     assert all(t in arms.TEMP_LABEL for t in arms.TEMPERATURES)
@@ -194,9 +233,11 @@ def test_figure7_numbers_come_from_coverage_json_per_depth(full):
     d = base4["draws_to_target"]
     assert r[4] == f"{d['mean']:.0f} ± {d['std']:.0f}" and r[5] == f"{base4['omega_at']['10']:.3f}"
     # both depths of every model are listed, and deeper lines need more draws to the same coverage
-    assert len([ln for ln in section(md, "Figure 7 (numbers)").splitlines() if ln.startswith("| 3 |")]) == \
-        len([ln for ln in section(md, "Figure 7 (numbers)").splitlines() if ln.startswith("| 4 |")]) == \
-        len(cov["results"]) // 2
+    assert (
+        len([ln for ln in section(md, "Figure 7 (numbers)").splitlines() if ln.startswith("| 3 |")])
+        == len([ln for ln in section(md, "Figure 7 (numbers)").splitlines() if ln.startswith("| 4 |")])
+        == len(cov["results"]) // 2
+    )
     base3 = row(md, "Figure 7 (numbers)", "3", "start", "Frozen base", "raw")
     assert float(base3[4].split(" ± ")[0]) < d["mean"]
 
@@ -242,7 +283,9 @@ def test_paired_table_reads_each_models_pairing_with_the_base(full):
     t, m2 = ev["tactics"]["paired"], next(d for d in ev["mates"]["paired"]["by_depth"] if d["depth"] == 2)
     r = row(md, "Paired with the base", "Reverse-KL anchor", "τ≡1")
     lo, hi = t["p_star_ratio_ci"]
-    assert r[2] == f"{t['p_star_ratio']:.2f}× [{lo:.2f}, {hi:.2f}]; +{t['gained']}/−{t['lost']} (p {t['mcnemar_p']:.2g})"
+    assert (
+        r[2] == f"{t['p_star_ratio']:.2f}× [{lo:.2f}, {hi:.2f}]; +{t['gained']}/−{t['lost']} (p {t['mcnemar_p']:.2g})"
+    )
     assert r[5].startswith(f"{m2['p_star_ratio']:.2f}× [") and lo <= t["p_star_ratio"] <= hi
     assert not any(line.startswith("| Frozen base") for line in section(md, "Paired with the base").splitlines())
 
@@ -257,15 +300,43 @@ def test_human_move_matching_section_reads_humans_json(tmp_path):
     sweep = json.loads((runs / "sweep.json").read_text())
     cell = next(s["cell"] for s in sweep["selected"] if (s["term"], s["temperature"]) == ("forward_kl", "adaptive"))
     games = Path(__file__).parents[1] / "fixtures" / "lichess_games_20.pgn"
-    assert cli.main(["eval", "humans", "--model", "random:tiny", "--label", "base", "--model", "random:small",
-                     "--label", cell, "--pgn", str(games), "--max-games", "3", "--json", str(runs / "humans.json")]) == 0
+    assert (
+        cli.main(
+            [
+                "eval",
+                "humans",
+                "--model",
+                "random:tiny",
+                "--label",
+                "base",
+                "--model",
+                "random:small",
+                "--label",
+                cell,
+                "--pgn",
+                str(games),
+                "--max-games",
+                "3",
+                "--json",
+                str(runs / "humans.json"),
+            ]
+        )
+        == 0
+    )
     doc = json.loads((runs / "humans.json").read_text())
     md = render(runs, tmp_path / "out")
-    base, arm = row(md, "Human move-matching", "Frozen base"), row(md, "Human move-matching", "Forward-KL prior (ours)",
-                                                                      "adaptive")
+    base, arm = (
+        row(md, "Human move-matching", "Frozen base"),
+        row(md, "Human move-matching", "Forward-KL prior (ours)", "adaptive"),
+    )
     o, p = doc["models"][1]["overall"], doc["paired"][0]["overall"]
-    assert arm[3] == str(o["positions"]) and arm[4] == f"{100 * o['top1']:.2f} ± {50 * (o['top1_ci'][1] - o['top1_ci'][0]):.2f}"
-    assert arm[6] == f"{o['nll']:.3f}" and arm[7].startswith(f"{100 * p['top1_diff']:+.2f} (+{p['gained']}/−{p['lost']}")
+    assert (
+        arm[3] == str(o["positions"])
+        and arm[4] == f"{100 * o['top1']:.2f} ± {50 * (o['top1_ci'][1] - o['top1_ci'][0]):.2f}"
+    )
+    assert arm[6] == f"{o['nll']:.3f}" and arm[7].startswith(
+        f"{100 * p['top1_diff']:+.2f} (+{p['gained']}/−{p['lost']}"
+    )
     assert base[7] == "–" and base[6] == f"{doc['models'][0]['overall']['nll']:.3f}"
     assert row(md, "Human move-matching", "Reverse-KL anchor", "adaptive")[3] == "not measured"
     assert "### Top-1 (%) by the mover's rating" in md

@@ -4,6 +4,7 @@ Fits run in-process: ``sweep.train.launch`` (the one place a subprocess of the s
 a recorder that runs the same command line through ``pdx_lightning.cli.main`` / ``control.main``, so the
 generated configs go through LightningCLI for real and every launch is counted.
 """
+
 import json
 import sys
 from pathlib import Path
@@ -14,7 +15,8 @@ import yaml
 
 from pdx_lightning import cli
 from pdx_lightning.evaluation.suite import SuiteSpec, load_suite
-from pdx_lightning.experiments.sweep import sweep_command as command, lock, train
+from pdx_lightning.experiments.sweep import lock, train
+from pdx_lightning.experiments.sweep import sweep_command as command
 from pdx_lightning.experiments.sweep.config import SweepConfigError, load_config, plan
 from pdx_lightning.experiments.sweep.record import select
 from pdx_lightning.experiments.sweep.train import SweepError
@@ -22,15 +24,29 @@ from pdx_lightning.supervised import control
 from pdx_lightning.supervised.control import PoolOverlapError, PuzzleControl
 
 FIX = Path(__file__).parents[1] / "fixtures"
-SAMPLE, MATES, POOL = str(FIX / "lichess_sample.csv"), str(FIX / "generated_altmoves.csv"), str(FIX / "control_pool.csv")
+SAMPLE, MATES, POOL = (
+    str(FIX / "lichess_sample.csv"),
+    str(FIX / "generated_altmoves.csv"),
+    str(FIX / "control_pool.csv"),
+)
 
 
 def write_config(tmp_path: Path, **over) -> Path:
-    cfg = {"out": str(tmp_path / "out"), "base": "random:tiny", "steps": 2, "games": 4, "checkpoint_every": 1,
-           "terms": ["none", "forward_kl"], "temperatures": ["adaptive"], "betas": [0.01],
-           "model": {"warmup_steps": 1}, "selfplay": {"opening_max_moves": 2, "max_plies": 20, "micro_batch": 4},
-           "trainer": {"accelerator": "cpu", "devices": 1, "enable_model_summary": False},
-           "eval": {"selection": SAMPLE, "tactics": SAMPLE, "mates": {"path": MATES}}, **over}
+    cfg = {
+        "out": str(tmp_path / "out"),
+        "base": "random:tiny",
+        "steps": 2,
+        "games": 4,
+        "checkpoint_every": 1,
+        "terms": ["none", "forward_kl"],
+        "temperatures": ["adaptive"],
+        "betas": [0.01],
+        "model": {"warmup_steps": 1},
+        "selfplay": {"opening_max_moves": 2, "max_plies": 20, "micro_batch": 4},
+        "trainer": {"accelerator": "cpu", "devices": 1, "enable_model_summary": False},
+        "eval": {"selection": SAMPLE, "tactics": SAMPLE, "mates": {"path": MATES}},
+        **over,
+    }
     path = tmp_path / "sweep.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path
@@ -43,7 +59,9 @@ def launches(monkeypatch):
 
     def fake(cmd, log_path, stop_after=None):
         calls.append(cmd)
-        argv = cmd[cmd.index("fit"):] + ([] if fake.stop_after is None else ["--trainer.max_steps", str(fake.stop_after)])
+        argv = cmd[cmd.index("fit") :] + (
+            [] if fake.stop_after is None else ["--trainer.max_steps", str(fake.stop_after)]
+        )
         (control.main if "pdx_lightning.supervised.control" in cmd else cli.main)(argv)
         return 0 if fake.stop_after is None else 1
 
@@ -64,8 +82,10 @@ def test_two_cell_sweep_writes_its_table_and_a_rerun_launches_no_fit(tmp_path, l
     assert len(launches.calls) == 2
     out = tmp_path / "out"
     doc = json.loads((out / "sweep.json").read_text())
-    assert [(c["name"], c["status"]) for c in doc["cells"]] == [("none-adaptive", "done"),
-                                                                ("forward_kl-adaptive-b0.01", "done")]
+    assert [(c["name"], c["status"]) for c in doc["cells"]] == [
+        ("none-adaptive", "done"),
+        ("forward_kl-adaptive-b0.01", "done"),
+    ]
     assert {(s["term"], s["beta"]) for s in doc["selected"]} == {("none", 0.0), ("forward_kl", 0.01)}
     table6 = (out / "table6.md").read_text()
     assert "| Forward-KL prior (ours) | adaptive | **" in table6 and "β=0.01" in table6
@@ -115,8 +135,9 @@ def test_train_only_trains_every_cell_once_and_a_later_run_only_evaluates(tmp_pa
     out = tmp_path / "out" / "cells"
     names = ["none-adaptive", "forward_kl-adaptive-b0.01"]
     assert len(launches.calls) == 2
-    assert all((out / n / "checkpoints" / "final.ckpt").is_file() and not (out / n / "result.json").exists()
-               for n in names)  # trained, not evaluated
+    assert all(
+        (out / n / "checkpoints" / "final.ckpt").is_file() and not (out / n / "result.json").exists() for n in names
+    )  # trained, not evaluated
     assert run_sweep("--config", str(cfg), "--train-only") == 0
     assert len(launches.calls) == 2  # trained cells are skipped
     assert run_sweep("--config", str(cfg)) == 0
@@ -133,7 +154,7 @@ def test_rescore_scores_every_model_again_on_a_topped_up_suite_without_training(
 
     tactics = tmp_path / "tactics.csv"
     rows = Path(SAMPLE).read_text().splitlines()
-    tactics.write_text("\n".join(rows[:4]) + "\n")   # 3 puzzles now, 6 after the top-up
+    tactics.write_text("\n".join(rows[:4]) + "\n")  # 3 puzzles now, 6 after the top-up
     cfg = write_config(tmp_path, eval={"selection": SAMPLE, "tactics": str(tactics)})
     assert run_sweep("--config", str(cfg)) == 0 and len(launches.calls) == 2
     out = tmp_path / "out"
@@ -143,11 +164,11 @@ def test_rescore_scores_every_model_again_on_a_topped_up_suite_without_training(
     ckpt = (cell / "checkpoints" / "final.ckpt").stat().st_mtime_ns
     (out / "recovery.json").write_text("{}")
     (out / "arena.json").write_text("{}")
-    shutil.copy(SAMPLE, tactics)                          # the top-up
-    assert run_sweep("--config", str(cfg)) == 0          # a plain rerun keeps the old scores
+    shutil.copy(SAMPLE, tactics)  # the top-up
+    assert run_sweep("--config", str(cfg)) == 0  # a plain rerun keeps the old scores
     assert n(cell / "eval.json") == 3
     assert run_sweep("--config", str(cfg), "--rescore") == 0
-    assert len(launches.calls) == 2                       # nothing trained again
+    assert len(launches.calls) == 2  # nothing trained again
     assert n(cell / "eval.json") == n(out / "base" / "eval.json") == 6
     assert json.loads((out / "sweep.json").read_text())["cells"][1]["status"] == "done"
     assert (cell / "checkpoints" / "final.ckpt").stat().st_mtime_ns == ckpt
@@ -156,12 +177,15 @@ def test_rescore_scores_every_model_again_on_a_topped_up_suite_without_training(
 
 def test_unknown_flags_go_to_every_fit_and_dry_run_launches_nothing(tmp_path, launches, capsys):
     cfg = write_config(tmp_path)
-    args = cli.build_parser().parse_args(["sweep", "--config", str(cfg), "--trainer.strategy", "ddp",
-                                          "--trainer.devices", "2", "--dry-run"])
+    args = cli.build_parser().parse_args(
+        ["sweep", "--config", str(cfg), "--trainer.strategy", "ddp", "--trainer.devices", "2", "--dry-run"]
+    )
     assert args.fit_args == ["--trainer.strategy", "ddp", "--trainer.devices", "2"] and args.dry_run
     assert command.run(args) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 2 and all(line.split()[1] == "train" and line.endswith("--trainer.devices 2") for line in lines)
+    assert len(lines) == 2 and all(
+        line.split()[1] == "train" and line.endswith("--trainer.devices 2") for line in lines
+    )
     assert launches.calls == [] and not (tmp_path / "out").exists()
     sep = cli.build_parser().parse_args(["sweep", "--config", "x", "--", "--model.c_v", "0.5"])
     assert sep.fit_args == ["--", "--model.c_v", "0.5"]  # run() drops the separator
@@ -213,7 +237,7 @@ def test_a_directory_locked_with_an_old_config_path_accepts_the_moved_config_and
     assert maia.fit_config == "conf/fit/maia.yaml"
     out = tmp_path / "out"
     out.mkdir()
-    lock.check_lock(replace(maia, fit_config="conf/maia.yaml"), out)   # the lock as the flat conf/ wrote it
+    lock.check_lock(replace(maia, fit_config="conf/maia.yaml"), out)  # the lock as the flat conf/ wrote it
     recorded = (out / lock.LOCK_FILE).read_text()
     lock.check_lock(maia, out)
     assert (out / lock.LOCK_FILE).read_text() == recorded and '"conf/maia.yaml"' in recorded
@@ -222,25 +246,42 @@ def test_a_directory_locked_with_an_old_config_path_accepts_the_moved_config_and
             lock.check_lock(replace(maia, fit_config=other), out)
 
 
-@pytest.mark.parametrize("over, message", [
-    ({"betas": [0.01], "bogus": 1, "bogus2": 2}, r"sweep.yaml: unknown key\(s\) \['bogus', 'bogus2'\]; valid keys: eval, "),
-    ({"eval": {"selection": SAMPLE, "hrad": SAMPLE}}, r"eval: unknown key\(s\) \['hrad'\]; valid keys: selection"),
-    ({"eval": {"selection": {"path": SAMPLE, "smaple": 3}}}, r"eval.selection: unknown key\(s\) \['smaple'\]"),
-    ({"eval": {"selection": SAMPLE, "tactics": {"path": SAMPLE, "smaple": 3}}},
-     r"eval.tactics: unknown key\(s\) \['smaple'\]; valid keys: path, sample, seed, rating_min"),
-    ({"arena": {"gmaes": 3}}, r"arena: unknown key\(s\) \['gmaes'\]; valid keys: games, base_games"),
-    ({"betas": [0.0]}, r"beta = 0 is the 'none' term"),
-    ({"terms": ["kl"]}, r"terms: expected one of none, entropy, reverse_kl, forward_kl, got kl"),
-    ({"temperatures": ["hot"]}, r"temperatures: expected one of adaptive, fixed, got hot"),
-    ({"steps": "many"}, r"steps: expected int, got many"),
-    ({"arena": {"games": "x"}}, r"arena.games: expected int, got x"),
-    ({"eval": {"selection": {"path": SAMPLE, "sample": "x"}}}, r"eval.selection.sample: expected int or null, got x"),
-    ({"analyses": {"run": ["coverge"]}}, r"analyses.run: expected one of coverage, diagnostics, recovery, got coverge"),
-    ({"selfplay": {"n_games": 8}}, r"selfplay: \['n_games'\] are set by the sweep"),
-    ({"control": {"enabled": True}}, r"control.enabled needs control.pool"),
-    ({"cells": ["forward_kl-fixed-*"]}, r"cells: \['forward_kl-fixed-\*'\] match no cell of the grid "
-                                        r"\['none-adaptive', 'forward_kl-adaptive-b0.01'\]"),
-])
+@pytest.mark.parametrize(
+    "over, message",
+    [
+        (
+            {"betas": [0.01], "bogus": 1, "bogus2": 2},
+            r"sweep.yaml: unknown key\(s\) \['bogus', 'bogus2'\]; valid keys: eval, ",
+        ),
+        ({"eval": {"selection": SAMPLE, "hrad": SAMPLE}}, r"eval: unknown key\(s\) \['hrad'\]; valid keys: selection"),
+        ({"eval": {"selection": {"path": SAMPLE, "smaple": 3}}}, r"eval.selection: unknown key\(s\) \['smaple'\]"),
+        (
+            {"eval": {"selection": SAMPLE, "tactics": {"path": SAMPLE, "smaple": 3}}},
+            r"eval.tactics: unknown key\(s\) \['smaple'\]; valid keys: path, sample, seed, rating_min",
+        ),
+        ({"arena": {"gmaes": 3}}, r"arena: unknown key\(s\) \['gmaes'\]; valid keys: games, base_games"),
+        ({"betas": [0.0]}, r"beta = 0 is the 'none' term"),
+        ({"terms": ["kl"]}, r"terms: expected one of none, entropy, reverse_kl, forward_kl, got kl"),
+        ({"temperatures": ["hot"]}, r"temperatures: expected one of adaptive, fixed, got hot"),
+        ({"steps": "many"}, r"steps: expected int, got many"),
+        ({"arena": {"games": "x"}}, r"arena.games: expected int, got x"),
+        (
+            {"eval": {"selection": {"path": SAMPLE, "sample": "x"}}},
+            r"eval.selection.sample: expected int or null, got x",
+        ),
+        (
+            {"analyses": {"run": ["coverge"]}},
+            r"analyses.run: expected one of coverage, diagnostics, recovery, got coverge",
+        ),
+        ({"selfplay": {"n_games": 8}}, r"selfplay: \['n_games'\] are set by the sweep"),
+        ({"control": {"enabled": True}}, r"control.enabled needs control.pool"),
+        (
+            {"cells": ["forward_kl-fixed-*"]},
+            r"cells: \['forward_kl-fixed-\*'\] match no cell of the grid "
+            r"\['none-adaptive', 'forward_kl-adaptive-b0.01'\]",
+        ),
+    ],
+)
 def test_sweep_yaml_errors_name_the_key(tmp_path, over, message):
     with pytest.raises(SweepConfigError, match=message) as err:
         load_config(write_config(tmp_path, **over))
@@ -264,8 +305,13 @@ def test_sweep_yaml_reads_pyyaml_exponents_and_suite_shorthand(tmp_path):
 
 def test_the_cells_mappings_pass_through_as_written(tmp_path):
     """model/selfplay/trainer/control.model go to the cells' LightningCLI configs unchanged (no YAML re-read)."""
-    cfg = load_config(write_config(tmp_path, model={"warmup_steps": 1, "note": "007", "flag": "yes"},
-                                   control={"model": {"lr_policy_head": "1e-2"}}))
+    cfg = load_config(
+        write_config(
+            tmp_path,
+            model={"warmup_steps": 1, "note": "007", "flag": "yes"},
+            control={"model": {"lr_policy_head": "1e-2"}},
+        )
+    )
     assert cfg.model == {"warmup_steps": 1, "note": "007", "flag": "yes"}
     assert cfg.control.model == {"lr_policy_head": "1e-2"}
 
@@ -276,15 +322,24 @@ def test_the_recorded_config_of_a_sweep_reads_back_as_the_same_config(tmp_path):
 
     from pdx_lightning.experiments.sweep.config import parse_config
 
-    cfg = load_config(write_config(tmp_path, arena={"games": 3}, analyses={"run": ["coverage"]},
-                                   control={"enabled": True, "pool": [POOL]}))
+    cfg = load_config(
+        write_config(
+            tmp_path, arena={"games": 3}, analyses={"run": ["coverage"]}, control={"enabled": True, "pool": [POOL]}
+        )
+    )
     assert parse_config(json.loads(json.dumps(asdict(cfg)))) == cfg
 
 
 def test_beta_star_is_the_best_selection_accuracy_then_p_star_then_smaller_beta():
     def cell(beta, acc, p):
-        return {"name": f"b{beta}", "kind": "rl", "term": "entropy", "temperature": "fixed", "beta": beta,
-                "selection": {"acc": acc, "p_star_geo": p}}
+        return {
+            "name": f"b{beta}",
+            "kind": "rl",
+            "term": "entropy",
+            "temperature": "fixed",
+            "beta": beta,
+            "selection": {"acc": acc, "p_star_geo": p},
+        }
 
     assert select([cell(0.1, 0.5, 0.2), cell(0.01, 0.6, 0.1), cell(1.0, 0.4, 0.9)])[0]["beta"] == 0.01
     assert select([cell(0.1, 0.6, 0.3), cell(0.01, 0.6, 0.2)])[0]["beta"] == 0.1
@@ -305,8 +360,9 @@ def test_control_refuses_a_pool_overlapping_the_evaluation_suites():
 
 
 def test_control_cell_trains_on_solver_moves_and_is_scored_like_a_cell(tmp_path, launches):
-    cfg = write_config(tmp_path, control={"enabled": True, "pool": [POOL], "model": {"warmup_steps": 1,
-                                                                                  "lr_policy_head": 1e-2}})
+    cfg = write_config(
+        tmp_path, control={"enabled": True, "pool": [POOL], "model": {"warmup_steps": 1, "lr_policy_head": 1e-2}}
+    )
     assert run_sweep("--config", str(cfg), "--control-only") == 0
     assert len(launches.calls) == 1 and "pdx_lightning.supervised.control" in launches.calls[0]
     d = tmp_path / "out" / "cells" / "control"
@@ -352,7 +408,7 @@ def finished_sweep(tmp_path: Path, monkeypatch, **config) -> tuple[Path, list]:
         (out / name).unlink(missing_ok=True)
     cfg = json.loads((out / "sweep.json").read_text())["config"]
     cfg.update(out=str(out), eval={"selection": SAMPLE}, control={"enabled": True, "pool": [POOL]}, **config)
-    (tmp_path / "s.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))   # mappings keep their order
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))  # mappings keep their order
     calls = []
 
     def fake(cmd, log_path):
@@ -366,29 +422,41 @@ def finished_sweep(tmp_path: Path, monkeypatch, **config) -> tuple[Path, list]:
 
 def test_stages_run_once_all_cells_are_done_and_no_stages_skips_them(tmp_path, monkeypatch):
     """Arena, sampled arena and analyses get the base, each arm's β* cell and the control, in that order."""
-    out, calls = finished_sweep(tmp_path, monkeypatch, base="random:tiny",
-                                arena={"games": 10, "base_games": 40, "sampled_games": 6},
-                                analyses={"run": ["diagnostics", "coverage"], "args": {"coverage": ["--depth", "3"]}})
+    out, calls = finished_sweep(
+        tmp_path,
+        monkeypatch,
+        base="random:tiny",
+        arena={"games": 10, "base_games": 40, "sampled_games": 6},
+        analyses={"run": ["diagnostics", "coverage"], "args": {"coverage": ["--depth", "3"]}},
+    )
     assert run_sweep("--config", str(tmp_path / "s.yaml"), "--no-stages") == 0 and calls == []
     assert run_sweep("--config", str(tmp_path / "s.yaml")) == 0
-    assert [c[3:5] for c in calls] == [["arena", "--model"], ["arena", "--model"], ["eval", "diagnostics"],
-                                       ["eval", "coverage"]]
+    assert [c[3:5] for c in calls] == [
+        ["arena", "--model"],
+        ["arena", "--model"],
+        ["eval", "diagnostics"],
+        ["eval", "coverage"],
+    ]
     doc = json.loads((out / "sweep.json").read_text())
     chosen = [s["cell"] for s in doc["selected"]]
     labels = [c[i + 1] for c in calls[:1] for i, a in enumerate(c) if a == "--label"]
     assert labels == ["base", *chosen, "control"] and calls[0][calls[0].index("--model") + 1] == "random:tiny"
     arena = calls[0]
     assert arena[arena.index("--games") + 1] == "10" and arena[arena.index("--base-games") + 1] == "40"
-    assert "--quiet" not in arena   # the stage's log keeps the progress lines
+    assert "--quiet" not in arena  # the stage's log keeps the progress lines
     sampled = calls[1]
-    temps = sampled[sampled.index("--temperature") + 1: sampled.index("--games")]
+    temps = sampled[sampled.index("--temperature") + 1 : sampled.index("--games")]
     cells = {c["name"]: c for c in doc["cells"]}
     assert temps == ["1", "adaptive", *["adaptive" if cells[n]["temperature"] == "adaptive" else "1" for n in chosen]]
     cov = calls[3]
     plays = [cov[i + 1] for i, a in enumerate(cov) if a == "--play"]
     assert plays == ["raw", "adaptive", *["auto"] * len(chosen)] and cov[cov.index("--depth") + 1] == "3"
-    assert doc["files"] == {"arena": "arena.json", "arena_sampled": "arena_sampled.json",
-                            "coverage": "coverage.json", "diagnostics": "diagnostics.json"}
+    assert doc["files"] == {
+        "arena": "arena.json",
+        "arena_sampled": "arena_sampled.json",
+        "coverage": "coverage.json",
+        "diagnostics": "diagnostics.json",
+    }
     calls.clear()
     assert run_sweep("--config", str(tmp_path / "s.yaml")) == 0 and calls == []  # their JSON exists
 
@@ -396,32 +464,44 @@ def test_stages_run_once_all_cells_are_done_and_no_stages_skips_them(tmp_path, m
 def test_arena_of_every_cell_with_anchors_and_the_base_file(tmp_path, monkeypatch):
     """arena.models: all puts every RL cell in the argmax arena (not only each arm's β*), then the control,
     then the anchors; {base_file} becomes the base's resolved file; the sampled arena has no anchors."""
-    out, calls = finished_sweep(tmp_path, monkeypatch, base="base:small", analyses=None,
-                                arena={"games": 2, "base_games": 4, "sampled_games": 2, "models": "all",
-                                       "anchors": {"sf1": "sf:nodes=1",
-                                                   "same": f"uci:{sys.executable} --weights={{base_file}}"}})
+    out, calls = finished_sweep(
+        tmp_path,
+        monkeypatch,
+        base="base:small",
+        analyses=None,
+        arena={
+            "games": 2,
+            "base_games": 4,
+            "sampled_games": 2,
+            "models": "all",
+            "anchors": {"sf1": "sf:nodes=1", "same": f"uci:{sys.executable} --weights={{base_file}}"},
+        },
+    )
     assert run_sweep("--config", str(tmp_path / "s.yaml")) == 0
     doc = json.loads((out / "sweep.json").read_text())
     rl = [c["name"] for c in doc["cells"] if c["kind"] == "rl"]
-    assert len(rl) > len(doc["selected"])                # more than the β* cells
+    assert len(rl) > len(doc["selected"])  # more than the β* cells
     argmax, sampled = calls
     labels = [argmax[i + 1] for i, a in enumerate(argmax) if a == "--label"]
     models = [argmax[i + 1] for i, a in enumerate(argmax) if a == "--model"]
     assert labels == ["base", *rl, "control", "sf1", "same"]
     from pdx_lightning.nets import resolve_model_path
+
     assert models[-2:] == ["sf:nodes=1", f"uci:{sys.executable} --weights={resolve_model_path('base:small')}"]
     assert "sf1" not in sampled and "same" not in sampled
 
 
 def test_arena_anchors_that_cannot_run_fail_before_any_training(tmp_path, launches):
-    cfg = write_config(tmp_path, arena={"anchors": {"gone": "uci:/nonexistent/lc0 --threads=1",
-                                                    "file": "uci:lc0 --weights={base_file}"}})
+    cfg = write_config(
+        tmp_path,
+        arena={"anchors": {"gone": "uci:/nonexistent/lc0 --threads=1", "file": "uci:lc0 --weights={base_file}"}},
+    )
     with pytest.raises(SweepConfigError) as err:
         run_sweep("--config", str(cfg))
     assert "arena anchor 'gone': command ['/nonexistent/lc0'] not found" in str(err.value)
-    assert "arena anchor 'file'" in str(err.value) and "has no file" in str(err.value)   # base random:tiny
+    assert "arena anchor 'file'" in str(err.value) and "has no file" in str(err.value)  # base random:tiny
     assert launches.calls == []
-    assert run_sweep("--config", str(cfg), "--train-only") == 0   # training does not need the arena
+    assert run_sweep("--config", str(cfg), "--train-only") == 0  # training does not need the arena
 
 
 def test_only_selects_cells_by_name(tmp_path, capsys):
@@ -432,20 +512,38 @@ def test_only_selects_cells_by_name(tmp_path, capsys):
 
 def test_the_cells_key_picks_cells_of_the_grid_and_keeps_the_control(tmp_path, capsys):
     """conf/sweep/maia.yaml's shape: a grid, then name globs choosing cells of it (plan order)."""
-    cfg = write_config(tmp_path, terms=["none", "entropy", "forward_kl"], temperatures=["adaptive", "fixed"],
-                       betas=[1e-3, 1e-2], cells=["forward_kl-adaptive-*", "*-b0.01", "none-fixed"],
-                       control={"enabled": True, "pool": [POOL]})
+    cfg = write_config(
+        tmp_path,
+        terms=["none", "entropy", "forward_kl"],
+        temperatures=["adaptive", "fixed"],
+        betas=[1e-3, 1e-2],
+        cells=["forward_kl-adaptive-*", "*-b0.01", "none-fixed"],
+        control={"enabled": True, "pool": [POOL]},
+    )
     assert run_sweep("--config", str(cfg), "--dry-run") == 0
     assert [line.split()[0] for line in capsys.readouterr().out.splitlines()] == [
-        "none-fixed", "entropy-adaptive-b0.01", "entropy-fixed-b0.01", "forward_kl-adaptive-b0.001",
-        "forward_kl-adaptive-b0.01", "forward_kl-fixed-b0.01", "control"]
+        "none-fixed",
+        "entropy-adaptive-b0.01",
+        "entropy-fixed-b0.01",
+        "forward_kl-adaptive-b0.001",
+        "forward_kl-adaptive-b0.01",
+        "forward_kl-fixed-b0.01",
+        "control",
+    ]
 
 
 def test_the_shipped_maia_sweep_plans_the_issue_cells():
     cfg = load_config(Path(__file__).parents[2] / "conf" / "sweep" / "maia.yaml")
     assert [c.name for c in plan(cfg)] == [
-        "none-adaptive", "entropy-adaptive-b0.01", "reverse_kl-adaptive-b0.01", "forward_kl-adaptive-b0.001",
-        "forward_kl-adaptive-b0.01", "forward_kl-adaptive-b0.1", "forward_kl-fixed-b0.01", "control"]
+        "none-adaptive",
+        "entropy-adaptive-b0.01",
+        "reverse_kl-adaptive-b0.01",
+        "forward_kl-adaptive-b0.001",
+        "forward_kl-adaptive-b0.01",
+        "forward_kl-adaptive-b0.1",
+        "forward_kl-fixed-b0.01",
+        "control",
+    ]
     assert (cfg.steps, cfg.games, cfg.base) == (2000, 128, "base:maia-1900")
 
 
@@ -457,7 +555,11 @@ def test_the_distilled_maia_sweep_plans_the_four_arms_on_the_recipe_output():
     conf = Path(__file__).parents[2] / "conf"
     cfg, maia = load_config(conf / "sweep" / "maia_distilled.yaml"), load_config(conf / "sweep" / "maia.yaml")
     assert [c.name for c in plan(cfg)] == [
-        "none-adaptive", "entropy-adaptive-b0.01", "reverse_kl-adaptive-b0.01", "forward_kl-adaptive-b0.01"]
+        "none-adaptive",
+        "entropy-adaptive-b0.01",
+        "reverse_kl-adaptive-b0.01",
+        "forward_kl-adaptive-b0.01",
+    ]
     assert cfg.base == yaml.safe_load((conf / "pretrain" / "maia.yaml").read_text())["model"]["export"]
     assert (cfg.steps, cfg.games, cfg.fit_config, cfg.eval) == (maia.steps, maia.games, maia.fit_config, maia.eval)
 
@@ -474,18 +576,25 @@ def test_missing_suites_or_base_fail_before_any_training(tmp_path, launches):
 
 def test_pdx_sweep_accepts_an_existing_output_directory(tmp_path, capsys):
     (tmp_path / "runs").mkdir()  # resuming a sweep: --out already exists
-    assert cli.main(["sweep", "--config", str(write_config(tmp_path)), "--out", str(tmp_path / "runs"), "--dry-run"]) == 0
+    assert (
+        cli.main(["sweep", "--config", str(write_config(tmp_path)), "--out", str(tmp_path / "runs"), "--dry-run"]) == 0
+    )
     assert str(tmp_path / "runs" / "cells" / "none-adaptive" / "fit.yaml") in capsys.readouterr().out
 
 
 # ---------------------------------------------------------------- seeds: replicates of every RL cell
 
+
 def test_seeds_replicate_every_rl_cell_the_first_seed_keeping_the_plain_names(tmp_path):
     cfg = load_config(write_config(tmp_path, seed=3, seeds=[3, 1], control={"enabled": True, "pool": [SAMPLE]}))
     cells = plan(cfg)
     assert [(c.name, c.seed) for c in cells] == [
-        ("none-adaptive", 3), ("forward_kl-adaptive-b0.01", 3),
-        ("none-adaptive-s1", 1), ("forward_kl-adaptive-b0.01-s1", 1), ("control", 3)]
+        ("none-adaptive", 3),
+        ("forward_kl-adaptive-b0.01", 3),
+        ("none-adaptive-s1", 1),
+        ("forward_kl-adaptive-b0.01-s1", 1),
+        ("control", 3),
+    ]
     by_name = {c.name: c for c in cells}
     doc = train.fit_config(cfg, by_name["forward_kl-adaptive-b0.01-s1"], tmp_path / "c")
     assert (doc["seed_everything"], doc["model"]["selfplay"]["seed"]) == (1, 1)
@@ -493,15 +602,22 @@ def test_seeds_replicate_every_rl_cell_the_first_seed_keeping_the_plain_names(tm
     assert train.fit_config(cfg, by_name["control"], tmp_path / "c")["model"]["seed"] == 3
     # without seeds: one seed, the plan of before
     assert [(c.name, c.seed) for c in plan(load_config(write_config(tmp_path, seed=3)))] == [
-        ("none-adaptive", 3), ("forward_kl-adaptive-b0.01", 3)]
+        ("none-adaptive", 3),
+        ("forward_kl-adaptive-b0.01", 3),
+    ]
     # cell globs see the suffixed names
     only_s1 = load_config(write_config(tmp_path, seeds=[0, 1], cells=["*-s1"]))
     assert [c.name for c in plan(only_s1)] == ["none-adaptive-s1", "forward_kl-adaptive-b0.01-s1"]
 
 
-@pytest.mark.parametrize("seeds, match", [([1, 0], r"first seed \(1\) must be `seed` \(0\)"),
-                                          ([0, 0], r"distinct seeds >= 0, got \[0, 0\]"),
-                                          ([], r"distinct seeds")])
+@pytest.mark.parametrize(
+    "seeds, match",
+    [
+        ([1, 0], r"first seed \(1\) must be `seed` \(0\)"),
+        ([0, 0], r"distinct seeds >= 0, got \[0, 0\]"),
+        ([], r"distinct seeds"),
+    ],
+)
 def test_bad_seeds_are_one_line_errors_naming_the_file(tmp_path, seeds, match):
     with pytest.raises(SweepConfigError, match=rf"sweep.yaml: seeds: .*{match}"):
         load_config(write_config(tmp_path, seeds=seeds))
@@ -509,8 +625,15 @@ def test_bad_seeds_are_one_line_errors_naming_the_file(tmp_path, seeds, match):
 
 def test_beta_star_is_chosen_on_the_first_seed_only():
     def row(name, beta, acc, seed):
-        return {"name": name, "kind": "rl", "term": "forward_kl", "temperature": "adaptive", "beta": beta,
-                "seed": seed, "selection": {"acc": acc, "p_star_geo": 0.1}}
+        return {
+            "name": name,
+            "kind": "rl",
+            "term": "forward_kl",
+            "temperature": "adaptive",
+            "beta": beta,
+            "seed": seed,
+            "selection": {"acc": acc, "p_star_geo": 0.1},
+        }
 
     rows = [row("a", 0.01, 0.5, 0), row("b", 0.1, 0.4, 0), row("b-s1", 0.1, 0.9, 1)]
     assert [s["cell"] for s in select(rows, seed=0)] == ["a"]
@@ -521,8 +644,9 @@ def test_humans_stage_scores_the_base_then_the_cells_and_the_control(tmp_path, m
     """analyses.humans on a finished sweep: one `pdx eval humans` with the base first (the pairings'
     baseline), each arm's β* cell and the control, labelled as the report's rows know them, plus its flags."""
     games = str(FIX / "lichess_games_20.pgn")
-    out, calls = finished_sweep(tmp_path, monkeypatch, base="random:tiny",
-                                analyses={"humans": ["--pgn", games, "--max-games", "2"]})
+    out, calls = finished_sweep(
+        tmp_path, monkeypatch, base="random:tiny", analyses={"humans": ["--pgn", games, "--max-games", "2"]}
+    )
     assert run_sweep("--config", str(tmp_path / "s.yaml")) == 0
     (call,) = calls
     doc = json.loads((out / "sweep.json").read_text())

@@ -1,5 +1,6 @@
 """conf/sweep/maia_seeds.yaml (issue 31): three seeds of the four arms in sweep_maia's directory, the real
 Lichess puzzles as score-only suites outside the lock, and an opening suite for 1,000 games per cell."""
+
 from dataclasses import replace
 from pathlib import Path
 
@@ -21,20 +22,31 @@ def test_the_seeds_sweep_plans_twelve_cells_with_the_maia_sweeps_locked_settings
     arms = ["none-adaptive", "entropy-adaptive-b0.01", "reverse_kl-adaptive-b0.01", "forward_kl-adaptive-b0.01"]
     cells = plan(cfg)
     assert [(c.name, c.seed) for c in cells] == [
-        *[(a, 0) for a in arms], *[(f"{a}-s1", 1) for a in arms], *[(f"{a}-s2", 2) for a in arms], ("control", 0)]
+        *[(a, 0) for a in arms],
+        *[(f"{a}-s1", 1) for a in arms],
+        *[(f"{a}-s2", 2) for a in arms],
+        ("control", 0),
+    ]
     assert {(c.term, c.temperature, c.beta) for c in cells if c.kind == "rl"} == {
-        ("none", "adaptive", 0.0), *((t, "adaptive", 0.01) for t in ("entropy", "reverse_kl", "forward_kl"))}
+        ("none", "adaptive", 0.0),
+        *((t, "adaptive", 0.01) for t in ("entropy", "reverse_kl", "forward_kl")),
+    }
     # the seed-0 cells are sweep_maia's cells of the same names, trained under the same locked settings
     assert {c.name for c in cells if c.seed == 0} <= {c.name for c in plan(maia)}
     assert lock.locked_settings(cfg) == lock.locked_settings(maia) and cfg.out == maia.out
     out = tmp_path / "runs"
     out.mkdir()
     lock.check_lock(maia, out)  # sweep_maia trained there first
-    lock.check_lock(cfg, out)   # the seeds sweep is accepted in the same directory
+    lock.check_lock(cfg, out)  # the seeds sweep is accepted in the same directory
     assert cfg.eval.real == SuiteSpec(path=["data/lichess/puzzles_random_2k.csv", "data/lichess/puzzles_lila_seed.csv"])
     assert cfg.eval.real_hard == replace(cfg.eval.real, rating_min=2000)
     a = cfg.arena
-    assert (a.base_games, a.models, a.anchors, a.sampled_games) == (1000, "all", maia.arena.anchors, maia.arena.sampled_games)
+    assert (a.base_games, a.models, a.anchors, a.sampled_games) == (
+        1000,
+        "all",
+        maia.arena.anchors,
+        maia.arena.sampled_games,
+    )
     assert len(load_openings(ROOT / a.openings)) >= a.base_games // 2 >= 500
 
 
@@ -52,8 +64,11 @@ def test_the_real_roles_are_outside_the_lock_and_every_other_suite_change_is_ref
 
 def test_real_roles_read_like_the_other_suites(tmp_path):
     path = tmp_path / "s.yaml"
-    path.write_text(yaml.safe_dump({"eval": {"selection": "a.csv", "real": "r.csv",
-                                             "real_hard": {"path": "r.csv", "rating_min": 2000}}}))
+    path.write_text(
+        yaml.safe_dump(
+            {"eval": {"selection": "a.csv", "real": "r.csv", "real_hard": {"path": "r.csv", "rating_min": 2000}}}
+        )
+    )
     cfg = load_config(path)
     assert list(cfg.eval.specs()) == ["selection", "real", "real_hard"]
     assert cfg.eval.real == SuiteSpec(path=["r.csv"]) and cfg.eval.real_hard.rating_min == 2000

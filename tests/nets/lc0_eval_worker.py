@@ -6,6 +6,7 @@ Run by tests/nets/test_lc0_oracle.py with the Python of the venv holding the att
 ...]}`` as JSON on stdin, writes a JSON list with, per position, Lc0's legal moves (its names), raw
 policy logits aligned with them, and q, d, m.
 """
+
 import json
 import sys
 
@@ -18,10 +19,17 @@ def main() -> None:
     states = [lb.GameState(fen=fen, moves=moves) for fen, moves in job["positions"]]
     out = []
     for i in range(0, len(states), 256):
-        chunk = states[i:i + 256]
+        chunk = states[i : i + 256]
         for g, o in zip(chunk, backend.evaluate(*[g.as_input(backend) for g in chunk])):
-            out.append({"moves": list(g.moves()), "p_raw": list(o.p_raw(*g.policy_indices())),
-                        "q": o.q(), "d": o.d(), "m": o.m()})
+            out.append(
+                {
+                    "moves": list(g.moves()),
+                    "p_raw": list(o.p_raw(*g.policy_indices())),
+                    "q": o.q(),
+                    "d": o.d(),
+                    "m": o.m(),
+                }
+            )
     json.dump(out, sys.stdout)
 
 

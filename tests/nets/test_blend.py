@@ -1,6 +1,7 @@
 """Network arithmetic (issue 30 item 6): θ_α = (1 − α)·θ_A + α·θ_B, by hand, on real tiny networks of
 both families, through ``pdx export network`` and ``pdx export lc0`` (files that load, evaluate and play in
 ``pdx arena``), and the one-line refusals."""
+
 from __future__ import annotations
 
 import chess
@@ -25,18 +26,25 @@ def _boards():
     return out
 
 
-@pytest.mark.parametrize("alpha, expect", [(0.0, [1.0, 2.0, -4.0]), (1.0, [3.0, -2.0, -4.0]),
-                                           (0.5, [2.0, 0.0, -4.0]), (2.0, [5.0, -6.0, -4.0]),
-                                           (-1.0, [-1.0, 6.0, -4.0])])
+@pytest.mark.parametrize(
+    "alpha, expect",
+    [
+        (0.0, [1.0, 2.0, -4.0]),
+        (1.0, [3.0, -2.0, -4.0]),
+        (0.5, [2.0, 0.0, -4.0]),
+        (2.0, [5.0, -6.0, -4.0]),
+        (-1.0, [-1.0, 6.0, -4.0]),
+    ],
+)
 def test_blend_state_dicts_hand(alpha, expect):
     # A = (1, 2, −4), B = (3, −2, −4): (1 − α)A + αB; α = 2 is 2B − A = (5, −6, −4), α = −1 is
     # 2A − B = (−1, 6, −4); where A and B agree (−4) every α keeps the value exactly
     a = {"w": torch.tensor([1.0, 2.0, -4.0]), "index": torch.tensor([3, 1, 2])}
     b = {"w": torch.tensor([3.0, -2.0, -4.0]), "index": torch.tensor([3, 1, 2])}
     out = blend_state_dicts(a, b, alpha)
-    assert out["w"].tolist() == expect                                  # exact: these are float32 sums
+    assert out["w"].tolist() == expect  # exact: these are float32 sums
     assert torch.equal(out["index"], a["index"]) and out["index"].dtype == torch.int64
-    assert a["w"].tolist() == [1.0, 2.0, -4.0]                          # inputs untouched
+    assert a["w"].tolist() == [1.0, 2.0, -4.0]  # inputs untouched
 
 
 @pytest.mark.parametrize("preset", ["tiny", "classic-tiny"])
@@ -56,7 +64,7 @@ def test_blend_networks_of_each_family_is_the_interpolation_of_every_tensor_and_
             end = a if alpha == 0.0 else b
             assert all(torch.equal(t, end.state_dict()[k]) for k, t in net.state_dict().items())
             assert torch.equal(logp, evaluate_boards(end, boards)[0])
-    assert all(torch.equal(t, sa[k]) for k, t in a.state_dict().items())   # A and B left as they were
+    assert all(torch.equal(t, sa[k]) for k, t in a.state_dict().items())  # A and B left as they were
     # the midpoint's outputs are neither end's
     mid = evaluate_boards(blend_networks(a, b, 0.5), boards)[1]
     assert (mid - evaluate_boards(a, boards)[1]).abs().max() > 1e-4
@@ -91,25 +99,74 @@ def test_export_network_writes_a_blend_that_loads_evaluates_and_plays_in_the_are
     ladder = []
     for alpha in (0.5, 2.0):
         out = tmp_path / f"blend_{alpha}.pt"
-        assert pdx(["export", "network", "--model", "random:tiny:0", "--blend", "random:tiny:1",
-                    "--alpha", str(alpha), "--out", str(out)]) == 0
+        assert (
+            pdx(
+                [
+                    "export",
+                    "network",
+                    "--model",
+                    "random:tiny:0",
+                    "--blend",
+                    "random:tiny:1",
+                    "--alpha",
+                    str(alpha),
+                    "--out",
+                    str(out),
+                ]
+            )
+            == 0
+        )
         assert f"wrote {out}" in capsys.readouterr().out
         net = load_model(str(out))
         expect = blend_networks(a, b, alpha)
         assert all(torch.equal(t, expect.state_dict()[k]) for k, t in net.state_dict().items())  # lossless
         assert torch.equal(evaluate_boards(net, boards)[0], evaluate_boards(expect, boards)[0])
-        assert torch.load(out, weights_only=True)["meta"] == {"source": "random:tiny:0", "weights": "ema",
-                                                              "blend": "random:tiny:1", "alpha": alpha}
+        assert torch.load(out, weights_only=True)["meta"] == {
+            "source": "random:tiny:0",
+            "weights": "ema",
+            "blend": "random:tiny:1",
+            "alpha": alpha,
+        }
         ladder.append(str(out))
-    rc = pdx(["arena", "--model", "random:tiny:0", *(a for p in ladder for a in ("--model", p)),
-              "--games", "2", "--max-plies", "16", "--quiet", "--json", str(tmp_path / "arena.json")])
+    rc = pdx(
+        [
+            "arena",
+            "--model",
+            "random:tiny:0",
+            *(a for p in ladder for a in ("--model", p)),
+            "--games",
+            "2",
+            "--max-plies",
+            "16",
+            "--quiet",
+            "--json",
+            str(tmp_path / "arena.json"),
+        ]
+    )
     assert rc == 0 and (tmp_path / "arena.json").stat().st_size > 0
 
 
 def test_export_lc0_writes_a_blend_lc0_reads_back_exactly(tmp_path, capsys):
     out = tmp_path / "blend.pb.gz"
-    assert pdx(["export", "lc0", "--model", "random:classic-tiny:0", "--blend", "random:classic-tiny:1",
-                "--alpha", "-1", "--encoding", "float32", "--out", str(out)]) == 0
+    assert (
+        pdx(
+            [
+                "export",
+                "lc0",
+                "--model",
+                "random:classic-tiny:0",
+                "--blend",
+                "random:classic-tiny:1",
+                "--alpha",
+                "-1",
+                "--encoding",
+                "float32",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "(1 - α)·A + α·B, A = random:classic-tiny:0, B = random:classic-tiny:1, α = -1" in printed
     expect = blend_networks(load_model("random:classic-tiny:0"), load_model("random:classic-tiny:1"), -1.0)

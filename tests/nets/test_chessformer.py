@@ -2,9 +2,9 @@ import pytest
 import torch
 
 from pdx_lightning.chesscore.moves import POLICY_SIZE, legal_mask
+from pdx_lightning.chesscore.policy import masked_log_softmax
 from pdx_lightning.nets import ModelLoadError, load_model, save_network
 from pdx_lightning.nets.chessformer import PRESETS, Chessformer, ModelConfig, count_params
-from pdx_lightning.chesscore.policy import masked_log_softmax
 
 # Stated parameter counts (the README's preset table quotes these).
 EXPECTED_PARAMS = {"tiny": 115_859, "small": 468_131, "bt4": 184_958_851}
@@ -33,7 +33,9 @@ def test_bad_configs_are_rejected():
 
 def test_masked_policy_puts_zero_mass_on_illegal_moves():
     import chess
+
     from pdx_lightning.chesscore.encoding import encode_boards
+
     model = load_model("random:tiny")
     boards = [chess.Board(), chess.Board("8/P6k/8/8/8/8/7K/8 w - - 0 1")]
     out = model(torch.from_numpy(encode_boards(boards)))
@@ -63,6 +65,7 @@ def test_loading_refuses_pickled_payloads(tmp_path):
     class Evil:
         def __reduce__(self):
             return (print, ("pwned",))
+
     torch.save({"format": "pdx_network/1", "payload": Evil()}, tmp_path / "evil.pt")
     with pytest.raises(ModelLoadError, match="weights_only"):
         load_model(str(tmp_path / "evil.pt"))

@@ -1,6 +1,7 @@
 """Lc0 interoperability (pdx_lightning.nets.lc0): the weight file both ways, the policy
 layouts, bad files, and an independent reader (chessformer_lens, its own .pb.gz decoder,
 plane encoder, BT4 model and move vocabulary) agreeing with us on 100 positions."""
+
 import gzip
 import random
 from dataclasses import replace
@@ -77,13 +78,37 @@ def _positions(n=100, seed=0) -> tuple[chess.Board, ...]:
 
 # ---------------------------------------------------------------- policy layouts
 
+
 def test_attention_to_1858_map_matches_lc0_kattnpolicymap():
     m = lc0.ATTN_TO_1858
     assert m.shape == (4288,) and sorted(m[m >= 0].tolist()) == list(range(1858))
     # entries of Lc0's src/neural/tables/attention_policy_map.h (kAttnPolicyMap)
-    lc0_entries = {0: -1, 1: 0, 7: 6, 8: 7, 10: 9, 11: -1, 16: 10, 18: 12, 27: 14, 63: 22, 64: 23, 65: -1, 66: 24,
-                   4094: 1791, 4095: -1, 4096: 1792, 4101: 1797, 4102: -1, 4119: -1, 4120: 1798, 4128: 1806,
-                   4129: -1, 4282: 1852, 4287: 1857}
+    lc0_entries = {
+        0: -1,
+        1: 0,
+        7: 6,
+        8: 7,
+        10: 9,
+        11: -1,
+        16: 10,
+        18: 12,
+        27: 14,
+        63: 22,
+        64: 23,
+        65: -1,
+        66: 24,
+        4094: 1791,
+        4095: -1,
+        4096: 1792,
+        4101: 1797,
+        4102: -1,
+        4119: -1,
+        4120: 1798,
+        4128: 1806,
+        4129: -1,
+        4282: 1852,
+        4287: 1857,
+    }
     assert {k: int(m[k]) for k in lc0_entries} == lc0_entries
     names = lc0.lc0_1858_moves()
     assert names[:8] == ["a1b1", "a1c1", "a1d1", "a1e1", "a1f1", "a1g1", "a1h1", "a1a2"]
@@ -109,10 +134,12 @@ def test_king_takes_rook_castling_is_swapped_into_our_slots_for_both_colours():
         b = chess.Board(fen)
         x = torch.from_numpy(encode_boards([b]))
         with torch.no_grad():
-            internal = model.policy_head(model.body(x))   # Lc0's layout: castling on e1h1 / e1a1
+            internal = model.policy_head(model.body(x))  # Lc0's layout: castling on e1h1 / e1a1
             ours = model(x).policy
-        for mv, rook_sq in ((chess.Move.from_uci("e1g1" if b.turn else "e8g8"), 4 * 64 + 7),
-                            (chess.Move.from_uci("e1c1" if b.turn else "e8c8"), 4 * 64 + 0)):
+        for mv, rook_sq in (
+            (chess.Move.from_uci("e1g1" if b.turn else "e8g8"), 4 * 64 + 7),
+            (chess.Move.from_uci("e1c1" if b.turn else "e8c8"), 4 * 64 + 0),
+        ):
             assert b.is_castling(mv)
             assert ours[0, move_to_index(mv, b.turn)] == internal[0, rook_sq]
         assert torch.equal(castling_to_ours(castling_to_ours(internal, x), x), internal)
@@ -123,11 +150,12 @@ def test_king_takes_rook_castling_is_swapped_into_our_slots_for_both_colours():
 
 # ---------------------------------------------------------------- the weight file
 
+
 def test_layer_encodings_decode_by_hand():
     layer = P.Layer(min_val=-1.0, max_val=3.0, params=np.array([0, 0xFFFF, 0x8000], "<u2").tobytes())
     # LINEAR16 is the default when `encoding` is absent
     assert torch.equal(F.decode_layer(layer), torch.tensor([-1.0, 3.0, np.float32(0x8000 / 0xFFFF * 4 - 1)]))
-    half = P.Layer(encoding=P.FLOAT16, params=np.array([0x3C00, 0xC000], "<u2").tobytes())   # 1.0, -2.0
+    half = P.Layer(encoding=P.FLOAT16, params=np.array([0x3C00, 0xC000], "<u2").tobytes())  # 1.0, -2.0
     bf16 = P.Layer(encoding=P.BFLOAT16, params=np.array([0x3F80, 0x4040], "<u2").tobytes())  # 1.0, 3.0
     f32 = P.Layer(encoding=P.FLOAT32, params=np.array([0.1, -7.5], "<f4").tobytes())
     assert F.decode_layer(half).tolist() == [1.0, -2.0] and F.decode_layer(bf16).tolist() == [1.0, 3.0]
@@ -164,9 +192,10 @@ def test_sixteen_bit_exports_import_as_the_encoded_values(tmp_path, encoding):
     lc0.export_lc0(model, tmp_path / "net.pb.gz", encoding=encoding)
     again = lc0.load_lc0(tmp_path / "net.pb.gz")
     for k, v in model.state_dict().items():
-        if ".qkv." in k:                    # Q, K and V are separate Lc0 layers
-            expect = torch.cat([F.decode_layer(F.encode_layer(c, P.ENCODINGS[encoding])).reshape(c.shape)
-                                for c in v.chunk(3)])
+        if ".qkv." in k:  # Q, K and V are separate Lc0 layers
+            expect = torch.cat(
+                [F.decode_layer(F.encode_layer(c, P.ENCODINGS[encoding])).reshape(c.shape) for c in v.chunk(3)]
+            )
         else:
             expect = F.decode_layer(F.encode_layer(v.t() if k.startswith("gate_") else v, P.ENCODINGS[encoding]))
             expect = expect.reshape(v.t().shape).t() if k.startswith("gate_") else expect.reshape(v.shape)
@@ -174,10 +203,10 @@ def test_sixteen_bit_exports_import_as_the_encoded_values(tmp_path, encoding):
 
 
 def test_rule50_scaling_is_folded_into_the_embedding(tmp_path):
-    model = _random_lc0_net()                      # rule50_scale = 1/99, as our CPU presets
+    model = _random_lc0_net()  # rule50_scale = 1/99, as our CPU presets
     lc0.export_lc0(model, tmp_path / "net.pb.gz", encoding="float32")
     again = lc0.load_lc0(tmp_path / "net.pb.gz")
-    assert again.cfg.rule50_scale == 1.0           # Lc0 feeds the raw count
+    assert again.cfg.rule50_scale == 1.0  # Lc0 feeds the raw count
     x = torch.from_numpy(encode_boards(_positions()[:8]))
     assert x[:, 109].max() > 1
     with torch.no_grad():
@@ -190,14 +219,20 @@ def test_pe_map_t82_style_networks_round_trip(tmp_path):
     again = lc0.load_lc0(tmp_path / "t82.pb.gz")
     assert again.cfg.input_posenc and not again.cfg.embed_ln and again.cfg.ln_eps == 1e-6
     assert all(torch.equal(v, again.state_dict()[k]) for k, v in model.state_dict().items())
-    table = lc0_position_table()   # rows 0 and 1 of Lc0's kPosEncoding (attention_policy_map.h)
+    table = lc0_position_table()  # rows 0 and 1 of Lc0's kPosEncoding (attention_policy_map.h)
     assert table[0, :24].tolist() == [-1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0]
     assert table[1, :24].tolist() == [1, -1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0]
 
 
-@pytest.mark.parametrize("cfg", [ModelConfig.from_name("bt4"), lc0.lc0_style(ModelConfig.from_name("tiny")),
-                                 lc0.lc0_style(ModelConfig.from_name("tiny", moves_left_dim=4), "pe_map")],
-                         ids=["bt4", "tiny-pe_dense", "tiny-pe_map"])
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        ModelConfig.from_name("bt4"),
+        lc0.lc0_style(ModelConfig.from_name("tiny")),
+        lc0.lc0_style(ModelConfig.from_name("tiny", moves_left_dim=4), "pe_map"),
+    ],
+    ids=["bt4", "tiny-pe_dense", "tiny-pe_map"],
+)
 def test_every_tensor_has_exactly_one_lc0_field(cfg):
     assert lc0.lc0_export_problems(cfg) == []
     with torch.device("meta"):
@@ -209,7 +244,7 @@ def test_every_tensor_has_exactly_one_lc0_field(cfg):
     weights = P.Net().weights
     for _ in range(cfg.n_layers):
         weights.encoder.add()
-    for path, _, _ in table:   # every path names a net.proto Layer (an unknown name raises)
+    for path, _, _ in table:  # every path names a net.proto Layer (an unknown name raises)
         assert F.resolve(weights, path, create=True).DESCRIPTOR.name == "Layer"
 
 
@@ -234,11 +269,19 @@ def test_load_model_and_pdx_module_accept_a_pb_gz_base(tmp_path):
 
 # ---------------------------------------------------------------- what Lc0 cannot express
 
+
 def test_export_refuses_what_lc0_cannot_express_and_names_it(tmp_path):
     with pytest.raises(lc0.Lc0ExportError) as e:
         lc0.export_lc0(load_model("random:tiny"), tmp_path / "x.pb.gz")
-    for what in ("activation='silu'", "value_pool='mean'", "deepnorm='scale_skip'", "promo_offsets_scaled",
-                 "input embedding", "smolgen_ln_eps", "policy_castling='king_to'"):
+    for what in (
+        "activation='silu'",
+        "value_pool='mean'",
+        "deepnorm='scale_skip'",
+        "promo_offsets_scaled",
+        "input embedding",
+        "smolgen_ln_eps",
+        "policy_castling='king_to'",
+    ):
         assert what in str(e.value)
     assert not (tmp_path / "x.pb.gz").exists()
 
@@ -264,6 +307,7 @@ def test_cli_export(tmp_path, capsys):
 
 # ---------------------------------------------------------------- bad files
 
+
 def _net_bytes(tmp_path) -> bytes:
     lc0.export_lc0(_random_lc0_net(), tmp_path / "ok.pb.gz")
     return gzip.decompress((tmp_path / "ok.pb.gz").read_bytes())
@@ -280,11 +324,11 @@ def test_truncated_and_corrupt_files_are_named_errors(tmp_path):
     (tmp_path / "trunc.pb.gz").write_bytes(good[: len(good) // 2])
     with pytest.raises(lc0.Lc0FormatError, match="truncated or corrupt gzip"):
         lc0.load_lc0(tmp_path / "trunc.pb.gz")
-    with pytest.raises(ModelLoadError, match="truncated or corrupt gzip"):   # through load_model too
+    with pytest.raises(ModelLoadError, match="truncated or corrupt gzip"):  # through load_model too
         load_model(str(tmp_path / "trunc.pb.gz"))
     with pytest.raises(lc0.Lc0FormatError):
         lc0.load_lc0(_write(tmp_path, bytes(range(256)) * 40))
-    inner_cut = _net_bytes(tmp_path)[:-1000]   # a protobuf cut mid-field, validly gzipped
+    inner_cut = _net_bytes(tmp_path)[:-1000]  # a protobuf cut mid-field, validly gzipped
     with pytest.raises(lc0.Lc0FormatError):
         lc0.load_lc0(_write(tmp_path, inner_cut, "cut.pb.gz"))
     with pytest.raises(lc0.Lc0FormatError, match="magic"):
@@ -301,6 +345,7 @@ def test_other_kinds_of_network_are_refused_with_what_was_found(tmp_path):
     def residual(net):
         net.format.network_format.network = 4
         net.weights.residual.add().conv1.weights.params = b"\0\0"
+
     with pytest.raises(lc0.Lc0FormatError, match="residual-tower .* NETWORK_SE_WITH_HEADFORMAT"):
         lc0.load_lc0(_edited(tmp_path, residual))
     with pytest.raises(lc0.Lc0FormatError, match="INPUT_112_WITH_CANONICALIZATION_V2 \\(5\\)"):
@@ -317,28 +362,31 @@ def test_shape_mismatch_and_bad_values_are_named_errors(tmp_path):
     def short_q(net):
         q = net.weights.encoder[1].mha.q_w
         q.params = q.params[:-2]
+
     with pytest.raises(lc0.Lc0FormatError, match=r"weights.encoder.1.mha.q_w has 1023 values, expected 32×32"):
         lc0.load_lc0(_edited(tmp_path, short_q))
 
     def nan_gate(net):
         net.weights.ip_add_gate.CopyFrom(P.Layer(encoding=P.FLOAT32, params=np.full(64 * 32, np.nan, "<f4").tobytes()))
+
     with pytest.raises(lc0.Lc0FormatError, match="ip_add_gate: FLOAT32 values include NaN"):
         lc0.load_lc0(_edited(tmp_path, nan_gate))
 
     def odd_bytes(net):
         net.weights.ip_emb_b.params += b"\0"
+
     with pytest.raises(lc0.Lc0FormatError, match="ip_emb_b"):
         lc0.load_lc0(_edited(tmp_path, odd_bytes))
 
 
 # ---------------------------------------------------------------- dispatch by body and family
 
+
 def test_the_format_layer_detects_the_body_and_the_declared_formats(tmp_path):
     net = P.Net.FromString(_net_bytes(tmp_path))
     fmt = F.detect_format(net, "here")
     assert (fmt.body, fmt.n_encoder, fmt.n_residual, fmt.declared) == ("attention", 2, 0, True)
-    assert (fmt.input, fmt.policy, fmt.value) == (P.INPUT_CLASSICAL_112_PLANE, P.POLICY_ATTENTION,
-                                                  P.VALUE_WDL)
+    assert (fmt.input, fmt.policy, fmt.value) == (P.INPUT_CLASSICAL_112_PLANE, P.POLICY_ATTENTION, P.VALUE_WDL)
     assert "POLICY_ATTENTION (3)" in fmt.describe()
     net.weights.residual.add()
     assert F.detect_format(net, "here").body == "residual"
@@ -357,7 +405,7 @@ def test_a_mapping_for_another_body_plugs_into_load_lc0(tmp_path, monkeypatch):
     donor = _random_lc0_net(seed=3)
     seen = []
 
-    class Residual:   # a stand-in mapping: decodes any residual file into the donor's weights
+    class Residual:  # a stand-in mapping: decodes any residual file into the donor's weights
         BODY, FAMILY = "residual", "chessformer"
 
         @staticmethod
@@ -368,9 +416,10 @@ def test_a_mapping_for_another_body_plugs_into_load_lc0(tmp_path, monkeypatch):
     def residual(net):
         net.format.network_format.network = 4
         net.weights.residual.add().conv1.weights.params = b"\0\0"
+
     path = _edited(tmp_path, residual)
     with pytest.raises(lc0.Lc0FormatError, match="which the classic family cannot hold"):
-        lc0.load_lc0(path)                          # the classic mapping (nets/lc0/classic.py) refuses it
+        lc0.load_lc0(path)  # the classic mapping (nets/lc0/classic.py) refuses it
     real = lc0.mappings()
     monkeypatch.setattr(lc0, "mappings", lambda: {**real, "residual": Residual})
     model = lc0.load_lc0(path)
@@ -381,8 +430,10 @@ def test_a_mapping_for_another_body_plugs_into_load_lc0(tmp_path, monkeypatch):
 def test_export_dispatches_on_the_family(tmp_path):
     class Unmapped(torch.nn.Module):
         cfg = type("Cfg", (), {"family": "toy"})()
+
     assert lc0.lc0_export_problems(Unmapped.cfg) == [
-        "network family 'toy' has no Lc0 mapping (mapped: chessformer, classic)"]
+        "network family 'toy' has no Lc0 mapping (mapped: chessformer, classic)"
+    ]
     with pytest.raises(lc0.Lc0ExportError, match="'toy' has no Lc0 mapping"):
         lc0.export_lc0(Unmapped(), tmp_path / "x.pb.gz")
     assert not (tmp_path / "x.pb.gz").exists()
@@ -404,6 +455,7 @@ def test_write_net_is_atomic_and_reproducible(tmp_path):
 
 
 # ---------------------------------------------------------------- the independent reader
+
 
 @pytest.fixture(scope="module")
 def reader(tmp_path_factory):
@@ -427,22 +479,25 @@ def test_chessformer_lens_reads_our_export_and_agrees_on_100_positions(reader):
     x = torch.from_numpy(encode_boards(boards))
     with torch.no_grad():
         out = ours(x)
-        policy, wdl = out.policy, out.wdl                            # our layout (castling swapped)
+        policy, wdl = out.policy, out.wdl  # our layout (castling swapped)
         h = ours.body(x)
         internal, mlh = ours.policy_head(h), ours.moves_left_head(h)  # Lc0's layout, plies
-        t_policy, t_wdl, t_mlh = theirs.model(x)                     # the same planes into both nets
+        t_policy, t_wdl, t_mlh = theirs.model(x)  # the same planes into both nets
         t_policy_own, t_wdl_own, _ = theirs.model(theirs.tokens(boards))  # their own encoder
     assert _max_abs_diff(wdl, t_wdl) < 1e-4
-    assert _max_abs_diff(internal, t_policy) < 1e-4                  # all 4,288 logits, Lc0 layout
+    assert _max_abs_diff(internal, t_policy) < 1e-4  # all 4,288 logits, Lc0 layout
     assert _max_abs_diff(mlh, t_mlh) < 1e-4
     assert _max_abs_diff(wdl, t_wdl_own) < 1e-4
     seen = set()
     for i, b in enumerate(boards):
-        for mv in b.legal_moves:                                     # each package's own move index
+        for mv in b.legal_moves:  # each package's own move index
             ours_logit = policy[i, move_to_index(mv, b.turn)]
             assert abs(ours_logit - t_policy_own[i, theirs.vocab.index(b, mv)]) < 1e-4, (b.fen(), mv.uci())
-            kind = "castle" if b.is_castling(mv) else ("under" if mv.promotion not in (None, chess.QUEEN)
-                                                       else "queen" if mv.promotion else None)
+            kind = (
+                "castle"
+                if b.is_castling(mv)
+                else ("under" if mv.promotion not in (None, chess.QUEEN) else "queen" if mv.promotion else None)
+            )
             seen.add((kind, b.turn))
     assert {(k, c) for k in ("castle", "under", "queen") for c in (chess.WHITE, chess.BLACK)} <= seen
 

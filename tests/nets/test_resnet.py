@@ -1,6 +1,7 @@
 """The classic family (nets/resnet.py): Lc0's residual tower in PyTorch, its policy map, heads,
 parameter groups and files, and its Lc0 mapping (nets/lc0/classic.py) without the real Lc0:
 batch-norm folding against torch's BatchNorm, import/export round trips, refusals."""
+
 from __future__ import annotations
 
 import random
@@ -63,6 +64,7 @@ def games(n: int, seed: int = 0, plies: int = 40) -> list[chess.Board]:
 
 # ---------------------------------------------------------------- config and presets
 
+
 def test_preset_parameter_counts_are_pinned():
     assert {n: count_params(c) for n, c in PRESETS.items()} == PRESET_PARAMS
 
@@ -74,7 +76,7 @@ def test_config_validation_names_the_field():
         ClassicConfig(activation="silu")
     with pytest.raises(ValueError, match="needs >= 73 planes"):
         ClassicConfig(policy_channels=32)
-    ClassicConfig(policy="classical", policy_channels=32)          # fine for the classical head
+    ClassicConfig(policy="classical", policy_channels=32)  # fine for the classical head
     cfg = ClassicConfig(value="classical")
     assert ClassicConfig(**cfg.to_dict()) == cfg and "family" not in cfg.to_dict() and cfg.family == "classic"
     assert not cfg.wdl_head and ClassicConfig().wdl_head
@@ -82,44 +84,54 @@ def test_config_validation_names_the_field():
 
 # ---------------------------------------------------------------- the convolutional policy map
 
+
 def test_conv_policy_map_is_a_bijection_onto_lc0s_1858_moves():
     idx = conv_policy_index()
     mapped = idx < CONV_POLICY_PLANES * 64
     assert int(mapped.sum()) == 1858
-    assert set(np.flatnonzero(mapped.numpy())) == set(POLICY_1858.tolist())     # exactly the 1858 slots
-    assert len(set(idx[mapped].tolist())) == 1858                                 # each plane cell once
+    assert set(np.flatnonzero(mapped.numpy())) == set(POLICY_1858.tolist())  # exactly the 1858 slots
+    assert len(set(idx[mapped].tolist())) == 1858  # each plane cell once
 
 
 def test_conv_policy_map_follows_the_alphazero_plane_order():
     idx = conv_policy_index()
     sq = chess.parse_square
     cell = lambda plane, frm: plane * 64 + sq(frm)  # noqa: E731
-    assert idx[sq("a1") * 64 + sq("a2")] == cell(0, "a1")          # N, distance 1
-    assert idx[sq("a1") * 64 + sq("a8")] == cell(6, "a1")          # N, distance 7
-    assert idx[sq("a1") * 64 + sq("b2")] == cell(7, "a1")          # NE 1
-    assert idx[sq("e1") * 64 + sq("h1")] == cell(16, "e1")         # E 3 (Lc0's O-O: king takes rook)
-    assert idx[sq("h8") * 64 + sq("a1")] == cell(41, "h8")         # SW 7
-    assert idx[sq("g1") * 64 + sq("f3")] == cell(63, "g1")         # knight (-1, +2)
-    assert idx[sq("b1") * 64 + sq("c3")] == cell(56, "b1")         # knight (+1, +2)
+    assert idx[sq("a1") * 64 + sq("a2")] == cell(0, "a1")  # N, distance 1
+    assert idx[sq("a1") * 64 + sq("a8")] == cell(6, "a1")  # N, distance 7
+    assert idx[sq("a1") * 64 + sq("b2")] == cell(7, "a1")  # NE 1
+    assert idx[sq("e1") * 64 + sq("h1")] == cell(16, "e1")  # E 3 (Lc0's O-O: king takes rook)
+    assert idx[sq("h8") * 64 + sq("a1")] == cell(41, "h8")  # SW 7
+    assert idx[sq("g1") * 64 + sq("f3")] == cell(63, "g1")  # knight (-1, +2)
+    assert idx[sq("b1") * 64 + sq("c3")] == cell(56, "b1")  # knight (+1, +2)
     promo = lambda ff, tf, k: N_FROM_TO + ff * 24 + tf * 3 + k  # noqa: E731
-    assert idx[promo(4, 3, 1)] == cell(64, "e7")                   # e7d8 rook: file -1, rook
-    assert idx[promo(4, 4, 2)] == cell(68, "e7")                   # e7e8 bishop
-    assert idx[promo(4, 5, 0)] == cell(72, "e7")                   # e7f8 queen: file +1, queen
-    assert idx[sq("e7") * 64 + sq("e8")] == cell(0, "e7")          # the knight promotion is the plain push
-    assert idx[promo(0, 2, 0)] == CONV_POLICY_PLANES * 64          # two files apart: unmapped
+    assert idx[promo(4, 3, 1)] == cell(64, "e7")  # e7d8 rook: file -1, rook
+    assert idx[promo(4, 4, 2)] == cell(68, "e7")  # e7e8 bishop
+    assert idx[promo(4, 5, 0)] == cell(72, "e7")  # e7f8 queen: file +1, queen
+    assert idx[sq("e7") * 64 + sq("e8")] == cell(0, "e7")  # the knight promotion is the plain push
+    assert idx[promo(0, 2, 0)] == CONV_POLICY_PLANES * 64  # two files apart: unmapped
     assert idx[sq("a1") * 64 + sq("a1")] == CONV_POLICY_PLANES * 64
 
 
 # ---------------------------------------------------------------- the network
 
+
 @pytest.mark.parametrize("policy", ["convolution", "classical"])
 def test_legal_moves_always_have_a_real_logit_and_unmapped_slots_the_fill(policy):
-    cfg = ClassicConfig(channels=8, blocks=1, se_channels=2, policy=policy, value_channels=2, value_hidden=8,
-                        policy_channels=80 if policy == "convolution" else 4)
+    cfg = ClassicConfig(
+        channels=8,
+        blocks=1,
+        se_channels=2,
+        policy=policy,
+        value_channels=2,
+        value_hidden=8,
+        policy_channels=80 if policy == "convolution" else 4,
+    )
     model = random_classic(cfg)
     boards = games(40, seed=1) + [
         chess.Board("r3k2r/pppq1ppp/2n2n2/3pp3/3PP3/2N2N2/PPPQ1PPP/R3K2R b KQkq - 4 9"),
-        chess.Board("3r1n2/2P3P1/8/8/8/8/5k2/K7 w - - 0 1")]
+        chess.Board("3r1n2/2P3P1/8/8/8/8/5k2/K7 w - - 0 1"),
+    ]
     with torch.no_grad():
         out = model(torch.from_numpy(encode_boards(boards)))
     assert out.policy.shape == (len(boards), POLICY_SIZE) and bool(torch.isfinite(out.policy).all())
@@ -128,11 +140,11 @@ def test_legal_moves_always_have_a_real_logit_and_unmapped_slots_the_fill(policy
     unmapped = torch.ones(POLICY_SIZE, dtype=torch.bool)
     unmapped[torch.from_numpy(POLICY_1858.copy())] = False
     assert bool((out.policy[:, unmapped] == UNMAPPED_LOGIT).all())
-    assert not bool((mask & unmapped).any())                        # never legal
+    assert not bool((mask & unmapped).any())  # never legal
 
 
 def test_castling_is_read_from_lc0s_king_takes_rook_slot(monkeypatch):
-    monkeypatch.setattr(resnet, "INFERENCE_FAST_PATH", False)   # exact equality: raw is the module path's
+    monkeypatch.setattr(resnet, "INFERENCE_FAST_PATH", False)  # exact equality: raw is the module path's
     model = random_classic(PRESETS["classic-tiny"])
     board = chess.Board("r3k2r/pppq1ppp/2n2n2/3pp3/3PP3/2N2N2/PPPQ1PPP/R3K2R w KQkq - 4 9")
     x = torch.from_numpy(encode_boards([board]))
@@ -154,8 +166,9 @@ def test_the_se_unit_scales_and_shifts_each_channel():
 
 
 def test_a_classical_value_head_gives_w_minus_l_tanh_and_no_draw():
-    model = random_classic(ClassicConfig(channels=8, blocks=1, se_channels=0, value="classical",
-                                         value_channels=2, value_hidden=8))
+    model = random_classic(
+        ClassicConfig(channels=8, blocks=1, se_channels=0, value="classical", value_channels=2, value_hidden=8)
+    )
     x = torch.from_numpy(encode_boards(games(6, seed=2)))
     with torch.no_grad():
         h = model.body(x)
@@ -173,13 +186,13 @@ def test_param_groups_split_tower_and_heads():
     assert {id(p) for p in groups["final_block"]} == ids(model.blocks[-1])
     assert {id(p) for p in groups["policy_head"]} == ids(model.policy_head)
     assert {id(p) for p in groups["value_head"]} == ids(model.value_head)
-    assert not list(model.moves_left_head.parameters())             # carried as buffers, never trained
+    assert not list(model.moves_left_head.parameters())  # carried as buffers, never trained
     assert model.moves_left(torch.zeros(2, 112, 8, 8)).shape == (2,)
 
 
 def test_require_wdl_head_refuses_a_classical_value_network_by_name():
     require_wdl_head(ClassicResNet(PRESETS["classic-tiny"]), "training")
-    require_wdl_head(Chessformer(ModelConfig.from_name("tiny")), "training")   # always WDL
+    require_wdl_head(Chessformer(ModelConfig.from_name("tiny")), "training")  # always WDL
     net = ClassicResNet(ClassicConfig(name="t40ish", channels=8, blocks=1, value="classical"))
     with pytest.raises(WdlHeadMissingError, match=r"t40ish.*classical value head.*τ = H\(WDL\).*needs a WDL"):
         require_wdl_head(net, "fine-tuning with pdx (τ = H(WDL) and the WDL value loss)")
@@ -187,6 +200,7 @@ def test_require_wdl_head_refuses_a_classical_value_network_by_name():
 
 
 # ---------------------------------------------------------------- pdx files
+
 
 def test_random_preset_and_pdx_file_round_trip(tmp_path):
     model = load_model("random:classic-tiny:3")
@@ -210,11 +224,26 @@ def test_a_stored_config_lying_about_its_depth_is_refused_before_building(tmp_pa
 # ---------------------------------------------------------------- the Lc0 mapping, no engine needed
 
 VARIANTS = {
-    "se-conv-wdl-mlh-relu": ClassicConfig(channels=8, blocks=2, se_channels=2, moves_left_channels=2,
-                                          value_channels=2, value_hidden=8, moves_left_hidden=4),
-    "plain-fc-classical-mish": ClassicConfig(channels=8, blocks=1, se_channels=0, activation="mish",
-                                             policy="classical", policy_channels=2, value="classical",
-                                             value_channels=2, value_hidden=8),
+    "se-conv-wdl-mlh-relu": ClassicConfig(
+        channels=8,
+        blocks=2,
+        se_channels=2,
+        moves_left_channels=2,
+        value_channels=2,
+        value_hidden=8,
+        moves_left_hidden=4,
+    ),
+    "plain-fc-classical-mish": ClassicConfig(
+        channels=8,
+        blocks=1,
+        se_channels=0,
+        activation="mish",
+        policy="classical",
+        policy_channels=2,
+        value="classical",
+        value_channels=2,
+        value_hidden=8,
+    ),
 }
 
 
@@ -237,17 +266,18 @@ def test_float32_export_reads_back_exactly_and_linear16_closely(name, tmp_path):
             assert (model.moves_left(x) - l16.moves_left(x)).abs().max() < 0.05
     net = read_net(tmp_path / "f32.pb.gz")
     nf = net.format.network_format
-    assert (net.min_version.major, net.min_version.minor) == (0, 33)            # per-layer float32
+    assert (net.min_version.major, net.min_version.minor) == (0, 33)  # per-layer float32
     assert (read_net(tmp_path / "l16.pb.gz").min_version.minor) in (21, 26, 28)
     assert nf.input == P.INPUT_CLASSICAL_112_PLANE
-    assert nf.network == (classic.NETWORK_SE_WITH_HEADFORMAT if model.cfg.se_channels
-                          else classic.NETWORK_CLASSICAL_WITH_HEADFORMAT)
-    assert nf.policy == (classic.POLICY_CONVOLUTION if model.cfg.policy == "convolution"
-                         else classic.POLICY_CLASSICAL)
+    assert nf.network == (
+        classic.NETWORK_SE_WITH_HEADFORMAT if model.cfg.se_channels else classic.NETWORK_CLASSICAL_WITH_HEADFORMAT
+    )
+    assert nf.policy == (classic.POLICY_CONVOLUTION if model.cfg.policy == "convolution" else classic.POLICY_CLASSICAL)
     assert nf.value == (P.VALUE_WDL if model.cfg.value == "wdl" else classic.VALUE_CLASSICAL)
     assert nf.moves_left == (P.MOVES_LEFT_V1 if model.cfg.moves_left_channels else P.MOVES_LEFT_NONE)
-    assert nf.default_activation == (P.DEFAULT_ACTIVATION_MISH if model.cfg.activation == "mish"
-                                     else P.DEFAULT_ACTIVATION_RELU)
+    assert nf.default_activation == (
+        P.DEFAULT_ACTIVATION_MISH if model.cfg.activation == "mish" else P.DEFAULT_ACTIVATION_RELU
+    )
 
 
 def test_export_can_drop_the_moves_left_head(tmp_path):
@@ -275,8 +305,10 @@ def _bn_net(tmp_path, seed=7, old_style=False):
 
         def ref(x):
             y = F.conv2d(x, w, bn.get("biases"), padding=k // 2)
-            return F.batch_norm(y, bn["bn_means"], bn["bn_stddivs"], bn.get("bn_gammas"), bn.get("bn_betas"),
-                                training=False, eps=1e-5)
+            return F.batch_norm(
+                y, bn["bn_means"], bn["bn_stddivs"], bn.get("bn_gammas"), bn.get("bn_betas"), training=False, eps=1e-5
+            )
+
         return ref
 
     net = P.Net(magic=P.MAGIC)
@@ -309,6 +341,7 @@ def _bn_net(tmp_path, seed=7, old_style=False):
         hidden = F.relu(F.linear(v, fc["ip1_val_w"], fc["ip1_val_b"]))
         wdl = F.linear(hidden, fc["ip2_val_w"], fc["ip2_val_b"])
         return planes, wdl
+
     return path, reference
 
 
@@ -327,14 +360,15 @@ def test_batch_norm_is_folded_as_lc0_folds_it(tmp_path, old_style):
     for i, b in enumerate(boards):
         for mv in b.legal_moves:
             slot = move_to_index(mv, b.turn)
-            if b.is_castling(mv):          # Lc0's slot for castling is king-takes-rook
+            if b.is_castling(mv):  # Lc0's slot for castling is king-takes-rook
                 rook = chess.square(7 if chess.square_file(mv.to_square) == 6 else 0, 0)
                 slot = chess.square(4, 0) * 64 + rook
             got, want = out.policy[i, move_to_index(mv, b.turn)], flat[i, idx[slot]]
-            assert abs(got - want) < 1e-5 * flat[i].abs().max()      # float32 rounding, relative to the row
+            assert abs(got - want) < 1e-5 * flat[i].abs().max()  # float32 rounding, relative to the row
 
 
 # ---------------------------------------------------------------- refusals, before anything is built
+
 
 def _maia_like(tmp_path, edit, name="edited.pb.gz"):
     model = random_classic(VARIANTS["se-conv-wdl-mlh-relu"], seed=9)
@@ -344,21 +378,27 @@ def _maia_like(tmp_path, edit, name="edited.pb.gz"):
 
 
 REFUSALS = {
-    "canonical input": (lambda n: setattr(n.format.network_format, "input", 3),
-                        r"residual-tower network \(2 blocks, NETWORK_SE_WITH_HEADFORMAT \(4\)\).*"
-                        r"input format INPUT_112_WITH_CANONICALIZATION \(3\).*"
-                        r"INPUT_CLASSICAL_112_PLANE only"),
-    "attention policy": (lambda n: setattr(n.format.network_format, "policy", 3),
-                         r"policy format POLICY_ATTENTION \(3\)"),
-    "value param": (lambda n: setattr(n.format.network_format, "value", 3),
-                    r"value format VALUE_PARAM \(3\)"),
+    "canonical input": (
+        lambda n: setattr(n.format.network_format, "input", 3),
+        r"residual-tower network \(2 blocks, NETWORK_SE_WITH_HEADFORMAT \(4\)\).*"
+        r"input format INPUT_112_WITH_CANONICALIZATION \(3\).*"
+        r"INPUT_CLASSICAL_112_PLANE only",
+    ),
+    "attention policy": (
+        lambda n: setattr(n.format.network_format, "policy", 3),
+        r"policy format POLICY_ATTENTION \(3\)",
+    ),
+    "value param": (lambda n: setattr(n.format.network_format, "value", 3), r"value format VALUE_PARAM \(3\)"),
     "se on one block": (lambda n: n.weights.residual[1].ClearField("se"), r"SE units on 1 of 2 blocks"),
     "no value head": (lambda n: n.weights.ClearField("value"), r"no value head weights"),
-    "wrong value width": (lambda n: n.weights.ip2_val_b.CopyFrom(encode_layer(torch.zeros(1), P.FLOAT32)),
-                          r"value format VALUE_WDL \(2\) with 1 value outputs"),
-    "short layer": (lambda n: n.weights.residual[0].conv1.weights.CopyFrom(
-                        encode_layer(torch.zeros(5), P.FLOAT32)),
-                    r"weights\.residual\.0\.conv1\.weights has 5 values, expected 8×8×3×3 = 576"),
+    "wrong value width": (
+        lambda n: n.weights.ip2_val_b.CopyFrom(encode_layer(torch.zeros(1), P.FLOAT32)),
+        r"value format VALUE_WDL \(2\) with 1 value outputs",
+    ),
+    "short layer": (
+        lambda n: n.weights.residual[0].conv1.weights.CopyFrom(encode_layer(torch.zeros(5), P.FLOAT32)),
+        r"weights\.residual\.0\.conv1\.weights has 5 values, expected 8×8×3×3 = 576",
+    ),
 }
 
 
@@ -372,16 +412,25 @@ def test_unmappable_files_are_refused_by_name_before_a_model_is_built(case, tmp_
     def spy(self, cfg):
         built.append(torch.get_default_device().type)
         real(self, cfg)
+
     monkeypatch.setattr(resnet.ClassicResNet, "__init__", spy)
     with pytest.raises(lc0.Lc0FormatError, match=message):
         lc0.load_lc0(path)
-    assert "cpu" not in built                     # at most a meta-device shape check ran
+    assert "cpu" not in built  # at most a meta-device shape check ran
 
 
 def test_files_without_a_network_format_are_classical_heads(tmp_path):
     """The oldest files carry no network_format: Lc0 reads them as classical input, policy and value."""
-    cfg = ClassicConfig(channels=4, blocks=1, se_channels=0, policy="classical", policy_channels=2,
-                        value="classical", value_channels=2, value_hidden=4)
+    cfg = ClassicConfig(
+        channels=4,
+        blocks=1,
+        se_channels=0,
+        policy="classical",
+        policy_channels=2,
+        value="classical",
+        value_channels=2,
+        value_hidden=4,
+    )
     model = random_classic(cfg, seed=10)
     net = classic.encode(model, P.FLOAT32)
     net.ClearField("format")

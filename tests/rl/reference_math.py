@@ -5,6 +5,7 @@
 * :func:`ppo_clipped_surrogate`: Eq. 13's clipped surrogate; with one update per batch its gradient is
   that of Eq. 14's −E[ρ·A·log π_θ] (Appendix E), which ``rl.objectives.pdx_loss`` implements.
 """
+
 from __future__ import annotations
 
 import torch
@@ -17,8 +18,9 @@ def td_advantage(v_ema_next: torch.Tensor, v_theta: torch.Tensor) -> torch.Tenso
     return (1.0 - at_least_float32(v_ema_next)) - at_least_float32(v_theta)
 
 
-def ppo_clipped_surrogate(log_pi: torch.Tensor, log_pi_old: torch.Tensor, adv: torch.Tensor,
-                          eps: float = 0.2) -> torch.Tensor:
+def ppo_clipped_surrogate(
+    log_pi: torch.Tensor, log_pi_old: torch.Tensor, adv: torch.Tensor, eps: float = 0.2
+) -> torch.Tensor:
     """−L^PPO = −E[min(r·Â, clip(r, 1−ε, 1+ε)·Â)], r = π_θ/π_θold, Eq. 13, as a loss."""
     ratio = (at_least_float32(log_pi) - at_least_float32(log_pi_old)).exp()  # r(θ), (B,)
     return -torch.minimum(ratio * adv, ratio.clamp(1.0 - eps, 1.0 + eps) * adv).mean()

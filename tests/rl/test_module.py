@@ -1,6 +1,6 @@
 """PDXModule with a real Lightning Trainer on the tiny preset (CPU)."""
+
 import functools
-import hashlib
 import subprocess
 import sys
 import textwrap
@@ -20,16 +20,23 @@ FAST = dict(lr_backbone=1e-3, lr_final_block=1e-3, lr_policy_head=1e-3, lr_value
 
 
 def module(n_games=8, selfplay_kw=None, **kw):
-    sp = SelfPlayConfig(n_games=n_games, opening_max_moves=4, max_plies=30, micro_batch=4, seed=1,
-                        **(selfplay_kw or {}))
+    sp = SelfPlayConfig(
+        n_games=n_games, opening_max_moves=4, max_plies=30, micro_batch=4, seed=1, **(selfplay_kw or {})
+    )
     return PDXModule(base="random:tiny", selfplay=sp, **{**FAST, **kw})
 
 
 def trainer(steps, **kw):
     kw.setdefault("logger", False)
     kw.setdefault("enable_checkpointing", False)
-    return L.Trainer(max_steps=steps, accelerator="cpu", enable_progress_bar=False, log_every_n_steps=1,
-                     enable_model_summary=False, **kw)
+    return L.Trainer(
+        max_steps=steps,
+        accelerator="cpu",
+        enable_progress_bar=False,
+        log_every_n_steps=1,
+        enable_model_summary=False,
+        **kw,
+    )
 
 
 def test_zero_staleness_each_batch_is_generated_by_the_parameters_it_updates():
@@ -56,8 +63,8 @@ def test_self_play_reads_the_ema_and_the_base_and_the_parameter_version():
 def test_the_online_masked_log_softmax_is_computed_once_per_micro_batch(monkeypatch):
     """log π_θ(·|s) with gradient: one masked log-softmax per micro-batch, shared by sampling
     (collect), the loss and the KL metrics (the EMA/base passes and μ run without gradient)."""
-    import pdx_lightning.rl.pdx_step as M
     import pdx_lightning.rl.objectives as O
+    import pdx_lightning.rl.pdx_step as M
 
     calls = []
 
@@ -65,10 +72,12 @@ def test_the_online_masked_log_softmax_is_computed_once_per_micro_batch(monkeypa
         def f(logits, mask):
             calls.append(logits.requires_grad)
             return orig(logits, mask)
+
         return f
+
     monkeypatch.setattr(O, "masked_log_softmax", counting(O.masked_log_softmax))
     monkeypatch.setattr(M, "masked_log_softmax", counting(M.masked_log_softmax))
-    m = module()                                                    # 8 games in micro-batches of 4
+    m = module()  # 8 games in micro-batches of 4
     trainer(2).fit(m)
     assert calls.count(True) == 2 * 2
 
@@ -104,9 +113,9 @@ def test_online_moves_ema_follows_by_alpha_and_base_stays():
         assert torch.equal(b0, b)
     moved = 0
     for e0, e, o in zip(ema0, m.ema.parameters(), m.online.parameters()):
-        torch.testing.assert_close(e, 0.9 * e0 + 0.1 * o)   # after one step, from θ̄₀ = θ₀ = base
+        torch.testing.assert_close(e, 0.9 * e0 + 0.1 * o)  # after one step, from θ̄₀ = θ₀ = base
         moved += int((o - e0).abs().max() > 1e-4)
-    assert moved > len(ema0) // 2                                   # the online weights did move
+    assert moved > len(ema0) // 2  # the online weights did move
 
 
 def test_optimizer_defaults_are_adamw_with_the_papers_betas_and_no_weight_decay():
@@ -130,9 +139,15 @@ def _lrs(opt) -> dict[str, float]:
 def test_optimizer_groups_betas_weight_decay_and_warmup_schedule():
     """The four layerwise groups (App. G) at their own peak rates, AdamW's (β1, β2) and weight decay
     as given, and the rate at optimizer step t = peak · min(1, (t + 1) / warmup_steps)."""
-    m = module(lr_backbone=PEAK["backbone"], lr_final_block=PEAK["final_block"],
-               lr_policy_head=PEAK["policy_head"], lr_value_head=PEAK["value_head"], warmup_steps=4,
-               adam_betas=(0.8, 0.95), weight_decay=0.05)  # not AdamW's defaults
+    m = module(
+        lr_backbone=PEAK["backbone"],
+        lr_final_block=PEAK["final_block"],
+        lr_policy_head=PEAK["policy_head"],
+        lr_value_head=PEAK["value_head"],
+        warmup_steps=4,
+        adam_betas=(0.8, 0.95),
+        weight_decay=0.05,
+    )  # not AdamW's defaults
     conf = m.configure_optimizers()
     opt, sched = conf["optimizer"], conf["lr_scheduler"]["scheduler"]
     assert type(opt) is torch.optim.AdamW and conf["lr_scheduler"]["interval"] == "step"
@@ -147,7 +162,7 @@ def test_optimizer_groups_betas_weight_decay_and_warmup_schedule():
         opt.step()
         sched.step()
     for t, lrs in enumerate(seen):
-        factor = min(1.0, (t + 1) / 4)                               # 1/4, 2/4, 3/4, 1, 1, 1, 1
+        factor = min(1.0, (t + 1) / 4)  # 1/4, 2/4, 3/4, 1, 1, 1, 1
         assert lrs == pytest.approx({k: v * factor for k, v in PEAK.items()}, rel=1e-12), t
 
 
@@ -160,8 +175,13 @@ class LRProbe(L.Callback):
 
 
 def test_training_steps_the_warmup_once_per_optimizer_step():
-    m = module(lr_backbone=PEAK["backbone"], lr_final_block=PEAK["final_block"],
-               lr_policy_head=PEAK["policy_head"], lr_value_head=PEAK["value_head"], warmup_steps=3)
+    m = module(
+        lr_backbone=PEAK["backbone"],
+        lr_final_block=PEAK["final_block"],
+        lr_policy_head=PEAK["policy_head"],
+        lr_value_head=PEAK["value_head"],
+        warmup_steps=3,
+    )
     probe = LRProbe()
     trainer(4, callbacks=[probe]).fit(m)
     factors = [1 / 3, 2 / 3, 1.0, 1.0]
@@ -171,14 +191,28 @@ def test_training_steps_the_warmup_once_per_optimizer_step():
 @pytest.mark.parametrize("kind", ["none", "entropy", "reverse_kl", "forward_kl"])
 def test_every_arm_trains_and_logs(kind, tmp_path):
     from lightning.pytorch.loggers import CSVLogger
+
     m = module(exploration=kind, beta=0.1)
     trainer(3, logger=CSVLogger(tmp_path)).fit(m)
     import csv
+
     rows = list(csv.DictReader(open(next(tmp_path.rglob("metrics.csv")))))
     keys = set(rows[0])
-    for k in ["loss/policy", "loss/explore", "loss/value", "kl/forward_to_base", "kl/reverse_to_base",
-              "policy/entropy", "selfplay/tau_mean", "selfplay/rho_mean", "selfplay/rho_below_1",
-              "selfplay/adv_mean", "selfplay/adv_std", "selfplay/games_finished", "perf/transitions_per_s"]:
+    for k in [
+        "loss/policy",
+        "loss/explore",
+        "loss/value",
+        "kl/forward_to_base",
+        "kl/reverse_to_base",
+        "policy/entropy",
+        "selfplay/tau_mean",
+        "selfplay/rho_mean",
+        "selfplay/rho_below_1",
+        "selfplay/adv_mean",
+        "selfplay/adv_std",
+        "selfplay/games_finished",
+        "perf/transitions_per_s",
+    ]:
         assert k in keys, k
 
 
@@ -221,19 +255,21 @@ def test_resume_continues_the_same_games_and_weights(tmp_path, reuse):
     resumed, resumed_tau = module(**kw), TauProbe()
     again = ModelCheckpoint(dirpath=tmp_path, save_last=True, every_n_train_steps=1)
     trainer(5, callbacks=[again, resumed_tau], enable_checkpointing=True).fit(
-        resumed, ckpt_path=str(tmp_path / "last.ckpt"), weights_only=True)
+        resumed, ckpt_path=str(tmp_path / "last.ckpt"), weights_only=True
+    )
     assert resumed.param_version == 5
     assert _moves(resumed) == _moves(full)
     assert resumed_tau.tau == {s: full_tau.tau[s] for s in (4, 5)}
-    for a, b in zip([*full.ema.parameters(), *full.online.parameters()],
-                    [*resumed.ema.parameters(), *resumed.online.parameters()]):
+    for a, b in zip(
+        [*full.ema.parameters(), *full.online.parameters()], [*resumed.ema.parameters(), *resumed.online.parameters()]
+    ):
         assert torch.equal(a, b)
     blob = torch.load(tmp_path / "last.ckpt", weights_only=True)
-    assert not any(k.startswith("base.") for k in blob["state_dict"])   # base referenced, not copied
+    assert not any(k.startswith("base.") for k in blob["state_dict"])  # base referenced, not copied
     assert blob["pdx_base"]["name"] == "random:tiny"
 
 
-DDP_SCRIPT = textwrap.dedent('''
+DDP_SCRIPT = textwrap.dedent("""
     import hashlib, sys, torch, lightning as L
     torch.set_num_threads(1)
     from pdx_lightning.rl.module import PDXModule
@@ -250,7 +286,7 @@ DDP_SCRIPT = textwrap.dedent('''
     games = ";".join(" ".join(mv.uci() for mv in b.move_stack) for b in m.dataset.boards)
     with open(f"{out}/rank{t.global_rank}.txt", "w") as f:
         f.write(f"{h}\\n{len(m.dataset.boards)}\\n{games}\\n{m.param_version}\\n")
-''')
+""")
 
 
 @pytest.mark.slow
@@ -280,17 +316,17 @@ def _ema_metrics(net, suite=SUITE, mates=(MATES,)):
 
 def test_validate_scores_the_ema_on_the_validation_suite(tmp_path):
     m = module(val_suite=SUITE, val_mates=[MATES])
-    with torch.no_grad():                      # make the EMA differ from the online network
+    with torch.no_grad():  # make the EMA differ from the online network
         for p in m.ema.parameters():
             p.add_(0.05 * torch.randn_like(p))
     out = trainer(1).validate(m, verbose=False)[0]
     assert {"puzzles/acc", "puzzles/p_star_geo", "puzzles/nll", "mates/acc_1"} <= set(out)
     expect, online = _ema_metrics(m.ema), _ema_metrics(m.online)
-    assert out == pytest.approx(expect, rel=1e-5)                   # the EMA's scores, not the online's
+    assert out == pytest.approx(expect, rel=1e-5)  # the EMA's scores, not the online's
     assert online["puzzles/nll"] != pytest.approx(expect["puzzles/nll"], rel=1e-5)
     only_mates = trainer(1).validate(module(val_mates=[MATES]), verbose=False)[0]
     assert "mates/acc_1" in only_mates and not any(k.startswith("puzzles/") for k in only_mates)
-    assert trainer(1).validate(module(), verbose=False) == []      # no files: no validation loop
+    assert trainer(1).validate(module(), verbose=False) == []  # no files: no validation loop
     # a checkpoint's hyperparameters (plain dicts) rebuild the module
     ckpt = ModelCheckpoint(dirpath=tmp_path, save_last=True, every_n_train_steps=1)
     trainer(1, callbacks=[ckpt], enable_checkpointing=True).fit(m)
@@ -305,23 +341,42 @@ def test_pdx_validate_cli_accepts_model_val_suite_and_scores_the_checkpoints_ema
 
     root = Path(__file__).resolve().parents[2]
     m = module()
-    trainer(1, callbacks=[ModelCheckpoint(dirpath=tmp_path, save_last=True, every_n_train_steps=1)],
-            enable_checkpointing=True).fit(m)
+    trainer(
+        1,
+        callbacks=[ModelCheckpoint(dirpath=tmp_path, save_last=True, every_n_train_steps=1)],
+        enable_checkpointing=True,
+    ).fit(m)
     monkeypatch.chdir(tmp_path)
     results, validate = [], L.Trainer.validate
 
-    @functools.wraps(validate)                 # LightningCLI reads the signature (ckpt_path, ...)
+    @functools.wraps(validate)  # LightningCLI reads the signature (ckpt_path, ...)
     def recording(self, *a, **k):
         results.append(validate(self, *a, **k))
         return results[-1]
+
     monkeypatch.setattr(L.Trainer, "validate", recording)
-    run_cli(["validate", "--config", str(root / "conf" / "fit" / "pdx.yaml"), "--model.base", "random:tiny",
-             "--trainer.logger", "false", "--trainer.enable_progress_bar", "false",
-             "--ckpt_path", str(tmp_path / "last.ckpt"), "--model.val_suite", str(root / SUITE),
-             "--model.val_mates", f"[{root / MATES}]"])
+    run_cli(
+        [
+            "validate",
+            "--config",
+            str(root / "conf" / "fit" / "pdx.yaml"),
+            "--model.base",
+            "random:tiny",
+            "--trainer.logger",
+            "false",
+            "--trainer.enable_progress_bar",
+            "false",
+            "--ckpt_path",
+            str(tmp_path / "last.ckpt"),
+            "--model.val_suite",
+            str(root / SUITE),
+            "--model.val_mates",
+            f"[{root / MATES}]",
+        ]
+    )
     expect = _ema_metrics(m.ema, str(root / SUITE), [str(root / MATES)])
     assert {"puzzles/acc", "puzzles/nll", "mates/acc_1"} <= set(results[0][0])
-    assert results[0][0] == pytest.approx(expect, rel=1e-5)          # the checkpoint's EMA, scored
+    assert results[0][0] == pytest.approx(expect, rel=1e-5)  # the checkpoint's EMA, scored
 
 
 def test_the_rl_layer_reaches_evaluation_only_through_the_callbacks():

@@ -1,16 +1,38 @@
 """objectives.py: each formula vs a hand-worked case and vs a slow python loop."""
+
 import math
 
 import pytest
 import torch
 import torch.nn.functional as F
+from reference_math import ppo_clipped_surrogate, td_advantage
 from torch.testing import assert_close
 
 from pdx_lightning.chesscore.moves import POLICY_SIZE
-from pdx_lightning.chesscore.policy import TAU_MIN, entropy, flip_wdl, forward_kl, masked_log_softmax, reverse_kl, score, tempered_log_probs, wdl_entropy
+from pdx_lightning.chesscore.policy import (
+    TAU_MIN,
+    entropy,
+    flip_wdl,
+    forward_kl,
+    masked_log_softmax,
+    reverse_kl,
+    score,
+    tempered_log_probs,
+    wdl_entropy,
+)
 from pdx_lightning.chesscore.rules import DRAW, LOSS, RESULT_NONE, WIN
-from reference_math import ppo_clipped_surrogate, td_advantage
-from pdx_lightning.rl.objectives import EXPLORATION_TERMS, ObjectiveInputError, UnknownExplorationTerm, base_wdl_kl, exploration_term, importance_weight, pdx_loss, pdx_loss_from_log_probs, value_loss, value_target
+from pdx_lightning.rl.objectives import (
+    EXPLORATION_TERMS,
+    ObjectiveInputError,
+    UnknownExplorationTerm,
+    base_wdl_kl,
+    exploration_term,
+    importance_weight,
+    pdx_loss,
+    pdx_loss_from_log_probs,
+    value_loss,
+    value_target,
+)
 
 INF, LN2, LN3 = math.inf, math.log(2), math.log(3)
 F64 = torch.float64
@@ -69,7 +91,7 @@ def test_masked_log_softmax_matches_loop():
 @pytest.mark.parametrize("k", [1, 3, 20])
 def test_entropy_uniform_is_ln_k(k):
     mask = torch.zeros(1, 30, dtype=torch.bool)
-    mask[0, 5:5 + k] = True  # illegal slots (logit 0 too) must not count
+    mask[0, 5 : 5 + k] = True  # illegal slots (logit 0 too) must not count
     assert entropy(masked_log_softmax(torch.zeros(1, 30), mask), mask).item() == pytest.approx(math.log(k))
 
 
@@ -192,8 +214,9 @@ def test_tempered_tau_to_zero_is_argmax_ties_first_no_nan():
     # continuity: just above the threshold μ is already the argmax (gaps here ≥ 1 nat)
     lp = masked_log_softmax(torch.tensor([[0.0, 1, 3, 2]]), torch.ones(1, 4, dtype=torch.bool))
     for tau in (1e-2, 1e-4, 2 * TAU_MIN, 0.0):
-        assert_close(tempered_log_probs(lp, torch.ones(1, 4, dtype=torch.bool), tau).exp(),
-                     torch.tensor([[0.0, 0, 1, 0]]))
+        assert_close(
+            tempered_log_probs(lp, torch.ones(1, 4, dtype=torch.bool), tau).exp(), torch.tensor([[0.0, 0, 1, 0]])
+        )
 
 
 # ---- ρ, A, p̂, value loss -----------------------------------------------------------------
@@ -234,8 +257,9 @@ def test_advantage_and_value_target_match_loop():
     assert_close(td_advantage(v_next, v), _rows(lambda n, s: (1 - n) - s, v_next, v))
     ema = torch.rand(40, 3, generator=g, dtype=F64).softmax(-1)
     res = torch.randint(-1, 3, (40,), generator=g)
-    ref = [p[::-1] if r == RESULT_NONE else [float(r == o) for o in range(3)]
-           for p, r in zip(ema.tolist(), res.tolist())]
+    ref = [
+        p[::-1] if r == RESULT_NONE else [float(r == o) for o in range(3)] for p, r in zip(ema.tolist(), res.tolist())
+    ]
     assert_close(value_target(ema, res), torch.tensor(ref, dtype=F64))
 
 
@@ -279,8 +303,11 @@ def test_value_anchor_matches_loop_and_its_gradient_reaches_only_the_online_head
         for zr, br in zip(z.tolist(), p_base.tolist()):  # one state at a time, python floats
             lp = ref_log_softmax(zr, [1] * 3)
             p = [math.exp(v) for v in lp]
-            ref.append(sum(pi * (lpi - math.log(bi)) for pi, lpi, bi in zip(p, lp, br)) if reverse
-                       else sum(bi * (math.log(bi) - lpi) for bi, lpi in zip(br, lp)))
+            ref.append(
+                sum(pi * (lpi - math.log(bi)) for pi, lpi, bi in zip(p, lp, br))
+                if reverse
+                else sum(bi * (math.log(bi) - lpi) for bi, lpi in zip(br, lp))
+            )
         assert_close(out, torch.tensor(ref, dtype=F64))
     base_wdl_kl(logits, p_base).sum().backward()
     assert p_base.grad is None and torch.isfinite(logits.grad).all() and logits.grad.abs().sum() > 0
@@ -320,9 +347,19 @@ def test_pdx_loss_hand():
     # π_base = (½, ½, 0): forward KL = 2·½ln(½/⅓) = ln1.5; value: uniform head, one-hot p̂ → ½·ln3
     # total, β = .1, c_v = 2: .1ln3 + .1ln1.5 + ln3 = 1.24899
     zeros = torch.zeros(1, 3, dtype=F64)  # policy logits, WDL logits
-    out = pdx_loss(zeros, zeros.clone(), torch.ones(1, 3, dtype=torch.bool),
-                   torch.tensor([2]), T(0.5), T(0.2), T(1, 0, 0)[None], T(0.5, 0.5, 0).log()[None],
-                   exploration="forward_kl", beta=0.1, c_v=2.0)
+    out = pdx_loss(
+        zeros,
+        zeros.clone(),
+        torch.ones(1, 3, dtype=torch.bool),
+        torch.tensor([2]),
+        T(0.5),
+        T(0.2),
+        T(1, 0, 0)[None],
+        T(0.5, 0.5, 0).log()[None],
+        exploration="forward_kl",
+        beta=0.1,
+        c_v=2.0,
+    )
     expect = (0.1 * LN3 + 0.1 * math.log(1.5) + LN3, 0.1 * LN3, math.log(1.5), 0.5 * LN3, 0.0)  # no anchor
     assert [x.item() for x in out] == pytest.approx(expect, rel=1e-6)
 
@@ -332,8 +369,9 @@ def test_pdx_loss_from_log_probs_is_pdx_loss_of_the_logits_with_the_same_gradien
     logits, wdl, mask, action, rho, adv, tgt, base = _loss_inputs(3)
     a, b = logits.clone().requires_grad_(True), logits.clone().requires_grad_(True)
     ref = pdx_loss(a, wdl, mask, action, rho, adv, tgt, base, exploration=kind, beta=0.3, c_v=0.7)
-    out = pdx_loss_from_log_probs(masked_log_softmax(b, mask), wdl, mask, action, rho, adv, tgt, base,
-                                  exploration=kind, beta=0.3, c_v=0.7)
+    out = pdx_loss_from_log_probs(
+        masked_log_softmax(b, mask), wdl, mask, action, rho, adv, tgt, base, exploration=kind, beta=0.3, c_v=0.7
+    )
     for x, y in zip(ref, out):
         assert_close(x, y)
     ref.total.backward()
@@ -349,8 +387,12 @@ def test_pdx_loss_matches_loop(kind):
     for i, lp_ in enumerate(masked_log_softmax(logits, mask).tolist()):  # one position at a time
         legal, lb = mask[i].tolist(), base[i].tolist()
         pol -= rho[i].item() * adv[i].item() * lp_[action[i]] / 5
-        ex += {"none": 0.0, "entropy": -ref_entropy(lp_, legal),
-               "reverse_kl": ref_kl(lp_, lb, legal), "forward_kl": ref_kl(lb, lp_, legal)}[kind] / 5
+        ex += {
+            "none": 0.0,
+            "entropy": -ref_entropy(lp_, legal),
+            "reverse_kl": ref_kl(lp_, lb, legal),
+            "forward_kl": ref_kl(lb, lp_, legal),
+        }[kind] / 5
         lv = ref_log_softmax(wdl[i].tolist(), [1] * 3)
         val -= rho[i].item() * sum(t * l for t, l in zip(tgt[i].tolist(), lv)) / 5
     assert [x.item() for x in out] == pytest.approx([pol + 0.3 * ex + 0.7 * val, pol, ex, val, 0.0])
@@ -384,8 +426,7 @@ def test_single_step_ppo_reduction():
         (g13,) = torch.autograd.grad(eq13, logits, retain_graph=True)
         assert_close(g13, g14)
     stale = log_pi.detach() - 0.5  # a reused batch: r = e^.5 ≠ 1, and now ε matters
-    assert ppo_clipped_surrogate(log_pi, stale, rho * adv, 0.01) != \
-        ppo_clipped_surrogate(log_pi, stale, rho * adv, 0.2)
+    assert ppo_clipped_surrogate(log_pi, stale, rho * adv, 0.01) != ppo_clipped_surrogate(log_pi, stale, rho * adv, 0.2)
 
 
 def test_ppo_clipped_surrogate_hand():
@@ -408,8 +449,10 @@ def test_every_exploration_kind_changes_the_loss():
 def test_bad_configuration_raises_named_errors():
     args = _loss_inputs(11)
     logits, wdl, mask, action, *rest = args
-    for call in (lambda: exploration_term("kl", logits, rest[-1], mask),
-                 lambda: pdx_loss(*args, exploration="kl", beta=0.1, c_v=1.0)):
+    for call in (
+        lambda: exploration_term("kl", logits, rest[-1], mask),
+        lambda: pdx_loss(*args, exploration="kl", beta=0.1, c_v=1.0),
+    ):
         with pytest.raises(UnknownExplorationTerm, match="'kl'; valid terms: none, entropy, reverse_kl"):
             call()
     with pytest.raises(ValueError, match=r"beta .* >= 0, got -0.1"):

@@ -4,13 +4,13 @@ float32.
 The networks' matmuls run in bfloat16 under autocast; the log-softmax over the legal moves, the KLs, τ, the
 WDL entropy, ρ, the advantage and the loss are computed on logits upcast to float32 first.
 """
+
 from __future__ import annotations
 
 import lightning as L
 import pytest
-import torch
-
 import reference_math
+import torch
 
 from pdx_lightning.chesscore import policy
 from pdx_lightning.chesscore.rules import RESULT_NONE
@@ -29,10 +29,16 @@ def _inputs(b: int = 6, seed: int = 0) -> dict:
     logits = 3.0 * torch.randn(b, P, generator=g)
     base_logits = 3.0 * torch.randn(b, P, generator=g)
     action = torch.multinomial(torch.where(mask, 1.0, 0.0), 1, generator=g).squeeze(1)
-    return {"logits": logits, "mask": mask, "log_p_base": policy.masked_log_softmax(base_logits, mask),
-            "wdl": torch.randn(b, 3, generator=g), "action": action,
-            "rho": torch.rand(b, generator=g), "advantage": torch.randn(b, generator=g) * 0.3,
-            "target": torch.softmax(torch.randn(b, 3, generator=g), -1)}
+    return {
+        "logits": logits,
+        "mask": mask,
+        "log_p_base": policy.masked_log_softmax(base_logits, mask),
+        "wdl": torch.randn(b, 3, generator=g),
+        "action": action,
+        "rho": torch.rand(b, generator=g),
+        "advantage": torch.randn(b, generator=g) * 0.3,
+        "target": torch.softmax(torch.randn(b, 3, generator=g), -1),
+    }
 
 
 @pytest.mark.parametrize("half", [torch.bfloat16, torch.float16])
@@ -44,22 +50,36 @@ def test_every_objective_returns_float32_for_half_precision_inputs(half):
     assert lp.dtype == torch.float32
     lp_half, base_half = lp.to(half), t["log_p_base"].to(half)
     wdl_half = torch.softmax(t["wdl"], -1).to(half)
-    outs = {"entropy": policy.entropy(lp_half, mask), "forward_kl": policy.forward_kl(base_half, lp_half, mask),
-            "reverse_kl": policy.reverse_kl(lp_half, base_half, mask), "wdl_entropy (τ)": policy.wdl_entropy(wdl_half),
-            "score": policy.score(wdl_half),
-            "tempered": policy.tempered_log_probs(lp_half, mask, policy.wdl_entropy(wdl_half)),
-            "importance_weight": O.importance_weight(lp_half[:, 0], lp_half[:, 0] - 0.5),
-            "td_advantage": reference_math.td_advantage(policy.score(wdl_half).to(half), policy.score(wdl_half).to(half)),
-            "value_target": O.value_target(wdl_half, torch.full((6,), RESULT_NONE)),
-            "value_loss": O.value_loss(t["wdl"].to(half), t["target"].to(half), t["rho"].to(half)),
-            "ppo": reference_math.ppo_clipped_surrogate(lp_half[:, 0], lp_half[:, 0], t["advantage"].to(half))}
+    outs = {
+        "entropy": policy.entropy(lp_half, mask),
+        "forward_kl": policy.forward_kl(base_half, lp_half, mask),
+        "reverse_kl": policy.reverse_kl(lp_half, base_half, mask),
+        "wdl_entropy (τ)": policy.wdl_entropy(wdl_half),
+        "score": policy.score(wdl_half),
+        "tempered": policy.tempered_log_probs(lp_half, mask, policy.wdl_entropy(wdl_half)),
+        "importance_weight": O.importance_weight(lp_half[:, 0], lp_half[:, 0] - 0.5),
+        "td_advantage": reference_math.td_advantage(policy.score(wdl_half).to(half), policy.score(wdl_half).to(half)),
+        "value_target": O.value_target(wdl_half, torch.full((6,), RESULT_NONE)),
+        "value_loss": O.value_loss(t["wdl"].to(half), t["target"].to(half), t["rho"].to(half)),
+        "ppo": reference_math.ppo_clipped_surrogate(lp_half[:, 0], lp_half[:, 0], t["advantage"].to(half)),
+    }
     for kind in O.EXPLORATION_TERMS:
         outs[f"exploration_term[{kind}]"] = O.exploration_term(kind, lp_half, base_half, mask)
-        loss = O.pdx_loss(lo, t["wdl"].to(half), mask, t["action"], t["rho"].to(half),
-                          t["advantage"].to(half), t["target"].to(half), base_half,
-                          exploration=kind, beta=0.1, c_v=0.2)
+        loss = O.pdx_loss(
+            lo,
+            t["wdl"].to(half),
+            mask,
+            t["action"],
+            t["rho"].to(half),
+            t["advantage"].to(half),
+            t["target"].to(half),
+            base_half,
+            exploration=kind,
+            beta=0.1,
+            c_v=0.2,
+        )
         outs.update({f"pdx_loss[{kind}].{k}": v for k, v in loss._asdict().items()})
-    assert {k: v.dtype for k, v in outs.items()} == {k: torch.float32 for k in outs}
+    assert {k: v.dtype for k, v in outs.items()} == dict.fromkeys(outs, torch.float32)
     assert policy.masked_log_softmax(t["logits"].double(), mask).dtype == torch.float64  # wider stays wider
 
 
@@ -91,23 +111,46 @@ class _Losses(L.Callback):
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         m = trainer.callback_metrics
-        self.steps.append({k: float(m[k]) for k in sorted(m) if k.startswith(("loss/", "kl/", "policy/"))
-                           or k in ("selfplay/tau_mean", "selfplay/adv_mean", "selfplay/rho_mean")})
+        self.steps.append(
+            {
+                k: float(m[k])
+                for k in sorted(m)
+                if k.startswith(("loss/", "kl/", "policy/"))
+                or k in ("selfplay/tau_mean", "selfplay/adv_mean", "selfplay/rho_mean")
+            }
+        )
 
 
 def _steps(precision: str, tmp_path) -> list[dict[str, float]]:
     """Step 1 in ``precision``, then step 2 in ``precision`` resumed from a float32 step 1 (so both runs'
     step 2 start from the same online ≠ base weights: AdamW's first update moves every weight by ±lr by the
     sign of its gradient, so noise-level gradients would otherwise make two different networks)."""
+
     def fit(prec: str, steps: int, ckpt: str | None, save: bool) -> list[dict[str, float]]:
         L.seed_everything(0)
         sp = SelfPlayConfig(n_games=8, opening_max_moves=0, max_plies=30, micro_batch=4, seed=1)
-        m = PDXModule(base="random:tiny", beta=0.1, selfplay=sp, lr_backbone=1e-2, lr_final_block=1e-2,
-                      lr_policy_head=1e-2, lr_value_head=1e-2, warmup_steps=1)
+        m = PDXModule(
+            base="random:tiny",
+            beta=0.1,
+            selfplay=sp,
+            lr_backbone=1e-2,
+            lr_final_block=1e-2,
+            lr_policy_head=1e-2,
+            lr_value_head=1e-2,
+            warmup_steps=1,
+        )
         probe = _Losses()
-        trainer = L.Trainer(max_steps=steps, accelerator="cpu", precision=prec, logger=False,
-                            enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
-                            callbacks=[probe], default_root_dir=tmp_path)
+        trainer = L.Trainer(
+            max_steps=steps,
+            accelerator="cpu",
+            precision=prec,
+            logger=False,
+            enable_checkpointing=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+            callbacks=[probe],
+            default_root_dir=tmp_path,
+        )
         trainer.fit(m, ckpt_path=ckpt)
         if save:
             trainer.save_checkpoint(tmp_path / "step1.ckpt")
@@ -134,7 +177,7 @@ def test_a_bf16_mixed_step_matches_the_float32_step(tmp_path):
     full, mixed = _steps("32-true", tmp_path), _steps("bf16-mixed", tmp_path)
     assert len(full) == len(mixed) == 2 and full[0].keys() == mixed[0].keys()
     assert {"loss/total", "loss/policy", "loss/explore", "loss/value", "selfplay/tau_mean"} <= full[0].keys()
-    assert full[1]["kl/forward_to_base"] > 1e-3                       # step 2: the KL is live
+    assert full[1]["kl/forward_to_base"] > 1e-3  # step 2: the KL is live
     for f, m in zip(full, mixed):
         for k in f:
             if k in KL_LIKE:

@@ -9,6 +9,7 @@ off by default where the paper's text says otherwise (Eq. 7, Table 2, App. E):
 The last test computes the loss of a fixed batch as the reference code's per-minibatch step loss
 does, in a slow loop written from reading that code, and matches pdx's loss with the options on.
 """
+
 from __future__ import annotations
 
 import math
@@ -24,15 +25,14 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from pdx_lightning.chesscore.encoding import GameHistory
 from pdx_lightning.chesscore.moves import POLICY_SIZE, move_to_index
+from pdx_lightning.chesscore.policy import masked_log_softmax, wdl_entropy
 from pdx_lightning.chesscore.rules import RESULT_NONE
 from pdx_lightning.nets import load_model
 from pdx_lightning.nets.inference import evaluate_boards
-from pdx_lightning.rl.module import PDXModule
-from pdx_lightning.chesscore.policy import masked_log_softmax, wdl_entropy
-from pdx_lightning.rl.objectives import EXPLORATION_TERMS, pdx_loss
 from pdx_lightning.rl import pdx_step
+from pdx_lightning.rl.module import PDXModule
+from pdx_lightning.rl.objectives import EXPLORATION_TERMS, pdx_loss
 from pdx_lightning.rl.selfplay import SelfPlayConfig, SelfPlayDataset, SelfPlayError, SelfPlayNetworks
 
 torch.set_num_threads(1)
@@ -41,21 +41,31 @@ torch.set_num_threads(1)
 def collect(ds, *args):
     """``pdx_step.collect`` on the dataset's games, sampler generator and parameter version, as the step passes them."""
     return pdx_step.collect(ds, *args, generator=ds.gen, version=ds.networks.version())
+
+
 ROOT = Path(__file__).resolve().parents[2]
 FAST = dict(lr_backbone=1e-3, lr_final_block=1e-3, lr_policy_head=1e-3, lr_value_head=1e-3, warmup_steps=1)
 F64 = torch.float64
 
 
 def module(n_games=8, selfplay_kw=None, **kw):
-    sp = SelfPlayConfig(n_games=n_games, opening_max_moves=4, max_plies=30, micro_batch=4, seed=1,
-                        **(selfplay_kw or {}))
+    sp = SelfPlayConfig(
+        n_games=n_games, opening_max_moves=4, max_plies=30, micro_batch=4, seed=1, **(selfplay_kw or {})
+    )
     return PDXModule(base="random:tiny", selfplay=sp, **{**FAST, **kw})
 
 
 def trainer(steps, **kw):
     kw.setdefault("logger", False)
-    return L.Trainer(max_steps=steps, accelerator="cpu", enable_progress_bar=False, log_every_n_steps=1,
-                     enable_model_summary=False, enable_checkpointing=False, **kw)
+    return L.Trainer(
+        max_steps=steps,
+        accelerator="cpu",
+        enable_progress_bar=False,
+        log_every_n_steps=1,
+        enable_model_summary=False,
+        enable_checkpointing=False,
+        **kw,
+    )
 
 
 class MetricsProbe(L.Callback):
@@ -77,16 +87,16 @@ def test_value_anchor_is_logged_changes_training_and_is_absent_by_default():
         trainer(4, callbacks=[probe]).fit(m)
         runs[w] = (m, probe.steps)
     off, on = runs[0.0][1], runs[5.0][1]
-    assert all("loss/anchor" not in s for s in off)           # the paper's loss: no anchor term at all
+    assert all("loss/anchor" not in s for s in off)  # the paper's loss: no anchor term at all
     anchor = [s["loss/anchor"] for s in on]
-    assert abs(anchor[0]) < 1e-6                              # online = base at step 1: KL 0 (to float32 rounding)
-    assert all(a > 1e-5 for a in anchor[1:])                  # then the value head moves off the base's
-    for s in on:                                              # total = policy + β·explore + c_v(value + w·anchor)
+    assert abs(anchor[0]) < 1e-6  # online = base at step 1: KL 0 (to float32 rounding)
+    assert all(a > 1e-5 for a in anchor[1:])  # then the value head moves off the base's
+    for s in on:  # total = policy + β·explore + c_v(value + w·anchor)
         expect = s["loss/policy"] + 1e-2 * s["loss/explore"] + 0.2 * (s["loss/value"] + 5.0 * s["loss/anchor"])
         assert s["loss/total"] == pytest.approx(expect, rel=1e-5, abs=1e-7)
     value_off = runs[0.0][0].online.value_head.out.weight
     value_on = runs[5.0][0].online.value_head.out.weight
-    assert (value_off - value_on).abs().max() > 1e-6          # the anchor's gradient acted
+    assert (value_off - value_on).abs().max() > 1e-6  # the anchor's gradient acted
     with pytest.raises(ValueError, match="value_anchor must be >= 0"):
         module(value_anchor=-0.1)
 
@@ -108,11 +118,12 @@ def test_temperature_wdl_source_online_takes_tau_from_the_online_wdl_and_skips_t
     online, ema, base = _net(1, (0.3, 1.0, -0.2)), _net(2, (1.5, 0.0, -1.0)), _net(3, (-1.0, 0.5, 1.5))
     taus = {}
     for source in ("ema", "online"):
-        ds = SelfPlayDataset(SelfPlayConfig(n_games=6, micro_batch=6, opening_max_moves=3, seed=5,
-                                            temperature_wdl_source=source),
-                             SelfPlayNetworks(ema=ema, base=base, version=lambda: 0))
+        ds = SelfPlayDataset(
+            SelfPlayConfig(n_games=6, micro_batch=6, opening_max_moves=3, seed=5, temperature_wdl_source=source),
+            SelfPlayNetworks(ema=ema, base=base, version=lambda: 0),
+        )
         it = iter(ds)
-        first = next(it)                                          # opening moves (base passes) done
+        first = next(it)  # opening moves (base passes) done
         collect(ds, first, slice(0, 6), *_outputs(online, [b.copy() for b in ds.boards]))
         calls = []
         orig = ds._eval
@@ -120,24 +131,25 @@ def test_temperature_wdl_source_online_takes_tau_from_the_online_wdl_and_skips_t
         batch = next(it)
         boards = [b.copy() for b in ds.boards]
         logp, wdl = evaluate_boards(online, boards)
-        assert_close(batch.wdl_base, evaluate_boards(base, boards)[1])   # p_base(s) rides along
+        assert_close(batch.wdl_base, evaluate_boards(base, boards)[1])  # p_base(s) rides along
         completion = collect(ds, batch, slice(0, 6), logp, wdl[:, 0] + wdl[:, 1] / 2, wdl)
         taus[source] = (batch.tau, completion.tau, wdl_entropy(wdl), wdl_entropy(evaluate_boards(ema, boards)[1]))
         if source == "ema":
-            assert calls == ["base", "ema", "ema"]                # base(s), ema(s), ema(s')
+            assert calls == ["base", "ema", "ema"]  # base(s), ema(s), ema(s')
         else:
-            assert calls == ["base", "ema"]                       # base(s), ema(s'): no ema(s) pass
+            assert calls == ["base", "ema"]  # base(s), ema(s'): no ema(s) pass
     b_ema, d_ema, h_online, h_ema = taus["ema"]
-    assert_close(b_ema, h_ema) and assert_close(d_ema, h_ema)     # the paper: τ = H(p_θ̄(s))
+    assert_close(b_ema, h_ema) and assert_close(d_ema, h_ema)  # the paper: τ = H(p_θ̄(s))
     b_on, d_on, h_online, _ = taus["online"]
-    assert b_on is None and torch.equal(d_on, h_online)           # the reference default: τ = H(p_θ(s))
-    assert (d_on - d_ema).abs().min() > 1e-2                      # the two sources really differ here
+    assert b_on is None and torch.equal(d_on, h_online)  # the reference default: τ = H(p_θ(s))
+    assert (d_on - d_ema).abs().min() > 1e-2  # the two sources really differ here
 
 
 def test_temperature_wdl_source_needs_the_online_wdl_and_is_validated():
-    ds = SelfPlayDataset(SelfPlayConfig(n_games=2, micro_batch=2, opening_max_moves=0,
-                                        temperature_wdl_source="online"),
-                         SelfPlayNetworks(ema=_net(2, (0, 0, 0)), base=_net(3, (0, 0, 0)), version=lambda: 0))
+    ds = SelfPlayDataset(
+        SelfPlayConfig(n_games=2, micro_batch=2, opening_max_moves=0, temperature_wdl_source="online"),
+        SelfPlayNetworks(ema=_net(2, (0, 0, 0)), base=_net(3, (0, 0, 0)), version=lambda: 0),
+    )
     batch = next(iter(ds))
     uniform = torch.log_softmax(torch.where(batch.mask, 0.0, float("-inf")), 1)
     with pytest.raises(SelfPlayError, match="needs the online WDL"):
@@ -145,9 +157,12 @@ def test_temperature_wdl_source_needs_the_online_wdl_and_is_validated():
     with pytest.raises(ValueError, match="temperature_wdl_source must be 'ema' or 'online'"):
         SelfPlayConfig(temperature_wdl_source="base")
     # the fixed arm ignores the source: τ ≡ 1 either way
-    fixed = SelfPlayDataset(SelfPlayConfig(n_games=2, micro_batch=2, opening_max_moves=0, temperature="fixed",
-                                           temperature_wdl_source="online"),
-                            SelfPlayNetworks(ema=_net(2, (0, 0, 0)), base=_net(3, (0, 0, 0)), version=lambda: 0))
+    fixed = SelfPlayDataset(
+        SelfPlayConfig(
+            n_games=2, micro_batch=2, opening_max_moves=0, temperature="fixed", temperature_wdl_source="online"
+        ),
+        SelfPlayNetworks(ema=_net(2, (0, 0, 0)), base=_net(3, (0, 0, 0)), version=lambda: 0),
+    )
     assert torch.equal(next(iter(fixed)).tau, torch.ones(2))
 
 
@@ -173,15 +188,23 @@ def reference_result(board: chess.Board) -> str:
     return board.result(claim_draw=False) if board.is_game_over(claim_draw=False) else "*"
 
 
-ENDGAMES = ["8/8/4k3/8/8/4K3/8/R7 w - - 88 80", "8/2k5/8/8/3q4/8/2K5/7Q b - - 60 70",
-            "4k3/8/8/8/8/8/4P3/4K3 w - - 0 1", "r3k3/8/8/8/8/8/8/4K2R w Kq - 94 60",
-            "8/8/8/3k4/8/8/3K4/2N2B2 w - - 97 90", chess.STARTING_FEN]
+ENDGAMES = [
+    "8/8/4k3/8/8/4K3/8/R7 w - - 88 80",
+    "8/2k5/8/8/3q4/8/2K5/7Q b - - 60 70",
+    "4k3/8/8/8/8/8/4P3/4K3 w - - 0 1",
+    "r3k3/8/8/8/8/8/8/4K2R w Kq - 94 60",
+    "8/8/8/3k4/8/8/3K4/2N2B2 w - - 97 90",
+    chess.STARTING_FEN,
+]
 
 
 def _one_game_dataset(backend: str, claim_draws: bool) -> SelfPlayDataset:
-    ds = SelfPlayDataset(SelfPlayConfig(n_games=1, micro_batch=1, opening_max_moves=0, claim_draws=claim_draws,
-                                        max_plies=10_000, backend=backend),
-                         SelfPlayNetworks(ema=_net(2, (0, 0, 0)), base=_net(3, (0, 0, 0)), version=lambda: 0))
+    ds = SelfPlayDataset(
+        SelfPlayConfig(
+            n_games=1, micro_batch=1, opening_max_moves=0, claim_draws=claim_draws, max_plies=10_000, backend=backend
+        ),
+        SelfPlayNetworks(ema=_net(2, (0, 0, 0)), base=_net(3, (0, 0, 0)), version=lambda: 0),
+    )
     next(iter(ds))
     return ds
 
@@ -221,10 +244,9 @@ def test_claim_draws_ends_games_exactly_where_the_reference_claims_them(backend)
             expect = {"*": None, "1/2-1/2": 1, "1-0": 0 if mover_white else 2, "0-1": 2 if mover_white else 0}
             assert ours == expect[theirs], (board.fen(), [m.uci() for m in board.move_stack])
             if theirs != "*":
-                reasons.add("fifty" if board.is_fifty_moves() else "threefold" if board.is_repetition(3)
-                            else "other")
+                reasons.add("fifty" if board.is_fifty_moves() else "threefold" if board.is_repetition(3) else "other")
                 break
-    assert {"fifty", "threefold"} <= reasons and seen["*"] > 1000   # both claims were exercised
+    assert {"fifty", "threefold"} <= reasons and seen["*"] > 1000  # both claims were exercised
     # off (the default): neither claim ends a game; fivefold / 75 moves still do
     ds = _one_game_dataset(backend, claim_draws=False)
     board = chess.Board("8/8/4k3/8/8/4K3/8/R7 w - - 100 80")
@@ -247,6 +269,7 @@ class GradProbe(L.Callback):
         def after(optimizer):
             hook(optimizer)
             self.stepped.append([p.grad.clone() for p in pl_module.online.parameters()])
+
         pl_module.on_before_optimizer_step = after  # Lightning calls the hook by attribute lookup
 
     def on_before_optimizer_step(self, trainer, pl_module, optimizer):
@@ -262,7 +285,7 @@ def test_grad_clip_norm_clips_logs_the_norm_before_and_off_leaves_gradients_unch
     m, grads, probe = module(), GradProbe(), MetricsProbe()
     trainer(3, callbacks=[grads, probe]).fit(m)
     assert len(grads.before) == len(grads.stepped) == 3
-    for before, stepped in zip(grads.before, grads.stepped):                 # off (the paper): untouched
+    for before, stepped in zip(grads.before, grads.stepped):  # off (the paper): untouched
         assert all(torch.equal(a, b) for a, b in zip(before, stepped))
     assert all("optim/grad_norm" not in s for s in probe.steps)
 
@@ -272,11 +295,11 @@ def test_grad_clip_norm_clips_logs_the_norm_before_and_off_leaves_gradients_unch
     trainer(3, callbacks=[grads, probe]).fit(m)
     for before, stepped, logged in zip(grads.before, grads.stepped, probe.steps):
         pre = _norm(before)
-        assert pre > 10 * clip                                               # so the clip had to act
-        assert logged["optim/grad_norm"] == pytest.approx(pre, rel=1e-5)     # the norm before clipping
-        assert _norm(stepped) <= clip * (1 + 1e-5)                           # what AdamW stepped on
+        assert pre > 10 * clip  # so the clip had to act
+        assert logged["optim/grad_norm"] == pytest.approx(pre, rel=1e-5)  # the norm before clipping
+        assert _norm(stepped) <= clip * (1 + 1e-5)  # what AdamW stepped on
         assert _norm(stepped) == pytest.approx(clip, rel=1e-4)
-        for a, b in zip(before, stepped):                                    # a rescaling, same direction
+        for a, b in zip(before, stepped):  # a rescaling, same direction
             assert_close(b, a * (clip / pre), rtol=1e-4, atol=1e-12)
     with pytest.raises(ValueError, match="grad_clip_norm must be > 0"):
         module(grad_clip_norm=0.0)
@@ -284,10 +307,31 @@ def test_grad_clip_norm_clips_logs_the_norm_before_and_off_leaves_gradients_unch
 
 def test_trainer_gradient_clip_val_is_refused_with_a_pointer_to_grad_clip_norm(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PDX_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    r = subprocess.run([sys.executable, "-m", "pdx_lightning.cli", "fit", "--model.base", "random:tiny",
-                        "--model.selfplay.n_games", "2", "--trainer.max_steps", "1", "--trainer.logger", "false",
-                        "--trainer.enable_checkpointing", "false", "--trainer.gradient_clip_val", "1.0"],
-                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pdx_lightning.cli",
+            "fit",
+            "--model.base",
+            "random:tiny",
+            "--model.selfplay.n_games",
+            "2",
+            "--trainer.max_steps",
+            "1",
+            "--trainer.logger",
+            "false",
+            "--trainer.enable_checkpointing",
+            "false",
+            "--trainer.gradient_clip_val",
+            "1.0",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     err = r.stderr.strip()
     assert r.returncode == 2 and "Traceback" not in err, err[-3000:]
     last = err.splitlines()[-1]  # after Lightning's own start-up lines (seed, devices)
@@ -295,22 +339,44 @@ def test_trainer_gradient_clip_val_is_refused_with_a_pointer_to_grad_clip_norm(t
 
 
 def test_fit_help_documents_every_reference_option(tmp_path):
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PDX_THREADS": "1", "PYTHONPATH": str(ROOT),
-           "COLUMNS": "200"}
-    r = subprocess.run([sys.executable, "-m", "pdx_lightning.cli", "fit", "--help"], cwd=tmp_path, env=env,
-                       capture_output=True, text=True, timeout=300)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PDX_THREADS": "1", "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
+    r = subprocess.run(
+        [sys.executable, "-m", "pdx_lightning.cli", "fit", "--help"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     text = " ".join(r.stdout.split())
-    for option, phrase in [("--model.value_anchor", "base-WDL value anchor"),
-                           ("--model.grad_clip_norm", "None = no clipping"),
-                           ("--model.selfplay.temperature_wdl_source", "whose WDL at s sets the adaptive τ"),
-                           ("--model.selfplay.claim_draws", "threefold repetition")]:
+    for option, phrase in [
+        ("--model.value_anchor", "base-WDL value anchor"),
+        ("--model.grad_clip_norm", "None = no clipping"),
+        ("--model.selfplay.temperature_wdl_source", "whose WDL at s sets the adaptive τ"),
+        ("--model.selfplay.claim_draws", "threefold repetition"),
+    ]:
         assert option in text and phrase in text, option
 
 
 # ---- e. the reference code's step loss, slowly -------------------------------------------------
-def reference_step_loss(logits, mask, wdl_logits, action, rho, adv, target, base_policy, base_wdl, *,
-                        regularizer, beta, c_v, w_base, minibatch):
+def reference_step_loss(
+    logits,
+    mask,
+    wdl_logits,
+    action,
+    rho,
+    adv,
+    target,
+    base_policy,
+    base_wdl,
+    *,
+    regularizer,
+    beta,
+    c_v,
+    w_base,
+    minibatch,
+):
     """The loss the reference code minimizes for one batch, written from reading its ``step_loss``
     and ``optimizer_step`` (not copied): per minibatch of ``minibatch`` rows, in a loop over rows,
 
@@ -330,10 +396,10 @@ def reference_step_loss(logits, mask, wdl_logits, action, rho, adv, target, base
         pol = wdl_term = reg = anchor = 0.0
         for i in rows:
             z = torch.where(mask[i], logits[i], torch.full_like(logits[i], -1e9))
-            log_pi = z - torch.logsumexp(z, 0)                       # over all 4,288 slots
+            log_pi = z - torch.logsumexp(z, 0)  # over all 4,288 slots
             pi = log_pi.exp()
             pol = pol + (-log_pi[action[i]]) * rho[i] * adv[i]
-            p_wdl = torch.softmax(wdl_logits[i], 0)                  # the net's WDL probabilities
+            p_wdl = torch.softmax(wdl_logits[i], 0)  # the net's WDL probabilities
             log_wdl = torch.log(p_wdl.clamp_min(eps))
             kl_target = 0.0
             for o in range(3):
@@ -382,8 +448,8 @@ def _fixed_batch():
     rho[::3] = 1.0
     adv = 0.4 * torch.randn(n, generator=g, dtype=F64)
     target = torch.randn(n, 3, generator=g, dtype=F64).softmax(-1)
-    target[2] = torch.tensor([0.0, 1.0, 0.0], dtype=F64)           # a claimed draw
-    target[5] = torch.tensor([1.0, 0.0, 0.0], dtype=F64)           # a mate
+    target[2] = torch.tensor([0.0, 1.0, 0.0], dtype=F64)  # a claimed draw
+    target[5] = torch.tensor([1.0, 0.0, 0.0], dtype=F64)  # a mate
     base_policy = masked_log_softmax(3 * torch.randn(n, POLICY_SIZE, generator=g, dtype=F64), mask).exp()
     base_wdl = torch.randn(n, 3, generator=g, dtype=F64).softmax(-1)
     return logits, mask, wdl, action, rho, adv, target, base_policy, base_wdl
@@ -395,18 +461,44 @@ def test_pdx_loss_with_the_reference_options_matches_the_reference_step_loss(kin
     the reference's KL(p̂‖p_θ) = CE − H(p̂), so pdx's loss is c_v·mean(ρ·H(p̂)) higher; for the entropy
     arm the reference's KL to uniform is −H + log |𝒜(s)|, so pdx's is β·mean(log |𝒜(s)|) lower."""
     logits, mask, wdl, action, rho, adv, target, base_policy, base_wdl = _fixed_batch()
-    beta, c_v, w_base = 0.01, 0.2, 0.1                              # the reference code's defaults
+    beta, c_v, w_base = 0.01, 0.2, 0.1  # the reference code's defaults
     z_ref, w_ref = logits.clone().requires_grad_(), wdl.clone().requires_grad_()
-    ref = reference_step_loss(z_ref, mask, w_ref, action, rho, adv, target, base_policy, base_wdl,
-                              regularizer=kind, beta=beta, c_v=c_v, w_base=w_base, minibatch=4)
+    ref = reference_step_loss(
+        z_ref,
+        mask,
+        w_ref,
+        action,
+        rho,
+        adv,
+        target,
+        base_policy,
+        base_wdl,
+        regularizer=kind,
+        beta=beta,
+        c_v=c_v,
+        w_base=w_base,
+        minibatch=4,
+    )
     ref.backward()
     z, w = logits.clone().requires_grad_(), wdl.clone().requires_grad_()
     # pdx over the batch in micro-batches of 4 weighted by their share, as PDXModule.training_step does
     total = 0.0
     for sl in (slice(0, 4), slice(4, 8)):
-        out = pdx_loss(z[sl], w[sl], mask[sl], action[sl], rho[sl], adv[sl], target[sl],
-                       base_policy[sl].log(), exploration=kind, beta=beta, c_v=c_v, wdl_base=base_wdl[sl],
-                       value_anchor=w_base)
+        out = pdx_loss(
+            z[sl],
+            w[sl],
+            mask[sl],
+            action[sl],
+            rho[sl],
+            adv[sl],
+            target[sl],
+            base_policy[sl].log(),
+            exploration=kind,
+            beta=beta,
+            c_v=c_v,
+            wdl_base=base_wdl[sl],
+            value_anchor=w_base,
+        )
         total = total + out.total * 0.5
     total.backward()
     h_target = -(target * torch.where(target > 0, target.log(), torch.zeros_like(target))).sum(-1)
@@ -417,11 +509,12 @@ def test_pdx_loss_with_the_reference_options_matches_the_reference_step_loss(kin
     # of the 218-move row) move its value by ~1e-7; every other arm agrees to float64 rounding
     tol = 1e-6 if kind == "reverse_kl" else 1e-9
     assert total.item() == pytest.approx(ref.item() + offset.item(), rel=tol, abs=tol)
-    assert total.item() != pytest.approx(ref.item(), rel=1e-6)      # the offset is real
+    assert total.item() != pytest.approx(ref.item(), rel=1e-6)  # the offset is real
     assert_close(z.grad, z_ref.grad, rtol=1e-6, atol=tol)
     assert_close(w.grad, w_ref.grad, rtol=1e-6, atol=tol)
     # and the anchor is what closes the gap: without it pdx's gradient differs
     w_off = wdl.clone().requires_grad_()
-    pdx_loss(logits, w_off, mask, action, rho, adv, target, base_policy.log(), exploration=kind, beta=beta,
-             c_v=c_v).total.backward()
+    pdx_loss(
+        logits, w_off, mask, action, rho, adv, target, base_policy.log(), exploration=kind, beta=beta, c_v=c_v
+    ).total.backward()
     assert (w_off.grad - w.grad).abs().max() > 1e-4

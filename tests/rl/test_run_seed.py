@@ -1,5 +1,6 @@
 """Seeds that seed: without ``selfplay.seed`` the games follow ``seed_everything``; an explicit
 ``selfplay.seed`` wins; the same seed twice is bit-identical (games, weights, RNG)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -46,10 +47,10 @@ def test_seed_everything_seeds_the_games_and_the_same_seed_repeats(tmp_path, mon
     s1 = _run(tmp_path, monkeypatch, "s1", "--seed_everything", "1")
     s2 = _run(tmp_path, monkeypatch, "s2", "--seed_everything", "2")
     again = _run(tmp_path, monkeypatch, "s1b", "--seed_everything", "1")
-    assert s1["hyper_parameters"]["selfplay"]["seed"] == 1        # the checkpoint records the seed used
+    assert s1["hyper_parameters"]["selfplay"]["seed"] == 1  # the checkpoint records the seed used
     assert s2["hyper_parameters"]["selfplay"]["seed"] == 2
-    assert _games(s1) != _games(s2)                               # other seed, other games
-    assert _games(s1) == _games(again)                            # same seed: same games, weights, RNG
+    assert _games(s1) != _games(s2)  # other seed, other games
+    assert _games(s1) == _games(again)  # same seed: same games, weights, RNG
     assert all(torch.equal(v, again["state_dict"][k]) for k, v in s1["state_dict"].items())
     (a,), (b,) = s1["pdx_selfplay"], again["pdx_selfplay"]
     assert torch.equal(a["torch_rng"], b["torch_rng"]) and a["py_rng"] == b["py_rng"]

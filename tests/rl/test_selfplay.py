@@ -2,6 +2,7 @@
 knows which network supplied τ(s), v(s'), p̂ and π_base: online (π_θ, its outputs handed to
 ``collect``), EMA θ̄ and base π_base are random:tiny networks of different seeds whose value
 heads carry different hand-set output biases."""
+
 import math
 
 import chess
@@ -9,11 +10,10 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from pdx_lightning.chesscore.encoding import GameHistory
 from pdx_lightning.chesscore.moves import POLICY_SIZE, index_to_move, move_to_index
+from pdx_lightning.chesscore.policy import score, wdl_entropy
 from pdx_lightning.nets import load_model
 from pdx_lightning.nets.inference import evaluate_boards
-from pdx_lightning.chesscore.policy import score, wdl_entropy
 from pdx_lightning.rl import pdx_step
 from pdx_lightning.rl.selfplay import SelfPlayConfig, SelfPlayDataset, SelfPlayError, SelfPlayNetworks
 
@@ -23,6 +23,8 @@ torch.set_num_threads(1)
 def collect(ds, *args):
     """``pdx_step.collect`` on the dataset's games, sampler generator and parameter version, as the step passes them."""
     return pdx_step.collect(ds, *args, generator=ds.gen, version=ds.networks.version())
+
+
 LN3 = math.log(3)
 # value-head output biases (W, D, L logits) that make the three networks' WDLs far apart
 BIAS = {"online": (0.3, 1.0, -0.2), "ema": (1.5, 0.0, -1.0), "base": (-1.0, 0.5, 1.5)}
@@ -46,8 +48,10 @@ def nets():
 
 def make(nets, n=4, version=lambda: 0, **kw):
     kw.setdefault("opening_max_moves", 0)
-    ds = SelfPlayDataset(SelfPlayConfig(n_games=n, micro_batch=n, **kw),
-                         SelfPlayNetworks(ema=nets["ema"], base=nets["base"], version=version))
+    ds = SelfPlayDataset(
+        SelfPlayConfig(n_games=n, micro_batch=n, **kw),
+        SelfPlayNetworks(ema=nets["ema"], base=nets["base"], version=version),
+    )
     return ds, iter(ds)
 
 
@@ -85,7 +89,7 @@ def test_a_batch_completed_after_the_parameters_moved_is_refused(nets):
     ds, it = make(nets, n=2, version=lambda: version[0])
     batch = next(it)
     assert batch.version == 0
-    version[0] = 1                                   # an optimizer step between begin and complete
+    version[0] = 1  # an optimizer step between begin and complete
     with pytest.raises(SelfPlayError, match="stale batch: begun at parameter version 0, completed at 1"):
         collect(ds, batch, slice(0, 2), uniform(batch.mask), torch.zeros(2))
     assert next(it).version == 1
@@ -103,11 +107,11 @@ def test_tau_and_pi_base_at_s_come_from_the_ema_and_the_base(nets):
     batch = next(it)
     boards = [b.copy() for b in ds.boards]
     wdl = {role: evaluate_boards(net, boards)[1] for role, net in nets.items()}
-    assert_close(batch.tau, wdl_entropy(wdl["ema"]))                      # τ(s) = H(p_θ̄(s)), Eq. 5
-    for other in ("online", "base"):                                      # the networks are far apart
+    assert_close(batch.tau, wdl_entropy(wdl["ema"]))  # τ(s) = H(p_θ̄(s)), Eq. 5
+    for other in ("online", "base"):  # the networks are far apart
         assert (batch.tau - wdl_entropy(wdl[other])).abs().min() > 1e-2
     logp_base = evaluate_boards(nets["base"], boards)[0]
-    assert_close(batch.log_p_base, logp_base)                # π_base(·|s), −inf off the legal moves
+    assert_close(batch.log_p_base, logp_base)  # π_base(·|s), −inf off the legal moves
     for other in ("online", "ema"):
         off = (batch.log_p_base - evaluate_boards(nets[other], boards)[0])[batch.mask].abs()
         assert off.max() > 1e-2
@@ -125,11 +129,11 @@ def test_non_terminal_target_is_the_flipped_ema_wdl_at_the_successor_and_advanta
         b.push(index_to_move(a, b))
         after.append(b)
     assert [b.move_stack for b in ds.boards] == [b.move_stack for b in after]
-    p_next = evaluate_boards(nets["ema"], after)[1]                       # p_θ̄(s'), side to move at s'
-    assert_close(completion.target, p_next[:, [2, 1, 0]])                       # p̂ = flip(p_θ̄(s')) = (L, D, W)
-    assert (completion.target[:, 0] - p_next[:, 0]).abs().min() > 1e-2         # the flip matters here
-    assert_close(completion.advantage, (1 - score(p_next)) - v_theta)   # A = (1 − v_θ̄(s')) − v_θ(s), Eq. 4
-    for other in ("online", "base"):                                      # v(s') is the EMA's, not another's
+    p_next = evaluate_boards(nets["ema"], after)[1]  # p_θ̄(s'), side to move at s'
+    assert_close(completion.target, p_next[:, [2, 1, 0]])  # p̂ = flip(p_θ̄(s')) = (L, D, W)
+    assert (completion.target[:, 0] - p_next[:, 0]).abs().min() > 1e-2  # the flip matters here
+    assert_close(completion.advantage, (1 - score(p_next)) - v_theta)  # A = (1 − v_θ̄(s')) − v_θ(s), Eq. 4
+    for other in ("online", "base"):  # v(s') is the EMA's, not another's
         v_other = score(evaluate_boards(nets[other], after)[1])
         assert ((1 - v_other) - v_theta - completion.advantage).abs().min() > 1e-2
 
@@ -147,8 +151,7 @@ def test_terminal_rows_take_the_true_result_from_the_movers_view_for_either_colo
     for g, (fen, _) in enumerate((WHITE_MATES, BLACK_MATES, STALEMATE, GOES_ON)):
         set_position(ds, g, chess.Board(fen))
     batch = next(it)
-    logp = forced(batch, ds, {g: uci for g, (_, uci) in
-                              enumerate((WHITE_MATES, BLACK_MATES, STALEMATE, GOES_ON))})
+    logp = forced(batch, ds, {g: uci for g, (_, uci) in enumerate((WHITE_MATES, BLACK_MATES, STALEMATE, GOES_ON))})
     v_theta = torch.tensor([0.9, 0.2, 0.7, 0.4])
     successor = chess.Board(GOES_ON[0])
     successor.push_uci(GOES_ON[1])
@@ -158,9 +161,9 @@ def test_terminal_rows_take_the_true_result_from_the_movers_view_for_either_colo
     p_next = evaluate_boards(nets["ema"], [successor])[1][0]
     assert_close(completion.target[3], p_next.flip(0))
     expect = torch.tensor([1.0 - 0.9, 1.0 - 0.2, 0.5 - 0.7, (1 - score(p_next)).item() - 0.4])
-    assert_close(completion.advantage, expect)                                  # A = score(p̂) − v_θ(s)
+    assert_close(completion.advantage, expect)  # A = score(p̂) − v_θ(s)
     assert (ds.stats["white_win"], ds.stats["black_win"], ds.stats["draw"]) == (1, 1, 1)
-    assert [b.fen() for b in ds.boards[:3]] == [chess.STARTING_FEN] * 3   # finished games restart
+    assert [b.fen() for b in ds.boards[:3]] == [chess.STARTING_FEN] * 3  # finished games restart
     assert ds.boards[3].fen() == successor.fen()
 
 
@@ -243,20 +246,20 @@ def test_adaptive_temperature_sharpens_and_rho_below_one_on_favoured_moves():
     logits[legal] = 0.15 * torch.arange(len(legal), dtype=torch.float32)
     logp = torch.log_softmax(logits, 0).expand(n, -1).clone()
     pi = logp[0].exp()
-    mu = torch.softmax(logits / tau, 0)                    # Eq. 6 by hand
-    h = lambda p: -(p[legal] * p[legal].log()).sum()       # noqa: E731
-    assert h(mu) < h(pi) and mu.max() > pi.max()           # sharper
+    mu = torch.softmax(logits / tau, 0)  # Eq. 6 by hand
+    h = lambda p: -(p[legal] * p[legal].log()).sum()  # noqa: E731
+    assert h(mu) < h(pi) and mu.max() > pi.max()  # sharper
     completion = collect(ds, batch, slice(0, n), logp, torch.zeros(n))
     a = completion.action
     assert batch.mask[torch.arange(n), a].all()
     top = legal[-1]
     freq = (a == top).float().mean().item()
     sd = math.sqrt(mu[top] * (1 - mu[top]) / n)
-    assert abs(freq - mu[top].item()) < 4 * sd             # the samples follow μ ...
-    assert abs(freq - pi[top].item()) > 8 * sd             # ... not π_θ
+    assert abs(freq - mu[top].item()) < 4 * sd  # the samples follow μ ...
+    assert abs(freq - pi[top].item()) > 8 * sd  # ... not π_θ
     favoured = mu[a] > pi[a]
-    assert favoured.any() and (~favoured).any()            # both kinds of move were sampled
-    assert torch.equal(completion.rho < 1, favoured)             # ρ < 1 exactly where μ favours the move
+    assert favoured.any() and (~favoured).any()  # both kinds of move were sampled
+    assert torch.equal(completion.rho < 1, favoured)  # ρ < 1 exactly where μ favours the move
     assert_close(completion.rho, torch.clamp(pi[a] / mu[a], max=1.0))
 
 
@@ -290,15 +293,17 @@ def test_reuse_successor_eval_skips_the_ema_pass_for_continuing_games(nets):
 def test_reuse_successor_eval_cache_survives_a_state_dict_round_trip():
     """The cached ema(s') was made by the EMA *before* its last update: a restored dataset must use
     the stored values (a fresh evaluation with the moved EMA would give other τ)."""
+
     def nets_():
         return {"ema": network("ema", 2), "base": network("base", 3)}
+
     a = nets_()
     ds, it = make(a, n=4, opening_max_moves=3, seed=2, reuse_successor_eval=True)
     _play(it, ds, 2, 4)
     state = ds.state_dict()
     boards = [bd.copy() for bd in ds.boards]
     assert state["ema_cache"].shape == (4, 3) and not state["ema_cache"].isnan().any()
-    with torch.no_grad():                                   # the EMA update after that step
+    with torch.no_grad():  # the EMA update after that step
         a["ema"].value_head.out.bias.add_(torch.tensor([0.5, -0.5, 0.0]))
     cont = _play(it, ds, 2, 4)
     b = nets_()
@@ -309,5 +314,5 @@ def test_reuse_successor_eval_cache_survives_a_state_dict_round_trip():
     again = _play(iter(ds2), ds2, 2, 4)
     for (tau_a, act_a), (tau_b, act_b) in zip(cont, again):
         assert torch.equal(tau_a, tau_b) and act_a == act_b
-    fresh = wdl_entropy(evaluate_boards(b["ema"], boards)[1])   # what a restart without the cache gives
+    fresh = wdl_entropy(evaluate_boards(b["ema"], boards)[1])  # what a restart without the cache gives
     assert (fresh - cont[0][0]).abs().min() > 1e-3

@@ -1,6 +1,7 @@
 """Chess worker threads in training (issue 28): a worker that fails or hangs mid-step stops the run with a
 named error before the step's optimizer update, and ``--ckpt_path last`` then continues exactly as an
 uninterrupted run."""
+
 from __future__ import annotations
 
 import threading
@@ -21,18 +22,33 @@ pytestmark = pytest.mark.skipif(not native_core.available(), reason="compiled ch
 
 
 def _module(timeout: float = 600.0) -> PDXModule:
-    cfg = SelfPlayConfig(n_games=12, opening_max_moves=3, max_plies=16, micro_batch=6, seed=3, workers=2,
-                         worker_timeout_s=timeout)
-    return PDXModule(base="random:tiny", selfplay=cfg, lr_backbone=1e-3, lr_final_block=1e-3, lr_policy_head=1e-3,
-                     lr_value_head=1e-3, warmup_steps=1)
+    cfg = SelfPlayConfig(
+        n_games=12, opening_max_moves=3, max_plies=16, micro_batch=6, seed=3, workers=2, worker_timeout_s=timeout
+    )
+    return PDXModule(
+        base="random:tiny",
+        selfplay=cfg,
+        lr_backbone=1e-3,
+        lr_final_block=1e-3,
+        lr_policy_head=1e-3,
+        lr_value_head=1e-3,
+        warmup_steps=1,
+    )
 
 
 def _fit(m, steps, ckpt_dir=None, ckpt_path=None, callbacks=()):
-    cbs = list(callbacks) + ([ModelCheckpoint(dirpath=ckpt_dir, save_last=True, every_n_train_steps=1)]
-                             if ckpt_dir else [])
-    L.Trainer(max_steps=steps, accelerator="cpu", logger=False, enable_checkpointing=bool(ckpt_dir),
-              enable_progress_bar=False, enable_model_summary=False, callbacks=cbs).fit(
-        m, ckpt_path=ckpt_path, **({"weights_only": True} if ckpt_path else {}))
+    cbs = list(callbacks) + (
+        [ModelCheckpoint(dirpath=ckpt_dir, save_last=True, every_n_train_steps=1)] if ckpt_dir else []
+    )
+    L.Trainer(
+        max_steps=steps,
+        accelerator="cpu",
+        logger=False,
+        enable_checkpointing=bool(ckpt_dir),
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=cbs,
+    ).fit(m, ckpt_path=ckpt_path, **({"weights_only": True} if ckpt_path else {}))
 
 
 class Arm(L.Callback):
@@ -59,7 +75,7 @@ def test_a_failing_or_hung_worker_stops_the_step_and_last_resumes_exactly(tmp_pa
         if armed.is_set() and threading.current_thread().name.startswith("pdx-chess") and games[0] >= 3:
             if fault == "raises":
                 raise RuntimeError("injected fault")
-            time.sleep(1.5)                       # past the 0.3 s timeout below
+            time.sleep(1.5)  # past the 0.3 s timeout below
         return real_play(self, games, actions, *args)
 
     monkeypatch.setattr(NativeCore, "play", faulty)
@@ -68,15 +84,16 @@ def test_a_failing_or_hung_worker_stops_the_step_and_last_resumes_exactly(tmp_pa
     why = "failed: injected fault" if fault == "raises" else "did not finish within 0.3 s"
     with pytest.raises(ChessWorkerError, match=rf"chess worker 1 \(games 3\.\.5\) {why}"):
         _fit(broken, 5, ckpt_dir=tmp_path, callbacks=[Arm(3, armed)])
-    assert broken.param_version == 3                   # no optimizer step for the failed one
+    assert broken.param_version == 3  # no optimizer step for the failed one
     monkeypatch.setattr(NativeCore, "play", real_play)
-    time.sleep(1.6 if fault == "hangs" else 0)          # the hung shard's thread finishes its sleep
+    time.sleep(1.6 if fault == "hangs" else 0)  # the hung shard's thread finishes its sleep
 
     L.seed_everything(0)
     resumed = _module()
     _fit(resumed, 5, ckpt_dir=tmp_path, ckpt_path=str(tmp_path / "last.ckpt"))
     assert resumed.param_version == 5
     assert [b.move_stack for b in resumed.dataset.boards] == [b.move_stack for b in full.dataset.boards]
-    for a, b in zip([*full.online.parameters(), *full.ema.parameters()],
-                    [*resumed.online.parameters(), *resumed.ema.parameters()]):
+    for a, b in zip(
+        [*full.online.parameters(), *full.ema.parameters()], [*resumed.online.parameters(), *resumed.ema.parameters()]
+    ):
         assert torch.equal(a, b)

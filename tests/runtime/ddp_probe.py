@@ -13,6 +13,7 @@ Every record carries the rank, the world size, the process id and the Trainer's 
 
 ``sleep`` slows every step down (seconds after each batch) so a test can SIGKILL the run mid-training.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -49,14 +50,26 @@ class RankProbe(L.Callback):
 
     def _write(self, trainer, record: dict) -> None:
         os.makedirs(self.out, exist_ok=True)
-        record = {**record, "rank": trainer.global_rank, "world": trainer.world_size, "pid": os.getpid(),
-                  "precision": str(trainer.precision)}
+        record = {
+            **record,
+            "rank": trainer.global_rank,
+            "world": trainer.world_size,
+            "pid": os.getpid(),
+            "precision": str(trainer.precision),
+        }
         with open(os.path.join(self.out, f"rank{trainer.global_rank}.jsonl"), "a") as f:
             f.write(json.dumps(record) + "\n")
 
     def _ema(self, trainer, pl_module) -> None:
-        self._write(trainer, {"event": "ema", "step": trainer.global_step, "ema": params_hash(pl_module.ema),
-                              "online": params_hash(pl_module.online)})
+        self._write(
+            trainer,
+            {
+                "event": "ema",
+                "step": trainer.global_step,
+                "ema": params_hash(pl_module.ema),
+                "online": params_hash(pl_module.online),
+            },
+        )
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
         self._ema(trainer, pl_module)
@@ -67,7 +80,15 @@ class RankProbe(L.Callback):
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         boards = pl_module.dataset.boards
         loss = trainer.callback_metrics.get("loss/total")
-        self._write(trainer, {"event": "games", "step": trainer.global_step, "games": games_hash(boards),
-                              "n": len(boards), "loss": None if loss is None else float(loss)})
+        self._write(
+            trainer,
+            {
+                "event": "games",
+                "step": trainer.global_step,
+                "games": games_hash(boards),
+                "n": len(boards),
+                "loss": None if loss is None else float(loss),
+            },
+        )
         if self.sleep:
             time.sleep(self.sleep)

@@ -11,6 +11,7 @@ The ranks of the ``pdx fit`` runs carry ``tests/runtime/ddp_probe.py``'s RankPro
 each rank's EMA/online hashes and games hash per step, so "EMA identical across ranks" and "each rank's
 games differ" are measured on every rank, not read from rank 0's checkpoint alone.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -31,34 +32,36 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 PDX = ROOT / ".venv" / "bin" / "pdx"
 HERE = Path(__file__).resolve().parent
-STEPS = 6            # optimizer steps of the fit runs
-KILL_AFTER = 2       # the killed run is SIGKILLed once this step's checkpoint exists
+STEPS = 6  # optimizer steps of the fit runs
+KILL_AFTER = 2  # the killed run is SIGKILLed once this step's checkpoint exists
 
 # The README's scale-out lines, verbatim (continuation lines joined). CPU lines run below; GPU/multi-node
 # lines are shape-tested.
 README_LINES = {
     "single": "pdx fit --config conf/fit/pdx.yaml",
     "ddp_cpu": "pdx fit --config conf/fit/pdx.yaml --trainer.strategy ddp --trainer.accelerator cpu "
-               "--trainer.devices 2",
+    "--trainer.devices 2",
     "ddp_cpu_resume": "pdx fit --config conf/fit/pdx.yaml --trainer.strategy ddp --trainer.accelerator cpu "
-                      "--trainer.devices 2 --ckpt_path last",
+    "--trainer.devices 2 --ckpt_path last",
     "pretrain_ddp": "pdx pretrain --config conf/pretrain/small.yaml --trainer.strategy ddp "
-                    "--trainer.accelerator cpu --trainer.devices 2",
+    "--trainer.accelerator cpu --trainer.devices 2",
     "sweep_ddp": "pdx sweep --config conf/sweep/cpu.yaml --trainer.strategy ddp --trainer.accelerator cpu "
-                 "--trainer.devices 2",
+    "--trainer.devices 2",
     "gpu_node": "pdx fit --config conf/fit/paper.yaml --config conf/fit/gpu_bf16.yaml --trainer.strategy ddp "
-                "--trainer.devices 8",
+    "--trainer.devices 8",
     "torchrun": "torchrun --nnodes 4 --nproc-per-node 8 --rdzv-backend c10d --rdzv-endpoint $HEAD:29500 "
-                "-m pdx_lightning.cli fit --config conf/fit/paper.yaml --config conf/fit/gpu_bf16.yaml "
-                "--trainer.strategy ddp --trainer.devices 8 --trainer.num_nodes 4",
+    "-m pdx_lightning.cli fit --config conf/fit/paper.yaml --config conf/fit/gpu_bf16.yaml "
+    "--trainer.strategy ddp --trainer.devices 8 --trainer.num_nodes 4",
     "sbatch": "#SBATCH --nodes=4\n#SBATCH --ntasks-per-node=8\n#SBATCH --gpus-per-node=8",
     "srun": "srun pdx fit --config conf/fit/paper.yaml --config conf/fit/gpu_bf16.yaml --trainer.strategy ddp "
-            "--trainer.devices 8 --trainer.num_nodes 4",
+    "--trainer.devices 8 --trainer.num_nodes 4",
 }
 
 # launcher/cluster variables of an outer job must not leak into the runs (they pick Lightning's environment)
-_CLUSTER_ENV = re.compile(r"^(SLURM_|TORCHELASTIC_|GROUP_RANK|LOCAL_RANK|LOCAL_WORLD_SIZE|RANK|WORLD_SIZE|"
-                          r"NODE_RANK|MASTER_ADDR|MASTER_PORT|ROLE_)")
+_CLUSTER_ENV = re.compile(
+    r"^(SLURM_|TORCHELASTIC_|GROUP_RANK|LOCAL_RANK|LOCAL_WORLD_SIZE|RANK|WORLD_SIZE|"
+    r"NODE_RANK|MASTER_ADDR|MASTER_PORT|ROLE_)"
+)
 
 
 def _env() -> dict[str, str]:
@@ -76,8 +79,15 @@ def _argv(line: str, *extra: str) -> list[str]:
 
 
 def _run(line: str, cwd: Path, *extra: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(_argv(line, *extra), cwd=cwd, env=_env(), capture_output=True, text=True,
-                          timeout=timeout, start_new_session=True)
+    return subprocess.run(
+        _argv(line, *extra),
+        cwd=cwd,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        start_new_session=True,
+    )
 
 
 def _tiny_fit(work: Path, probe: str, sleep: float = 0.0) -> Path:
@@ -85,15 +95,26 @@ def _tiny_fit(work: Path, probe: str, sleep: float = 0.0) -> Path:
 
     Its callbacks replace the config's: a checkpoint every step (no ``dirpath``, as shipped: wherever the
     run puts them, ``--ckpt_path last`` must find them) and the probe."""
-    cfg = {"trainer": {"max_steps": STEPS, "enable_progress_bar": False, "enable_model_summary": False,
-                       "callbacks": [
-                           {"class_path": "lightning.pytorch.callbacks.ModelCheckpoint",
-                            "init_args": {"save_last": True, "every_n_train_steps": 1, "save_top_k": -1}},
-                           {"class_path": "ddp_probe.RankProbe",
-                            "init_args": {"out": str(work / probe), "sleep": sleep}}]},
-           "model": {"base": "random:tiny", "warmup_steps": 1, "lr_value_head": 3e-3,
-                     "selfplay": {"n_games": 8, "micro_batch": 4, "opening_max_moves": 2, "max_plies": 20,
-                                  "workers": 2}}}  # each rank with its chess worker threads
+    cfg = {
+        "trainer": {
+            "max_steps": STEPS,
+            "enable_progress_bar": False,
+            "enable_model_summary": False,
+            "callbacks": [
+                {
+                    "class_path": "lightning.pytorch.callbacks.ModelCheckpoint",
+                    "init_args": {"save_last": True, "every_n_train_steps": 1, "save_top_k": -1},
+                },
+                {"class_path": "ddp_probe.RankProbe", "init_args": {"out": str(work / probe), "sleep": sleep}},
+            ],
+        },
+        "model": {
+            "base": "random:tiny",
+            "warmup_steps": 1,
+            "lr_value_head": 3e-3,
+            "selfplay": {"n_games": 8, "micro_batch": 4, "opening_max_moves": 2, "max_plies": 20, "workers": 2},
+        },
+    }  # each rank with its chess worker threads
     path = work / f"tiny_{probe}.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path
@@ -138,8 +159,7 @@ def _live_members(pgid: int, wait: float = 10.0) -> list[int]:
 
 def _summary(stdout: str) -> list[str]:
     """The closing summary's line heads, as printed (once per run: rank 0 only)."""
-    return [line.split()[0] for line in stdout.splitlines()
-            if re.match(r"^(logs|checkpoints|TensorBoard):", line)]
+    return [line.split()[0] for line in stdout.splitlines() if re.match(r"^(logs|checkpoints|TensorBoard):", line)]
 
 
 def _ckpt_dir(work: Path) -> Path:
@@ -156,8 +176,13 @@ def _load(path: Path) -> dict:
 def _same(a, b, where: str = "") -> list[str]:
     """Paths at which two checkpoint trees differ (tensors compared exactly)."""
     if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
-        ok = isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape and \
-            a.dtype == b.dtype and torch.equal(a, b)
+        ok = (
+            isinstance(a, torch.Tensor)
+            and isinstance(b, torch.Tensor)
+            and a.shape == b.shape
+            and a.dtype == b.dtype
+            and torch.equal(a, b)
+        )
         return [] if ok else [where]
     if isinstance(a, dict) and isinstance(b, dict):
         if a.keys() != b.keys():
@@ -173,7 +198,6 @@ def _same(a, b, where: str = "") -> list[str]:
 def _games_hash(state: dict) -> str:
     """ddp_probe.games_hash of a checkpoint's self-play state (one rank's)."""
     import chess
-
     from ddp_probe import games_hash
 
     boards = []
@@ -186,6 +210,7 @@ def _games_hash(state: dict) -> str:
 
 
 # ---------------------------------------------------------------- the fresh DDP run (also the reference)
+
 
 @pytest.fixture(scope="module")
 def fresh(tmp_path_factory):
@@ -203,13 +228,14 @@ def test_a_fresh_ddp_fit_exits_0_with_one_set_of_checkpoints_one_ema_and_per_ran
     assert r.returncode == 0, out[-4000:]
     assert "Traceback" not in out and "Connection closed" not in out, out[-4000:]
     assert "All distributed processes registered. Starting with 2 processes" in out
-    assert _summary(r.stdout) == ["logs:", "checkpoints:", "TensorBoard:"]     # once, on rank 0
+    assert _summary(r.stdout) == ["logs:", "checkpoints:", "TensorBoard:"]  # once, on rank 0
 
     # one set of checkpoints, written once (rank 0), atomically; one log version
     ckdir = _ckpt_dir(work)
     assert ckdir.is_relative_to(work / "runs" / "pdx"), ckdir
     assert sorted(p.name for p in ckdir.glob("*.ckpt")) == sorted(
-        [f"epoch=0-step={s}.ckpt" for s in range(1, STEPS + 1)] + ["last.ckpt"])
+        [f"epoch=0-step={s}.ckpt" for s in range(1, STEPS + 1)] + ["last.ckpt"]
+    )
     assert not list(work.rglob(".*partial*"))
     assert [p.name for p in (work / "runs" / "pdx").glob("version_*")] == ["version_0"]
     assert len(list((work / "runs" / "pdx" / "version_0").glob("events.out.tfevents.*"))) == 1
@@ -221,7 +247,7 @@ def test_a_fresh_ddp_fit_exits_0_with_one_set_of_checkpoints_one_ema_and_per_ran
     for step in range(STEPS + 1):
         e0, e1 = probe[0][("ema", step)], probe[1][("ema", step)]
         assert e0["ema"] == e1["ema"] and e0["online"] == e1["online"], f"ranks differ at step {step}"
-    assert probe[0][("ema", STEPS)]["ema"] != probe[0][("ema", 0)]["ema"]      # the EMA did move
+    assert probe[0][("ema", STEPS)]["ema"] != probe[0][("ema", 0)]["ema"]  # the EMA did move
     for step in range(1, STEPS + 1):
         g0, g1 = probe[0][("games", step)], probe[1][("games", step)]
         assert g0["n"] == g1["n"] == 4 and g0["games"] != g1["games"], f"ranks play the same games ({step})"
@@ -234,13 +260,12 @@ def test_a_fresh_ddp_fit_exits_0_with_one_set_of_checkpoints_one_ema_and_per_ran
     assert [_games_hash(s) for s in states] == [probe[r][("games", STEPS)]["games"] for r in (0, 1)]
     from ddp_probe import state_hash
 
-    ema = {k[len("ema."):]: v for k, v in last["state_dict"].items() if k.startswith("ema.")}
-    assert state_hash(ema) == probe[1][("ema", STEPS)]["ema"]         # rank 0's saved EMA is rank 1's too
+    ema = {k[len("ema.") :]: v for k, v in last["state_dict"].items() if k.startswith("ema.")}
+    assert state_hash(ema) == probe[1][("ema", STEPS)]["ema"]  # rank 0's saved EMA is rank 1's too
 
 
 @pytest.mark.slow
-def test_a_ddp_run_killed_mid_training_resumes_each_ranks_games_and_ends_as_the_uninterrupted_run(
-        fresh, tmp_path):
+def test_a_ddp_run_killed_mid_training_resumes_each_ranks_games_and_ends_as_the_uninterrupted_run(fresh, tmp_path):
     """SIGKILL the whole process group (launcher + both ranks) during step KILL_AFTER + 1, after step
     KILL_AFTER's checkpoint (the probe holds each step 1 s before its checkpoint is saved), then rerun the
     README's resume line: each rank continues its own games from the checkpoint, and weights, EMA, AdamW
@@ -250,8 +275,9 @@ def test_a_ddp_run_killed_mid_training_resumes_each_ranks_games_and_ends_as_the_
     log = tmp_path / "killed.log"
     with open(log, "w") as f:  # a file, not a pipe: an unread pipe could fill and stall the ranks
         argv = _argv(README_LINES["ddp_cpu"], "--config", str(_tiny_fit(tmp_path, "killed", 1.0)))
-        proc = subprocess.Popen(argv, cwd=tmp_path, env=_env(), stdout=f, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            argv, cwd=tmp_path, env=_env(), stdout=f, stderr=subprocess.STDOUT, start_new_session=True
+        )
     deadline = time.monotonic() + 480
     try:  # rank 0 is in step KILL_AFTER + 1: step KILL_AFTER's checkpoints (step file, then last) are written
         while not _reached(tmp_path / "killed" / "rank0.jsonl", KILL_AFTER + 1):
@@ -260,10 +286,10 @@ def test_a_ddp_run_killed_mid_training_resumes_each_ranks_games_and_ends_as_the_
             time.sleep(0.05)
     finally:
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)             # the launcher's group: rank 0 and rank 1
+            os.killpg(proc.pid, signal.SIGKILL)  # the launcher's group: rank 0 and rank 1
         proc.wait(timeout=60)
     assert proc.returncode == -signal.SIGKILL
-    assert _live_members(proc.pid) == []                     # no rank survived the kill (zombies aside)
+    assert _live_members(proc.pid) == []  # no rank survived the kill (zombies aside)
     ckdir = _ckpt_dir(tmp_path)
     killed_at = _load(ckdir / "last.ckpt")["global_step"]
     assert KILL_AFTER <= killed_at < STEPS, f"killed at step {killed_at}: not mid-training"
@@ -278,20 +304,20 @@ def test_a_ddp_run_killed_mid_training_resumes_each_ranks_games_and_ends_as_the_
         steps = sorted(s for e, s in resumed[rank] if e == "games")
         assert steps == list(range(killed_at + 1, STEPS + 1)), (rank, steps)  # resumed after the checkpoint
         assert resumed[rank][("ema", killed_at)]["ema"] == ref_probe[rank][("ema", killed_at)]["ema"]
-        for s in steps:                                      # this rank's own games, continued
+        for s in steps:  # this rank's own games, continued
             assert resumed[rank][("games", s)]["games"] == ref_probe[rank][("games", s)]["games"], (rank, s)
         assert resumed[rank][("ema", STEPS)] | {"pid": 0} == ref_probe[rank][("ema", STEPS)] | {"pid": 0}
 
-    assert _ckpt_dir(tmp_path) == ckdir                      # the resumed run continued the same set
+    assert _ckpt_dir(tmp_path) == ckdir  # the resumed run continued the same set
     a, b = _load(ckdir / "last.ckpt"), _load(_ckpt_dir(ref_work) / "last.ckpt")
     assert a["global_step"] == b["global_step"] == STEPS
-    keys = ("state_dict", "optimizer_states", "lr_schedulers", "pdx_selfplay", "pdx_param_version",
-            "pdx_game_metrics")
+    keys = ("state_dict", "optimizer_states", "lr_schedulers", "pdx_selfplay", "pdx_param_version", "pdx_game_metrics")
     assert _same({k: a[k] for k in keys}, {k: b[k] for k in keys}) == []
     assert len(a["pdx_selfplay"]) == 2 and _same(a["pdx_selfplay"][0], a["pdx_selfplay"][1]) != []
 
 
 # ---------------------------------------------------------------- one device: the same summary and logs
+
 
 # in-process and 2 steps (~1 s of CPU): in the default run, unlike the DDP subprocess runs around it
 def test_one_device_fit_prints_the_same_summary_and_logs_one_version(tmp_path, monkeypatch, capsys):
@@ -302,8 +328,9 @@ def test_one_device_fit_prints_the_same_summary_and_logs_one_version(tmp_path, m
 
     cfg = _tiny_fit(tmp_path, "single")
     monkeypatch.chdir(tmp_path)
-    argv = _argv(README_LINES["single"], "--config", str(cfg), "--trainer.max_steps", "2",
-                 "--trainer.precision", "bf16-mixed")[1:]
+    argv = _argv(
+        README_LINES["single"], "--config", str(cfg), "--trainer.max_steps", "2", "--trainer.precision", "bf16-mixed"
+    )[1:]
     assert cli.main(argv) == 0
     out = capsys.readouterr().out
     assert _summary(out) == ["logs:", "checkpoints:", "TensorBoard:"]
@@ -317,40 +344,58 @@ def test_one_device_fit_prints_the_same_summary_and_logs_one_version(tmp_path, m
 
 # ---------------------------------------------------------------- pretrain and the sweep under DDP
 
+
 @pytest.mark.slow
 def test_pdx_pretrain_under_ddp_trains_on_both_ranks_and_exports_once(tmp_path):
     export = tmp_path / "out" / "base_tiny.pt"
-    cfg = {"trainer": {"max_steps": 3, "val_check_interval": 2, "enable_progress_bar": False,
-                       "enable_model_summary": False,
-                       "callbacks": [{"class_path": "lightning.pytorch.callbacks.ModelCheckpoint",
-                                      "init_args": {"save_last": True, "every_n_train_steps": 1}}]},
-           "model": {"preset": "tiny", "warmup_steps": 1, "export": str(export)},
-           "data": {"shards": str(ROOT / "tests" / "fixtures" / "shards_small"), "batch_size": 8}}
+    cfg = {
+        "trainer": {
+            "max_steps": 3,
+            "val_check_interval": 2,
+            "enable_progress_bar": False,
+            "enable_model_summary": False,
+            "callbacks": [
+                {
+                    "class_path": "lightning.pytorch.callbacks.ModelCheckpoint",
+                    "init_args": {"save_last": True, "every_n_train_steps": 1},
+                }
+            ],
+        },
+        "model": {"preset": "tiny", "warmup_steps": 1, "export": str(export)},
+        "data": {"shards": str(ROOT / "tests" / "fixtures" / "shards_small"), "batch_size": 8},
+    }
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(cfg))
     r = _run(README_LINES["pretrain_ddp"], tmp_path, "--config", str(tmp_path / "tiny.yaml"))
     out = r.stdout + r.stderr
     assert r.returncode == 0 and "Traceback" not in out, out[-4000:]
     assert "All distributed processes registered. Starting with 2 processes" in out
-    assert r.stdout.count("[pretrain] {") == 2                 # each rank read the shards
-    assert r.stdout.count("[pretrain] exported") == 1          # rank 0 exported
+    assert r.stdout.count("[pretrain] {") == 2  # each rank read the shards
+    assert r.stdout.count("[pretrain] exported") == 1  # rank 0 exported
     assert _summary(r.stdout) == ["logs:", "checkpoints:", "TensorBoard:"]
     last = _load(_ckpt_dir(tmp_path) / "last.ckpt")
     assert last["global_step"] == 3
     from pdx_lightning.nets import load_model
 
     net = load_model(str(export))
-    for k, v in net.state_dict().items():                     # the export is the trained (synced) model
+    for k, v in net.state_dict().items():  # the export is the trained (synced) model
         assert torch.equal(v, last["state_dict"][f"model.{k}"]), k
 
 
 def _tiny_sweep(tmp_path: Path, **trainer) -> Path:
-    cfg = {"out": str(tmp_path / "sweep"), "base": "random:tiny",
-           "fit_config": str(ROOT / "conf" / "fit" / "pdx.yaml"),
-           "steps": 2, "games": 4, "checkpoint_every": 1, "terms": ["none"], "temperatures": ["adaptive"],
-           "model": {"warmup_steps": 1},
-           "selfplay": {"micro_batch": 4, "opening_max_moves": 2, "max_plies": 20},
-           "trainer": {"enable_model_summary": False, **trainer},
-           "eval": {"selection": str(ROOT / "tests" / "fixtures" / "lichess_sample.csv")}}
+    cfg = {
+        "out": str(tmp_path / "sweep"),
+        "base": "random:tiny",
+        "fit_config": str(ROOT / "conf" / "fit" / "pdx.yaml"),
+        "steps": 2,
+        "games": 4,
+        "checkpoint_every": 1,
+        "terms": ["none"],
+        "temperatures": ["adaptive"],
+        "model": {"warmup_steps": 1},
+        "selfplay": {"micro_batch": 4, "opening_max_moves": 2, "max_plies": 20},
+        "trainer": {"enable_model_summary": False, **trainer},
+        "eval": {"selection": str(ROOT / "tests" / "fixtures" / "lichess_sample.csv")},
+    }
     path = tmp_path / "sweep.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path
@@ -386,14 +431,19 @@ def test_the_sweeps_trainer_settings_reach_every_cells_fit_config(tmp_path):
     cfg = load_config(_tiny_sweep(tmp_path, strategy="ddp", devices=2, accelerator="cpu", num_nodes=1))
     cell = plan(cfg)[0]
     doc = fit_config(cfg, cell, tmp_path / "cell")
-    assert {k: doc["trainer"][k] for k in ("strategy", "devices", "accelerator", "num_nodes")} == \
-        {"strategy": "ddp", "devices": 2, "accelerator": "cpu", "num_nodes": 1}
+    assert {k: doc["trainer"][k] for k in ("strategy", "devices", "accelerator", "num_nodes")} == {
+        "strategy": "ddp",
+        "devices": 2,
+        "accelerator": "cpu",
+        "num_nodes": 1,
+    }
     assert doc["trainer"]["max_steps"] == 2 and len(doc["trainer"]["logger"]) == 2
     cmd = fit_command(cell, tmp_path / "cell", ["--trainer.devices", "4"])
-    assert cmd[-2:] == ["--trainer.devices", "4"]              # a flag still overrides the YAML
+    assert cmd[-2:] == ["--trainer.devices", "4"]  # a flag still overrides the YAML
 
 
 # ---------------------------------------------------------------- the GPU and multi-node lines, shape-tested
+
 
 def _print_config(argv: list[str], capsys) -> dict:
     """``pdx <argv> --print_config`` in-process: the config LightningCLI parsed (nothing is instantiated)."""
@@ -414,18 +464,28 @@ def _worker_trainer(trainer_cfg: dict, env: dict[str, str], monkeypatch):
         monkeypatch.delenv(k)
     for k, v in env.items():
         monkeypatch.setenv(k, v)
-    t = L.Trainer(accelerator="cpu", strategy=trainer_cfg["strategy"], devices=int(trainer_cfg["devices"]),
-                  num_nodes=int(trainer_cfg.get("num_nodes") or 1), precision=trainer_cfg["precision"],
-                  logger=False, enable_checkpointing=False)
+    t = L.Trainer(
+        accelerator="cpu",
+        strategy=trainer_cfg["strategy"],
+        devices=int(trainer_cfg["devices"]),
+        num_nodes=int(trainer_cfg.get("num_nodes") or 1),
+        precision=trainer_cfg["precision"],
+        logger=False,
+        enable_checkpointing=False,
+    )
     t.strategy.cluster_environment.validate_settings(num_devices=t.num_devices, num_nodes=t.num_nodes)
     return t
 
 
 def test_the_gpu_line_parses_to_ddp_on_8_gpus_with_bf16(capsys):
     cfg = _print_config(shlex.split(README_LINES["gpu_node"])[1:], capsys)["trainer"]
-    assert (cfg["accelerator"], cfg["strategy"], int(cfg["devices"]), cfg["precision"]) == \
-        ("gpu", "ddp", 8, "bf16-mixed")
-    assert cfg["max_steps"] == 2000                             # conf/fit/paper.yaml underneath
+    assert (cfg["accelerator"], cfg["strategy"], int(cfg["devices"]), cfg["precision"]) == (
+        "gpu",
+        "ddp",
+        8,
+        "bf16-mixed",
+    )
+    assert cfg["max_steps"] == 2000  # conf/fit/paper.yaml underneath
 
 
 def test_the_torchrun_line_parses_and_a_worker_sees_32_ranks_without_relaunching(capsys, monkeypatch):
@@ -440,11 +500,22 @@ def test_the_torchrun_line_parses_and_a_worker_sees_32_ranks_without_relaunching
     cfg = _print_config(a.training_script_args, capsys)["trainer"]
     assert (cfg["strategy"], int(cfg["devices"]), cfg["num_nodes"]) == ("ddp", nproc, nnodes)
     # what torchrun exports to local rank 3 of node 1
-    t = _worker_trainer(cfg, {"TORCHELASTIC_RUN_ID": "pdx", "GROUP_RANK": "1", "LOCAL_RANK": "3",
-                              "RANK": str(1 * nproc + 3), "WORLD_SIZE": str(nnodes * nproc),
-                              "LOCAL_WORLD_SIZE": str(nproc), "ROLE_RANK": str(nproc + 3),
-                              "ROLE_WORLD_SIZE": str(nnodes * nproc), "MASTER_ADDR": "head",
-                              "MASTER_PORT": "29500"}, monkeypatch)
+    t = _worker_trainer(
+        cfg,
+        {
+            "TORCHELASTIC_RUN_ID": "pdx",
+            "GROUP_RANK": "1",
+            "LOCAL_RANK": "3",
+            "RANK": str(1 * nproc + 3),
+            "WORLD_SIZE": str(nnodes * nproc),
+            "LOCAL_WORLD_SIZE": str(nproc),
+            "ROLE_RANK": str(nproc + 3),
+            "ROLE_WORLD_SIZE": str(nnodes * nproc),
+            "MASTER_ADDR": "head",
+            "MASTER_PORT": "29500",
+        },
+        monkeypatch,
+    )
     env = t.strategy.cluster_environment
     assert isinstance(env, TorchElasticEnvironment) and env.creates_processes_externally  # no relaunch
     assert (t.world_size, t.global_rank, t.local_rank, t.node_rank) == (32, 11, 3, 1)
@@ -460,22 +531,33 @@ def test_the_slurm_lines_parse_and_a_task_sees_32_ranks(capsys, monkeypatch):
         key, value = option.split("=")
         opts[key] = value
     nodes, per_node = int(opts["--nodes"]), int(opts["--ntasks-per-node"])
-    assert int(opts["--gpus-per-node"]) == per_node             # one task per GPU
+    assert int(opts["--gpus-per-node"]) == per_node  # one task per GPU
     words = shlex.split(README_LINES["srun"])
     assert words[:2] == ["srun", "pdx"]
     cfg = _print_config(words[2:], capsys)["trainer"]
-    assert (cfg["strategy"], int(cfg["devices"]), cfg["num_nodes"], cfg["accelerator"]) == \
-        ("ddp", per_node, nodes, "gpu")
-    slurm = {"SLURM_NTASKS": str(nodes * per_node), "SLURM_NTASKS_PER_NODE": str(per_node),
-             "SLURM_NNODES": str(nodes), "SLURM_NODEID": "1", "SLURM_PROCID": str(per_node + 3),
-             "SLURM_LOCALID": "3", "SLURM_NODELIST": "gpu[07-10]", "SLURM_JOB_NAME": "pdx",
-             "SLURM_JOB_ID": "7"}
+    assert (cfg["strategy"], int(cfg["devices"]), cfg["num_nodes"], cfg["accelerator"]) == (
+        "ddp",
+        per_node,
+        nodes,
+        "gpu",
+    )
+    slurm = {
+        "SLURM_NTASKS": str(nodes * per_node),
+        "SLURM_NTASKS_PER_NODE": str(per_node),
+        "SLURM_NNODES": str(nodes),
+        "SLURM_NODEID": "1",
+        "SLURM_PROCID": str(per_node + 3),
+        "SLURM_LOCALID": "3",
+        "SLURM_NODELIST": "gpu[07-10]",
+        "SLURM_JOB_NAME": "pdx",
+        "SLURM_JOB_ID": "7",
+    }
     t = _worker_trainer(cfg, slurm, monkeypatch)
     env = t.strategy.cluster_environment
     assert isinstance(env, SLURMEnvironment) and env.creates_processes_externally
     assert (t.world_size, t.global_rank, t.local_rank, t.node_rank) == (32, 11, 3, 1)
     assert env.main_address == "gpu07"
-    with pytest.raises(ValueError, match="ntasks-per-node"):    # the check can fail: devices ≠ tasks per node
+    with pytest.raises(ValueError, match="ntasks-per-node"):  # the check can fail: devices ≠ tasks per node
         _worker_trainer({**cfg, "devices": per_node // 2}, slurm, monkeypatch)
 
 

@@ -11,6 +11,7 @@ second or two) and ``test_fuzz_<reader>_full`` (marked slow, ``pytest -m slow``)
 (2,000 inputs for the cheap parsers, fewer where an input means building a network). ``PDX_FUZZ_SCALE``
 multiplies every count for a soak, e.g. ``PDX_FUZZ_SCALE=10 pytest -m slow tests/runtime/test_fuzz.py``.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -48,9 +49,17 @@ def examples(n: float) -> int:
     return max(10, int(n * SCALE))
 
 
-FUZZ = settings(max_examples=examples(2000), deadline=None, derandomize=False,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                       HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much])
+FUZZ = settings(
+    max_examples=examples(2000),
+    deadline=None,
+    derandomize=False,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.filter_too_much,
+    ],
+)
 HANG_SECONDS = 20.0  # per input; generous for a loaded CI machine, finite for a real hang
 
 
@@ -93,6 +102,7 @@ def _write(data: bytes, suffix: str) -> Path:
 
 # ---------------------------------------------------------------- building blocks
 
+
 @st.composite
 def games(draw, max_plies: int = 60) -> chess.Board:
     """A board reached by random legal moves from the start (its move stack is the history)."""
@@ -110,8 +120,13 @@ SQUARE = st.sampled_from(chess.SQUARE_NAMES)
 UCI_LIKE = st.builds(lambda a, b, p: a + b + p, SQUARE, SQUARE, st.sampled_from(["", "", "", "q", "n", "x", "Q"]))
 JUNK_TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=24)
 CSV_SPECIAL = st.text(alphabet=',"\n\r|; \t\x00\ufeff#0123456789abcdefgh/KQRBNPkqrbnpw-', max_size=24)
-TOKEN = st.one_of(UCI_LIKE, JUNK_TEXT, CSV_SPECIAL, st.integers(-10**12, 10**12).map(str),
-                  st.sampled_from(["", "0000", "nan", "inf", "-1", "1e400", "e1h1", "e1g1", "a7a8q", "a7a8"]))
+TOKEN = st.one_of(
+    UCI_LIKE,
+    JUNK_TEXT,
+    CSV_SPECIAL,
+    st.integers(-(10**12), 10**12).map(str),
+    st.sampled_from(["", "0000", "nan", "inf", "-1", "1e400", "e1h1", "e1g1", "a7a8q", "a7a8"]),
+)
 
 
 def _mutate(data: bytes, rng: random.Random, n_ops: int) -> bytes:
@@ -120,16 +135,16 @@ def _mutate(data: bytes, rng: random.Random, n_ops: int) -> bytes:
         op = rng.randrange(4)
         if not b:
             b += bytes([rng.randrange(256)])
-        elif op == 0:                               # flip a byte
+        elif op == 0:  # flip a byte
             b[rng.randrange(len(b))] = rng.randrange(256)
-        elif op == 1:                               # truncate
-            del b[rng.randrange(len(b)):]
-        elif op == 2:                               # insert bytes
+        elif op == 1:  # truncate
+            del b[rng.randrange(len(b)) :]
+        elif op == 2:  # insert bytes
             i = rng.randrange(len(b) + 1)
             b[i:i] = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 8)))
-        else:                                       # delete a span
+        else:  # delete a span
             i = rng.randrange(len(b))
-            del b[i:i + rng.randrange(1, 16)]
+            del b[i : i + rng.randrange(1, 16)]
     return bytes(b)
 
 
@@ -152,8 +167,18 @@ def _finalize(text: str, draw) -> bytes:
 
 # ---------------------------------------------------------------- puzzle CSV loader
 
-LICHESS_HEADER = ["PuzzleId", "FEN", "Moves", "Rating", "RatingDeviation", "Popularity", "NbPlays", "Themes",
-                  "GameUrl", "OpeningTags"]
+LICHESS_HEADER = [
+    "PuzzleId",
+    "FEN",
+    "Moves",
+    "Rating",
+    "RatingDeviation",
+    "Popularity",
+    "NbPlays",
+    "Themes",
+    "GameUrl",
+    "OpeningTags",
+]
 RUOSS_HEADER = ["PuzzleId", "Rating", "PGN", "Solution", "FEN", "Moves"]
 
 
@@ -189,17 +214,29 @@ def puzzle_rows(draw, fmt: str) -> list[str]:
         pgn = _san_line(b) if draw(st.booleans()) else " ".join(_sans(b))
         row = [pid, rating, pgn, "", b.fen() if draw(st.booleans()) else "", ucis]
     else:
-        row = [pid, b.fen(), ucis, rating, "80", "90", "100", draw(st.sampled_from(["mate mateIn1", "", "fork"])),
-               "https://lichess.org/x", ""]
+        row = [
+            pid,
+            b.fen(),
+            ucis,
+            rating,
+            "80",
+            "90",
+            "100",
+            draw(st.sampled_from(["mate mateIn1", "", "fork"])),
+            "https://lichess.org/x",
+            "",
+        ]
         if fmt == "generated":
             alt_groups = [" ".join(draw(st.lists(UCI_LIKE, max_size=3))) for _ in range((len(line) + 1) // 2)]
-            row += [" | ".join(alt_groups) if draw(st.booleans()) else draw(TOKEN),
-                    draw(st.one_of(st.floats(allow_nan=True, allow_infinity=True).map(str), TOKEN))]
+            row += [
+                " | ".join(alt_groups) if draw(st.booleans()) else draw(TOKEN),
+                draw(st.one_of(st.floats(allow_nan=True, allow_infinity=True).map(str), TOKEN)),
+            ]
         elif fmt == "headerless9":
             row = row[:9]
-    for _ in range(draw(st.integers(0, 2))):        # corrupt fields
+    for _ in range(draw(st.integers(0, 2))):  # corrupt fields
         row[draw(st.integers(0, len(row) - 1))] = draw(TOKEN)
-    if draw(st.integers(0, 7)) == 0:                # wrong column count
+    if draw(st.integers(0, 7)) == 0:  # wrong column count
         row = row[:-1] if draw(st.booleans()) else row + [draw(TOKEN)]
     return row
 
@@ -215,8 +252,11 @@ def puzzle_files(draw) -> tuple[bytes, str]:
         for _ in range(draw(st.integers(0, 5))):
             w.writerow(draw(st.lists(TOKEN, max_size=12)))
     else:
-        header = {"lichess": LICHESS_HEADER, "ruoss": RUOSS_HEADER,
-                  "generated": LICHESS_HEADER + ["AltMoves", "Difficulty"]}.get(fmt)
+        header = {
+            "lichess": LICHESS_HEADER,
+            "ruoss": RUOSS_HEADER,
+            "generated": LICHESS_HEADER + ["AltMoves", "Difficulty"],
+        }.get(fmt)
         if header:
             w.writerow(header if draw(st.integers(0, 9)) else draw(st.permutations(header)))
         for _ in range(draw(st.integers(0, 5))):
@@ -240,7 +280,7 @@ def _fuzz_puzzle_csv_loader(file, skip_bad):
         return
     finally:
         path.unlink()
-    for p in suite.puzzles:                          # what is accepted is sound
+    for p in suite.puzzles:  # what is accepted is sound
         assert p.board.is_valid()
         b = p.board.copy()
         for k, m in enumerate(p.line):
@@ -252,10 +292,12 @@ def _fuzz_puzzle_csv_loader(file, skip_bad):
 
 
 test_fuzz_puzzle_csv_loader, test_fuzz_puzzle_csv_loader_full = fuzz_tests(
-    1000, _fuzz_puzzle_csv_loader, puzzle_files(), st.booleans())
+    1000, _fuzz_puzzle_csv_loader, puzzle_files(), st.booleans()
+)
 
 
 # ---------------------------------------------------------------- opening readers (selfplay + arena)
+
 
 @st.composite
 def opening_files(draw) -> bytes:
@@ -266,11 +308,12 @@ def opening_files(draw) -> bytes:
         kind = draw(st.integers(0, 6))
         if kind == 0:
             text = " ".join(ucis)
-        elif kind == 1:                              # EPD with its line, maybe inconsistent
+        elif kind == 1:  # EPD with its line, maybe inconsistent
             ops = {"id": draw(st.text("abc-0123", max_size=8)), "c0": " ".join(ucis)}
             if draw(st.booleans()):
-                ops["ce"] = draw(st.one_of(st.integers(-10**6, 10**6),
-                                           st.floats(allow_nan=False, allow_infinity=False, width=32)))
+                ops["ce"] = draw(
+                    st.one_of(st.integers(-(10**6), 10**6), st.floats(allow_nan=False, allow_infinity=False, width=32))
+                )
             if draw(st.booleans()) and ucis:
                 ops["c0"] = " ".join(ucis[:-1])
             try:
@@ -299,7 +342,7 @@ def _fuzz_opening_readers(data):
                 for line in read_opening_lines(str(path)):
                     b = chess.Board()
                     for uci in line:
-                        b.push_uci(uci)                 # every accepted line replays from the start
+                        b.push_uci(uci)  # every accepted line replays from the start
                     assert not b.is_game_over()
             except OpeningFormatError as e:
                 assert str(path) in str(e)
@@ -316,11 +359,11 @@ def _fuzz_opening_readers(data):
         path.unlink()
 
 
-test_fuzz_opening_readers, test_fuzz_opening_readers_full = fuzz_tests(
-    1000, _fuzz_opening_readers, opening_files())
+test_fuzz_opening_readers, test_fuzz_opening_readers_full = fuzz_tests(1000, _fuzz_opening_readers, opening_files())
 
 
 # ---------------------------------------------------------------- Lc0 .pb.gz reader
+
 
 class Blob(bytes):
     """Bytes with a short repr (hypothesis prints the fixture of a failing example)."""
@@ -334,13 +377,25 @@ def lc0_bytes() -> bytes:
     from pdx_lightning.nets import lc0
     from pdx_lightning.nets.chessformer import Chessformer, ModelConfig
 
-    cfg = lc0.lc0_style(ModelConfig.from_name("tiny", embed_dim=8, n_layers=1, n_heads=2, ffn_dim=8,
-                                              smolgen_compress=2, smolgen_hidden=8, smolgen_gen=2, policy_dim=8,
-                                              value_dim=2), "pe_map")
+    cfg = lc0.lc0_style(
+        ModelConfig.from_name(
+            "tiny",
+            embed_dim=8,
+            n_layers=1,
+            n_heads=2,
+            ffn_dim=8,
+            smolgen_compress=2,
+            smolgen_hidden=8,
+            smolgen_gen=2,
+            policy_dim=8,
+            value_dim=2,
+        ),
+        "pe_map",
+    )
     torch.manual_seed(0)
     path = Path(_TMP) / "micro.pb.gz"
     lc0.export_lc0(Chessformer(cfg), path, encoding="float16")
-    load_model(str(path))                        # the unmutated file loads
+    load_model(str(path))  # the unmutated file loads
     return Blob(path.read_bytes())
 
 
@@ -351,7 +406,7 @@ def _check_loads_or_named(data: bytes, suffix: str = ".pb.gz") -> None:
             model = load_model(str(path))
         for name, t in model.state_dict().items():
             assert torch.isfinite(t).all(), name
-    except ModelLoadError as e:                  # Lc0FormatError is a ModelLoadError
+    except ModelLoadError as e:  # Lc0FormatError is a ModelLoadError
         assert str(path) in str(e)
     finally:
         path.unlink()
@@ -362,7 +417,8 @@ def _fuzz_lc0_reader_garbage(data):
 
 
 test_fuzz_lc0_reader_garbage, test_fuzz_lc0_reader_garbage_full = fuzz_tests(
-    2000, _fuzz_lc0_reader_garbage, st.one_of(st.binary(max_size=600), st.binary(max_size=600).map(gzip.compress)))
+    2000, _fuzz_lc0_reader_garbage, st.one_of(st.binary(max_size=600), st.binary(max_size=600).map(gzip.compress))
+)
 
 
 def _fuzz_lc0_reader_byte_mutations(lc0_bytes, rng, n_ops, inside_gzip):
@@ -374,7 +430,8 @@ def _fuzz_lc0_reader_byte_mutations(lc0_bytes, rng, n_ops, inside_gzip):
 
 
 test_fuzz_lc0_reader_byte_mutations, test_fuzz_lc0_reader_byte_mutations_full = fuzz_tests(
-    300, _fuzz_lc0_reader_byte_mutations, st.randoms(use_true_random=False), st.integers(1, 6), st.booleans())
+    300, _fuzz_lc0_reader_byte_mutations, st.randoms(use_true_random=False), st.integers(1, 6), st.booleans()
+)
 
 
 def _layers(msg, prefix=""):
@@ -383,7 +440,7 @@ def _layers(msg, prefix=""):
     for field, value in msg.ListFields():
         if field.type != field.TYPE_MESSAGE:
             continue
-        repeated = not hasattr(value, "ListFields")   # a repeated field is a container, not a message
+        repeated = not hasattr(value, "ListFields")  # a repeated field is a container, not a message
         items = list(enumerate(value)) if repeated else [(None, value)]
         for i, sub in items:
             path = f"{prefix}{field.name}" + (f".{i}" if i is not None else "")
@@ -400,15 +457,17 @@ def _fuzz_lc0_reader_structure_mutations(lc0_bytes, rng, n_ops):
     for _ in range(n_ops):
         subs = _layers(net)
         _path, sub = rng.choice(subs)
-        scalars = [f for f in sub.DESCRIPTOR.fields
-                   if (f.type != f.TYPE_MESSAGE and not isinstance(getattr(sub, f.name), Sequence))
-                   or f.type == f.TYPE_BYTES]
+        scalars = [
+            f
+            for f in sub.DESCRIPTOR.fields
+            if (f.type != f.TYPE_MESSAGE and not isinstance(getattr(sub, f.name), Sequence)) or f.type == f.TYPE_BYTES
+        ]
         op = rng.randrange(6)
-        if op == 0:                                            # drop a field or sub-message
+        if op == 0:  # drop a field or sub-message
             fields = [f.name for f, _ in sub.ListFields()]
             if fields:
                 sub.ClearField(rng.choice(fields))
-        elif op == 1 and scalars:                              # a scalar to a random value
+        elif op == 1 and scalars:  # a scalar to a random value
             f = rng.choice(scalars)
             if f.type == f.TYPE_FLOAT:
                 setattr(sub, f.name, rng.choice([0.0, -1.0, 1e30, float("nan"), float("inf"), rng.uniform(-5, 5)]))
@@ -419,7 +478,7 @@ def _fuzz_lc0_reader_structure_mutations(lc0_bytes, rng, n_ops):
                 setattr(sub, f.name, rng.choice(["", "x", "\u2603"]))
             else:
                 setattr(sub, f.name, rng.choice([0, 1, 2, 3, 4, 5, 6, 7, 134, 255, 2**32 - 1]))
-        elif op == 2 and "encoder" in [f.name for f, _ in net.weights.ListFields()]:   # drop / duplicate a layer
+        elif op == 2 and "encoder" in [f.name for f, _ in net.weights.ListFields()]:  # drop / duplicate a layer
             enc = net.weights.encoder
             if rng.random() < 0.5 and len(enc) > 0:
                 del enc[rng.randrange(len(enc))]
@@ -435,10 +494,12 @@ def _fuzz_lc0_reader_structure_mutations(lc0_bytes, rng, n_ops):
 
 
 test_fuzz_lc0_reader_structure_mutations, test_fuzz_lc0_reader_structure_mutations_full = fuzz_tests(
-    300, _fuzz_lc0_reader_structure_mutations, st.randoms(use_true_random=False), st.integers(1, 4))
+    300, _fuzz_lc0_reader_structure_mutations, st.randoms(use_true_random=False), st.integers(1, 4)
+)
 
 
 # ---------------------------------------------------------------- UCI command loop
+
 
 class RandomNet(torch.nn.Module):
     """Random policy and WDL logits: the command loop is under test, not the network (the
@@ -486,16 +547,59 @@ def uci_commands(draw) -> str:
     if kind == 3:
         return "position fen " + " ".join(draw(st.lists(TOKEN, max_size=7)))
     if kind in (4, 5, 6):
-        toks = draw(st.lists(st.one_of(st.sampled_from(["wtime", "btime", "winc", "binc", "movestogo", "depth",
-                                                        "nodes", "mate", "movetime", "infinite", "ponder",
-                                                        "searchmoves"]),
-                                       st.integers(-10**6, 10**9).map(str), UCI_LIKE, TOKEN), max_size=8))
+        toks = draw(
+            st.lists(
+                st.one_of(
+                    st.sampled_from(
+                        [
+                            "wtime",
+                            "btime",
+                            "winc",
+                            "binc",
+                            "movestogo",
+                            "depth",
+                            "nodes",
+                            "mate",
+                            "movetime",
+                            "infinite",
+                            "ponder",
+                            "searchmoves",
+                        ]
+                    ),
+                    st.integers(-(10**6), 10**9).map(str),
+                    UCI_LIKE,
+                    TOKEN,
+                ),
+                max_size=8,
+            )
+        )
         return "go " + " ".join(toks)
     if kind == 7:
         name = draw(st.sampled_from(["Temperature", "Seed", "Threads", "UCI_ShowWDL", "temperature", "Hash", ""]))
-        value = draw(st.one_of(st.sampled_from(["0", "1", "adaptive", "0.5", "-1", "true", "false", "nan", "inf",
-                                                "1e309", "256", "257", "2147483647", "2147483648", "99999999999"]),
-                               TOKEN))
+        value = draw(
+            st.one_of(
+                st.sampled_from(
+                    [
+                        "0",
+                        "1",
+                        "adaptive",
+                        "0.5",
+                        "-1",
+                        "true",
+                        "false",
+                        "nan",
+                        "inf",
+                        "1e309",
+                        "256",
+                        "257",
+                        "2147483647",
+                        "2147483648",
+                        "99999999999",
+                    ]
+                ),
+                TOKEN,
+            )
+        )
         return f"setoption name {name} value {value}" if draw(st.integers(0, 5)) else f"setoption name {name}"
     if kind == 8:
         return draw(JUNK_TEXT)
@@ -518,10 +622,13 @@ def _fuzz_uci_command_loop(uci_model, commands):
         with time_limit():
             for cmd in commands:
                 before = out.tell()
-                immediate = cmd.split()[:1] == ["go"] and engine.pending is None and not (
-                    {"infinite", "ponder"} & set(cmd.split()))
+                immediate = (
+                    cmd.split()[:1] == ["go"]
+                    and engine.pending is None
+                    and not ({"infinite", "ponder"} & set(cmd.split()))
+                )
                 board = engine.board.copy()
-                assert engine.handle(cmd) is True       # never dies on input
+                assert engine.handle(cmd) is True  # never dies on input
                 assert engine.board.is_valid() or engine.board.status() == chess.STATUS_VALID
                 replies = out.getvalue()[before:].splitlines()
                 assert all(r.startswith(UCI_REPLIES) for r in replies), replies
@@ -534,7 +641,8 @@ def _fuzz_uci_command_loop(uci_model, commands):
 
 
 test_fuzz_uci_command_loop, test_fuzz_uci_command_loop_full = fuzz_tests(
-    500, _fuzz_uci_command_loop, st.lists(uci_commands(), min_size=1, max_size=8))
+    500, _fuzz_uci_command_loop, st.lists(uci_commands(), min_size=1, max_size=8)
+)
 
 
 def _fuzz_uci_stdin_loop_terminates(uci_model, lines, with_quit):
@@ -547,8 +655,10 @@ def _fuzz_uci_stdin_loop_terminates(uci_model, lines, with_quit):
     out = io.StringIO()
     args = argparse.Namespace(model="random:tiny", temperature="0", seed=0, threads=1)
     orig = uci.UciEngine._load
-    uci.UciEngine._load = lambda self: (setattr(self, "model", uci_model),
-                                        setattr(self, "gen", torch.Generator().manual_seed(0)))
+    uci.UciEngine._load = lambda self: (
+        setattr(self, "model", uci_model),
+        setattr(self, "gen", torch.Generator().manual_seed(0)),
+    )
     try:
         with time_limit():
             assert uci.run(args, io.StringIO(text), out) == 0
@@ -559,7 +669,8 @@ def _fuzz_uci_stdin_loop_terminates(uci_model, lines, with_quit):
 
 
 test_fuzz_uci_stdin_loop_terminates, test_fuzz_uci_stdin_loop_terminates_full = fuzz_tests(
-    300, _fuzz_uci_stdin_loop_terminates, st.lists(st.one_of(uci_commands(), JUNK_TEXT), max_size=10), st.booleans())
+    300, _fuzz_uci_stdin_loop_terminates, st.lists(st.one_of(uci_commands(), JUNK_TEXT), max_size=10), st.booleans()
+)
 
 
 def test_uci_process_survives_bytes_that_are_not_utf8():
@@ -567,10 +678,17 @@ def test_uci_process_survives_bytes_that_are_not_utf8():
     import subprocess
     import sys
 
-    data = (b"uci\n\xff\xfe\x80garbage\nsetoption name Seed value \xe9\n\x00\x00\n" + b"x" * 100_000 + b"\n"
-            b"isready\nposition startpos moves e2e4\ngo depth 1\nquit\n")
-    r = subprocess.run([sys.executable, "-m", "pdx_lightning.engines.uci", "--model", "random:tiny"], input=data,
-                       capture_output=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    data = (
+        b"uci\n\xff\xfe\x80garbage\nsetoption name Seed value \xe9\n\x00\x00\n" + b"x" * 100_000 + b"\n"
+        b"isready\nposition startpos moves e2e4\ngo depth 1\nquit\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-m", "pdx_lightning.engines.uci", "--model", "random:tiny"],
+        input=data,
+        capture_output=True,
+        timeout=600,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
     out = r.stdout.decode()
     assert r.returncode == 0, r.stderr[-2000:]
     assert "uciok" in out and "readyok" in out and "bestmove " in out

@@ -1,4 +1,5 @@
 """Hostile ``--ckpt_path`` checkpoints: refused by ``read_checkpoint`` before they allocate (issue 20)."""
+
 from __future__ import annotations
 
 import zipfile
@@ -14,8 +15,14 @@ IMPORTS = "from pdx_lightning.runtime.checkpoint_read import read_checkpoint, Ch
 
 
 def _ckpt(path, **extra) -> None:
-    torch.save({"state_dict": {"online.w": torch.randn(64, 64), "ema.w": torch.randn(64, 64)},
-                "hyper_parameters": {"base": "random:tiny"}, **extra}, path)
+    torch.save(
+        {
+            "state_dict": {"online.w": torch.randn(64, 64), "ema.w": torch.randn(64, 64)},
+            "hyper_parameters": {"base": "random:tiny"},
+            **extra,
+        },
+        path,
+    )
 
 
 def _zip_bomb_checkpoint(tmp_path):
@@ -33,14 +40,17 @@ def _zip_bomb_checkpoint(tmp_path):
 
 def test_a_zip_bomb_checkpoint_is_refused_naming_the_newest_other_checkpoint(tmp_path):
     bomb = _zip_bomb_checkpoint(tmp_path)
-    with pytest.raises(CheckpointLimitError, match=r"last.ckpt: member .* a zip bomb \(limit 200x\).*"
-                                                   r"PDX_MAX_COMPRESSION_RATIO=400; the newest other "
-                                                   r"checkpoint there is .*step=1.ckpt") as e:
+    with pytest.raises(
+        CheckpointLimitError,
+        match=r"last.ckpt: member .* a zip bomb \(limit 200x\).*"
+        r"PDX_MAX_COMPRESSION_RATIO=400; the newest other "
+        r"checkpoint there is .*step=1.ckpt",
+    ) as e:
         read_checkpoint(bomb)
     assert isinstance(e.value, UserError) and isinstance(e.value, CheckpointLoadError)
 
 
-@pytest.mark.slow   # two fresh interpreters importing Lightning: ~13 s of CPU
+@pytest.mark.slow  # two fresh interpreters importing Lightning: ~13 s of CPU
 def test_a_zip_bomb_checkpoint_is_refused_in_bounded_memory(tmp_path):
     bomb = _zip_bomb_checkpoint(tmp_path)
     base = baseline_peak_mb(IMPORTS)
@@ -53,14 +63,17 @@ def test_checkpoint_cap_expanded_tensors_and_truncation(tmp_path, monkeypatch):
     _ckpt(p)
     assert read_checkpoint(p)["hyper_parameters"] == {"base": "random:tiny"}
     monkeypatch.setenv("PDX_MAX_CHECKPOINT_BYTES", "16K")
-    with pytest.raises(CheckpointLimitError, match=r"declares .* \(limit 16.0 KiB\).*"
-                                                   r"PDX_MAX_CHECKPOINT_BYTES=32K"):
+    with pytest.raises(
+        CheckpointLimitError,
+        match=r"declares .* \(limit 16.0 KiB\).*"
+        r"PDX_MAX_CHECKPOINT_BYTES=32K",
+    ):
         read_checkpoint(p)
     monkeypatch.delenv("PDX_MAX_CHECKPOINT_BYTES")
-    _ckpt(p, loops={"w": torch.zeros(1).expand(1 << 20, 1 << 20)})   # a 4 TB view of one float
+    _ckpt(p, loops={"w": torch.zeros(1).expand(1 << 20, 1 << 20)})  # a 4 TB view of one float
     with pytest.raises(CheckpointLimitError, match="expanded view"):
         read_checkpoint(p)
     _ckpt(p)
-    p.write_bytes(p.read_bytes()[:-200])                             # cut inside the zip directory
+    p.write_bytes(p.read_bytes()[:-200])  # cut inside the zip directory
     with pytest.raises(CheckpointLimitError, match="a.ckpt: not a readable PyTorch file"):
         read_checkpoint(p)

@@ -1,5 +1,6 @@
 """The private Lightning API pdx uses: all present in the installed Lightning, read correctly, and a
 Lightning without one refused at start in one line."""
+
 from __future__ import annotations
 
 import csv
@@ -54,6 +55,7 @@ def test_a_lightning_that_no_longer_calls_parse_ckpt_path_is_refused_in_one_line
 
 def test_the_cli_refuses_to_start_on_such_a_lightning(monkeypatch):
     from pdx_lightning.runtime.lightning_cli import PDXLightningCLI
+
     monkeypatch.setattr(internals, "missing_private_uses", lambda: ["_LoggerConnector.metrics['log']"])
     with pytest.raises(LightningInternalsError, match=r"_LoggerConnector\.metrics\['log'\]"):
         PDXLightningCLI(L.LightningModule, args=["fit"], run=True)
@@ -85,27 +87,34 @@ class _Logs(L.LightningModule):
 def test_pending_metrics_and_logger_step_are_the_ones_the_loggers_then_get(tmp_path):
     logger = CSVLogger(tmp_path)
     model = _Logs()
-    trainer = L.Trainer(max_steps=3, logger=logger, log_every_n_steps=1, enable_checkpointing=False,
-                        enable_progress_bar=False, enable_model_summary=False, accelerator="cpu")
+    trainer = L.Trainer(
+        max_steps=3,
+        logger=logger,
+        log_every_n_steps=1,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        accelerator="cpu",
+    )
     trainer.fit(model)
     steps = [s for s, _ in model.seen]
-    assert steps == [0, 1, 2]                                    # the step before the loggers are told
+    assert steps == [0, 1, 2]  # the step before the loggers are told
     # w: 0 -> 0.5 -> 0.75; the loss of each step is (w - 1)^2 before its update
     assert [m["loss"] for _, m in model.seen] == pytest.approx([1.0, 0.25, 0.0625])
-    assert all("bar_only" not in m for _, m in model.seen)     # only what goes to the loggers
+    assert all("bar_only" not in m for _, m in model.seen)  # only what goes to the loggers
     with open(tmp_path / "lightning_logs" / "version_0" / "metrics.csv", newline="") as f:
         logged = {int(r["step"]): float(r["loss"]) for r in csv.DictReader(f) if r.get("loss")}
-    assert logged == {s: m["loss"] for s, m in model.seen}     # the loggers got exactly these
+    assert logged == {s: m["loss"] for s, m in model.seen}  # the loggers got exactly these
 
 
 def test_pin_logger_version_only_before_the_logger_chose_one(tmp_path):
     tb = TensorBoardLogger(tmp_path)
     assert internals.pin_logger_version(tb, 7) and tb.version == 7
-    assert not internals.pin_logger_version(tb, 8) and tb.version == 7   # already chosen
+    assert not internals.pin_logger_version(tb, 8) and tb.version == 7  # already chosen
     explicit = CSVLogger(tmp_path, version=3)
     assert not internals.pin_logger_version(explicit, 9) and explicit.version == 3  # an explicit version wins
     assert not internals.pin_logger_version(CSVLogger(tmp_path), None)
-    assert not internals.pin_logger_version(object(), 1)                   # no version to pin
+    assert not internals.pin_logger_version(object(), 1)  # no version to pin
 
 
 def test_drop_hparam_drops_it_from_the_logged_initial_hyperparameters_too():

@@ -1,5 +1,6 @@
 """conf/ grouped by kind (issue 27): the old flat paths fail with a one-line pointer to the new one, for
 every command that reads a config path, and the table covers every shipped config."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,8 +9,14 @@ import pytest
 import yaml
 
 from pdx_lightning import cli
-from pdx_lightning.runtime.moved_configs import (MOVED, MovedConfigError, check_config_args, check_config_path,
-                                                  current_path, moved_to)
+from pdx_lightning.runtime.moved_configs import (
+    MOVED,
+    MovedConfigError,
+    check_config_args,
+    check_config_path,
+    current_path,
+    moved_to,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,7 +29,11 @@ def test_moved_to_keeps_the_prefix_and_knows_only_the_old_paths():
     for not_old in ("conf/fit/maia.yaml", "maia.yaml", "mine/maia.yaml", "conf/mine.yaml", "conf"):
         assert moved_to(not_old) is None, not_old
     assert [current_path(p) for p in ("conf/maia.yaml", "conf/fit/maia.yaml", "x.yaml", None)] == [
-        "conf/fit/maia.yaml", "conf/fit/maia.yaml", "x.yaml", None]
+        "conf/fit/maia.yaml",
+        "conf/fit/maia.yaml",
+        "x.yaml",
+        None,
+    ]
 
 
 def test_the_table_moves_every_old_file_to_a_shipped_one_and_no_old_file_is_left():
@@ -30,7 +41,10 @@ def test_the_table_moves_every_old_file_to_a_shipped_one_and_no_old_file_is_left
     # every moved config is shipped, each once; configs made after the move (no flat name) are the rest
     assert set(MOVED.values()) <= set(shipped) and len(set(MOVED.values())) == len(MOVED)
     assert sorted(set(shipped) - set(MOVED.values())) == [
-        "conf/sweep/maia_batch1024.yaml", "conf/sweep/maia_paper_recipe.yaml", "conf/sweep/maia_seeds8.yaml"]
+        "conf/sweep/maia_batch1024.yaml",
+        "conf/sweep/maia_paper_recipe.yaml",
+        "conf/sweep/maia_seeds8.yaml",
+    ]
     assert len(MOVED) == 20 and {Path(p).parts[1] for p in shipped} == {"fit", "pretrain", "sweep"}
     assert not any((ROOT / old).exists() for old in MOVED)
 
@@ -40,7 +54,7 @@ def test_an_old_path_fails_only_when_it_is_gone(tmp_path, monkeypatch):
     with pytest.raises(MovedConfigError, match=r"^conf/maia\.yaml moved to conf/fit/maia\.yaml$"):
         check_config_path("conf/maia.yaml")
     (tmp_path / "conf").mkdir()
-    (tmp_path / "conf" / "maia.yaml").write_text("{}\n")   # a user's own file of that name: read as it is
+    (tmp_path / "conf" / "maia.yaml").write_text("{}\n")  # a user's own file of that name: read as it is
     check_config_path("conf/maia.yaml")
     with pytest.raises(MovedConfigError, match=r"^-c: conf/pdx\.yaml moved to conf/fit/pdx\.yaml$"):
         check_config_args(["fit", "--config", "conf/maia.yaml", "-c", "conf/pdx.yaml"])
@@ -49,19 +63,32 @@ def test_an_old_path_fails_only_when_it_is_gone(tmp_path, monkeypatch):
     check_config_args(["fit", "--config", str(ROOT / "conf" / "fit" / "pdx.yaml"), "--trainer.max_steps", "1"])
 
 
-@pytest.mark.parametrize("argv, line", [
-    (["fit", "--config", "conf/maia.yaml"], "pdx fit: error: --config: conf/maia.yaml moved to conf/fit/maia.yaml"),
-    (["validate", "--config", "conf/pdx.yaml", "--ckpt_path", "last"],
-     "pdx validate: error: --config: conf/pdx.yaml moved to conf/fit/pdx.yaml"),
-    (["fit", "--config", "conf/fit/pdx.yaml", "--config", "conf/arm_none.yaml"],
-     "pdx fit: error: --config: conf/arm_none.yaml moved to conf/fit/arm_none.yaml"),
-    (["pretrain", "--config", "conf/pretrain.yaml"],
-     "pdx pretrain: error: --config: conf/pretrain.yaml moved to conf/pretrain/small.yaml"),
-    (["pretrain", "validate", "--config", "conf/pretrain_small_v2.yaml"],
-     "pdx pretrain: error: --config: conf/pretrain_small_v2.yaml moved to conf/pretrain/small_v2.yaml"),
-    (["sweep", "--config", "conf/sweep_maia.yaml"],
-     "pdx sweep: error: --config: conf/sweep_maia.yaml moved to conf/sweep/maia.yaml"),
-])
+@pytest.mark.parametrize(
+    "argv, line",
+    [
+        (["fit", "--config", "conf/maia.yaml"], "pdx fit: error: --config: conf/maia.yaml moved to conf/fit/maia.yaml"),
+        (
+            ["validate", "--config", "conf/pdx.yaml", "--ckpt_path", "last"],
+            "pdx validate: error: --config: conf/pdx.yaml moved to conf/fit/pdx.yaml",
+        ),
+        (
+            ["fit", "--config", "conf/fit/pdx.yaml", "--config", "conf/arm_none.yaml"],
+            "pdx fit: error: --config: conf/arm_none.yaml moved to conf/fit/arm_none.yaml",
+        ),
+        (
+            ["pretrain", "--config", "conf/pretrain.yaml"],
+            "pdx pretrain: error: --config: conf/pretrain.yaml moved to conf/pretrain/small.yaml",
+        ),
+        (
+            ["pretrain", "validate", "--config", "conf/pretrain_small_v2.yaml"],
+            "pdx pretrain: error: --config: conf/pretrain_small_v2.yaml moved to conf/pretrain/small_v2.yaml",
+        ),
+        (
+            ["sweep", "--config", "conf/sweep_maia.yaml"],
+            "pdx sweep: error: --config: conf/sweep_maia.yaml moved to conf/sweep/maia.yaml",
+        ),
+    ],
+)
 def test_every_command_points_an_old_config_path_to_its_new_one(argv, line, monkeypatch, capsys):
     monkeypatch.chdir(ROOT)  # as the README's commands run: from the clone
     assert cli.main(argv) == 2
@@ -74,8 +101,9 @@ def test_a_sweep_yaml_naming_an_old_fit_config_points_to_the_new_one(tmp_path, m
     path.write_text(yaml.safe_dump({"eval": {"selection": "a.csv"}, "fit_config": str(old)}))
     monkeypatch.chdir(tmp_path)
     assert cli.main(["sweep", "--config", str(path), "--dry-run"]) == 2
-    assert capsys.readouterr().err == (f"pdx sweep: error: {path}: fit_config: {old} moved to "
-                                       f"{ROOT / 'conf' / 'fit' / 'maia.yaml'}\n")
+    assert capsys.readouterr().err == (
+        f"pdx sweep: error: {path}: fit_config: {old} moved to {ROOT / 'conf' / 'fit' / 'maia.yaml'}\n"
+    )
 
 
 def test_a_shipped_preset_resolves_from_anywhere(tmp_path, monkeypatch):

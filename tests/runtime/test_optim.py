@@ -1,5 +1,6 @@
 """The fine-tuning optimizer (``runtime.optim.layerwise_adamw``) pinned: groups, rates, betas, weight decay,
 warmup; and the NaN-to-null JSON writer (``runtime.jsonio``) every tool uses."""
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,15 @@ from pdx_lightning.nets import PARAM_GROUPS, load_model
 from pdx_lightning.runtime.jsonio import dumps, json_safe, write_json
 from pdx_lightning.runtime.optim import layerwise_adamw
 
-HP = SimpleNamespace(lr_backbone=1e-5, lr_final_block=2e-5, lr_policy_head=3e-5, lr_value_head=4e-5,
-                     adam_betas=(0.8, 0.95), weight_decay=0.03, warmup_steps=4)
+HP = SimpleNamespace(
+    lr_backbone=1e-5,
+    lr_final_block=2e-5,
+    lr_policy_head=3e-5,
+    lr_value_head=4e-5,
+    adam_betas=(0.8, 0.95),
+    weight_decay=0.03,
+    warmup_steps=4,
+)
 
 
 def test_four_groups_with_their_own_peak_rates_betas_and_weight_decay():
@@ -28,7 +36,7 @@ def test_four_groups_with_their_own_peak_rates_betas_and_weight_decay():
     assert {n: g["initial_lr"] for n, g in groups.items()} == peaks
     assert all(g["betas"] == (0.8, 0.95) and g["weight_decay"] == 0.03 for g in opt.param_groups)
     ids = [id(p) for g in opt.param_groups for p in g["params"]]
-    assert sorted(ids) == sorted(id(p) for p in net.parameters())      # every parameter, exactly once
+    assert sorted(ids) == sorted(id(p) for p in net.parameters())  # every parameter, exactly once
 
 
 @pytest.mark.parametrize("warmup", [0, 1, 4])
@@ -62,10 +70,17 @@ def test_a_network_with_unknown_groups_is_refused():
 
 
 def test_json_writer_turns_nan_and_inf_into_null_and_numpy_into_python(tmp_path, capsys):
-    doc = {"a": math.nan, "b": [1.5, math.inf, -math.inf], "c": np.float32(2.5), "d": np.int64(3),
-           "e": np.array([[1, 2]]), "f": np.bool_(True), "g": (np.float64("nan"), "x"), 4: None}
-    want = {"a": None, "b": [1.5, None, None], "c": 2.5, "d": 3, "e": [[1, 2]], "f": True, "g": [None, "x"],
-            "4": None}
+    doc = {
+        "a": math.nan,
+        "b": [1.5, math.inf, -math.inf],
+        "c": np.float32(2.5),
+        "d": np.int64(3),
+        "e": np.array([[1, 2]]),
+        "f": np.bool_(True),
+        "g": (np.float64("nan"), "x"),
+        4: None,
+    }
+    want = {"a": None, "b": [1.5, None, None], "c": 2.5, "d": 3, "e": [[1, 2]], "f": True, "g": [None, "x"], "4": None}
     assert json_safe(doc) == want
     assert json.loads(dumps(doc)) == want
     write_json(tmp_path / "x.json", doc)
@@ -83,6 +98,8 @@ def test_the_optimizer_arguments_have_one_help_text_in_both_modules():
         assert "{optimizer_args}" not in doc
     for line in OPTIMIZER_ARGS_DOC.format(value_head_note="").splitlines():
         assert f"            {line}\n" in rl_doc, line
-    assert "            lr_value_head: peak learning rate of the value head (no loss reaches it: kept for " \
-           "symmetry).\n" in control_doc
+    assert (
+        "            lr_value_head: peak learning rate of the value head (no loss reaches it: kept for "
+        "symmetry).\n" in control_doc
+    )
     assert "            adam_betas: AdamW (β1, β2).\n" in control_doc

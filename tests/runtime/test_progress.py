@@ -1,6 +1,7 @@
 """Progress bars (``runtime.progress``): on stderr after a delay, rank 0 only, ``PDX_PROGRESS=0`` silences
 them; and the places that draw one (self-play opening warm-up, the ``pdx eval`` tools) show it under
 their name without changing a result."""
+
 from __future__ import annotations
 
 import argparse
@@ -57,6 +58,7 @@ def count_to(n: int, **kw) -> None:
 
 # ---------------------------------------------------------------- the helper
 
+
 def test_a_bar_goes_to_stderr_once_the_delay_is_over(no_delay, capsys):
     count_to(3)
     out, err = capsys.readouterr()
@@ -104,6 +106,7 @@ def test_pdx_progress_on_and_the_callers_own_switch(no_delay, capsys, monkeypatc
 
 # ---------------------------------------------------------------- self-play warm-up
 
+
 def selfplay(n: int = 4, opening_max_moves: int = 3, seed: int = 5, **kw) -> SelfPlayDataset:
     nets = [load_model(f"random:tiny:{s}").eval() for s in (1, 2)]
     cfg = SelfPlayConfig(n_games=n, micro_batch=n, opening_max_moves=opening_max_moves, seed=seed, **kw)
@@ -135,6 +138,7 @@ def test_selfplay_restarts_draw_no_bar(no_delay, capsys):
 
 # ---------------------------------------------------------------- pdx eval tools
 
+
 def run_cli(module, argv: list[str], tmp_path) -> dict:
     parser = argparse.ArgumentParser()
     module.add_arguments(parser)
@@ -144,8 +148,9 @@ def run_cli(module, argv: list[str], tmp_path) -> dict:
 
 
 @pytest.mark.parametrize("module, desc", [(puzzles_cli, "puzzles"), (mates_cli, "mates")])
-def test_eval_puzzles_and_mates_show_a_bar_over_positions_and_score_the_same(no_delay, capsys, monkeypatch,
-                                                                             tmp_path, module, desc):
+def test_eval_puzzles_and_mates_show_a_bar_over_positions_and_score_the_same(
+    no_delay, capsys, monkeypatch, tmp_path, module, desc
+):
     argv = ["--model", "random:tiny", "--suite", str(LICHESS)]
     d = run_cli(module, argv, tmp_path)
     out, err = capsys.readouterr()
@@ -186,8 +191,26 @@ def test_eval_diagnostics_shows_a_bar_over_games(no_delay, capsys, monkeypatch, 
 
 
 def test_eval_coverage_shows_a_bar_over_draws(no_delay, capsys, tmp_path):
-    run_cli(coverage_cli, ["--model", "random:tiny", "--play", "raw", "--position", "start", "--depth", "2",
-                           "--seeds", "2", "--draws", "30", "--until", "draws"], tmp_path)
+    run_cli(
+        coverage_cli,
+        [
+            "--model",
+            "random:tiny",
+            "--play",
+            "raw",
+            "--position",
+            "start",
+            "--depth",
+            "2",
+            "--seeds",
+            "2",
+            "--draws",
+            "30",
+            "--until",
+            "draws",
+        ],
+        tmp_path,
+    )
     err = capsys.readouterr().err
     assert "coverage depth 2:" in err and "/60" in err and "draw" in err
 
@@ -200,6 +223,7 @@ def test_coverage_reports_every_draw_and_the_same_masses():
     """run_seed's callback sums to the draws made (TICK-sized chunks and a remainder); the bar's total
     for until="draws" is reached even by a seed that exhausts the tree early."""
     seen: list[int] = []
+
     def policy():
         return FunctionPolicy(lambda path: range(1, 11))  # 10^4 lines of depth 4: no exhaustion
 
@@ -230,7 +254,6 @@ def test_arena_bar_keeps_working_and_quiet_silences_it(no_delay, capsys):
     quiet = play_games(players, openings, sched, max_plies=6, progress=False)
     assert capsys.readouterr().err == ""
     assert [g.moves for g in quiet] == [g.moves for g in games]
-
 
 
 def test_a_log_file_gets_a_refresh_every_log_interval_a_terminal_ten_a_second(monkeypatch):

@@ -4,6 +4,7 @@ The full ``kill -9`` soak is ``tests/soak_crash_resume.py``; here: one real kill
 same guarantees through an in-process crash at the worst moment (after a step's checkpoint,
 before its metrics reach the logger), and the pieces one by one.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -34,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # ---------------------------------------------------------------- 1. crash and resume
 
+
 def _fit(workdir: Path, monkeypatch, *extra: str) -> None:
     monkeypatch.chdir(workdir)
     run_cli(["fit", "--config", "tiny.yaml", *extra])
@@ -57,7 +59,7 @@ def test_crash_after_a_checkpoint_before_its_metrics_resumes_exactly(tmp_path, m
     assert max(soak._steps_saved(crashed)) == 3
     _fit(crashed, monkeypatch, "--ckpt_path", "last")
     assert soak.compare_checkpoints(ref, crashed) == []
-    assert soak.compare_logs(ref, crashed) == []      # same version dir, no gap at step 3, same values
+    assert soak.compare_logs(ref, crashed) == []  # same version dir, no gap at step 3, same values
 
 
 @pytest.mark.slow
@@ -73,17 +75,32 @@ def test_kill_9_at_a_random_step_then_resume(tmp_path):
 
 def test_last_with_no_checkpoint_yet_starts_fresh_and_a_bad_path_is_named(tmp_path, monkeypatch):
     work = soak.setup(tmp_path, 1)
-    _fit(work, monkeypatch, "--ckpt_path", "last")                 # same command line for every (re)start
+    _fit(work, monkeypatch, "--ckpt_path", "last")  # same command line for every (re)start
     assert soak._steps_saved(work) == {1}
     monkeypatch.chdir(work)
     assert cli.main(["fit", "--config", "tiny.yaml", "--ckpt_path", "nope.ckpt"]) == 2
     # weights_only cannot be switched off, even for a checkpoint that would load
-    assert cli.main(["fit", "--config", "tiny.yaml", "--trainer.max_steps", "2", "--ckpt_path", "last",
-                     "--weights_only", "false"]) == 2
+    assert (
+        cli.main(
+            [
+                "fit",
+                "--config",
+                "tiny.yaml",
+                "--trainer.max_steps",
+                "2",
+                "--ckpt_path",
+                "last",
+                "--weights_only",
+                "false",
+            ]
+        )
+        == 2
+    )
     assert soak._steps_saved(work) == {1}
 
 
 # ---------------------------------------------------------------- atomic checkpoint files
+
 
 def _blob(v: float) -> dict:
     return {"state_dict": {"w": torch.full((1000,), v)}, "global_step": int(v)}
@@ -106,7 +123,7 @@ def test_a_failed_checkpoint_write_leaves_the_previous_file_and_no_partial(tmp_p
     assert sorted(p.name for p in tmp_path.iterdir()) == ["last.ckpt"]
 
 
-KILL_MID_WRITE = textwrap.dedent('''
+KILL_MID_WRITE = textwrap.dedent("""
     import os, signal, sys, torch
     from pdx_lightning.runtime.checkpoint_io import AtomicCheckpointIO
     path = sys.argv[1]
@@ -119,19 +136,24 @@ KILL_MID_WRITE = textwrap.dedent('''
         os.kill(os.getpid(), signal.SIGKILL)
     torch.save = save_then_die
     io_.save_checkpoint({"w": torch.full((200_000,), 2.0)}, path)
-''')
+""")
 
 
 def test_kill_9_in_the_middle_of_a_checkpoint_write_keeps_the_previous_checkpoint(tmp_path):
     path = tmp_path / "last.ckpt"
-    r = subprocess.run([sys.executable, "-c", KILL_MID_WRITE, str(path)], capture_output=True, text=True,
-                       timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    r = subprocess.run(
+        [sys.executable, "-c", KILL_MID_WRITE, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
     assert r.returncode == -signal.SIGKILL, r.stderr[-2000:]
-    assert read_checkpoint(path)["w"][0] == 1.0                  # the old checkpoint, whole
+    assert read_checkpoint(path)["w"][0] == 1.0  # the old checkpoint, whole
     partial = [p.name for p in tmp_path.iterdir() if p.name != "last.ckpt"]
     assert len(partial) == 1 and partial[0].startswith(".last.ckpt.partial-")  # never taken for a checkpoint
     AtomicCheckpointIO().save_checkpoint({"w": torch.zeros(3)}, path)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["last.ckpt"]         # leftovers are cleaned
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["last.ckpt"]  # leftovers are cleaned
 
 
 def test_truncated_checkpoint_is_named_with_the_newest_usable_one(tmp_path):
@@ -143,6 +165,7 @@ def test_truncated_checkpoint_is_named_with_the_newest_usable_one(tmp_path):
 
 
 # ---------------------------------------------------------------- 2. safe loading: pickle payloads are refused
+
 
 class Payload:
     """Unpickling this runs code: it creates the marker file."""
@@ -160,12 +183,20 @@ def evil(tmp_path):
     marker = tmp_path / "PWNED"
     net = load_model("random:tiny")
     files = {}
-    blob = {"format": "pdx_network/1", "config": net.cfg.to_dict(), "state_dict": net.state_dict(),
-            "meta": {"note": Payload(marker)}}
+    blob = {
+        "format": "pdx_network/1",
+        "config": net.cfg.to_dict(),
+        "state_dict": net.state_dict(),
+        "meta": {"note": Payload(marker)},
+    }
     torch.save(blob, tmp_path / "evil.pt")
     files["pt"] = tmp_path / "evil.pt"
-    ck = {"state_dict": {f"ema.{k}": v for k, v in net.state_dict().items()}, "pdx_model_config": net.cfg.to_dict(),
-          "global_step": 1, "pdx_selfplay": [Payload(marker)]}
+    ck = {
+        "state_dict": {f"ema.{k}": v for k, v in net.state_dict().items()},
+        "pdx_model_config": net.cfg.to_dict(),
+        "global_step": 1,
+        "pdx_selfplay": [Payload(marker)],
+    }
     torch.save(ck, tmp_path / "evil.ckpt")
     files["ckpt"] = tmp_path / "evil.ckpt"
     return marker, files
@@ -241,7 +272,7 @@ def test_pdx_pretrain_resume_with_a_payload_is_refused(evil, tmp_path, monkeypat
     assert cli.main(["pretrain", "--config", str(cfg), "--ckpt_path", str(files["ckpt"])]) == 2
     assert "weights_only=True" in capsys.readouterr().err
     assert not marker.exists() and not (tmp_path / "net.pt").exists()
-    with pytest.raises(ModelLoadError):            # pretraining from an --model.init network
+    with pytest.raises(ModelLoadError):  # pretraining from an --model.init network
         from pdx_lightning.supervised.distill import DistillModule
 
         DistillModule(init=str(files["pt"]))
@@ -257,7 +288,7 @@ def test_non_finite_or_misshapen_networks_are_named(tmp_path):
         load_model(str(tmp_path / "nan.pt"))
     blob = torch.load(tmp_path / "nan.pt", weights_only=True)
     blob["state_dict"]["value_head.out.bias"].zero_()
-    blob["config"]["embed_dim"] = 1 << 20                   # claims a huge network: refused before allocating
+    blob["config"]["embed_dim"] = 1 << 20  # claims a huge network: refused before allocating
     torch.save(blob, tmp_path / "huge.pt")
     with pytest.raises(ModelLoadError, match="do not fit"):
         load_model(str(tmp_path / "huge.pt"))
@@ -269,6 +300,7 @@ def test_non_finite_or_misshapen_networks_are_named(tmp_path):
 
 
 # ---------------------------------------------------------------- 6. output preflight
+
 
 @pytest.fixture
 def readonly_dir(tmp_path):
@@ -310,14 +342,17 @@ def test_preflight_low_space_not_a_directory_and_env_floor(tmp_path, monkeypatch
 SUITE = str(ROOT / "tests" / "fixtures" / "lichess_sample.csv")
 
 
-@pytest.mark.parametrize("argv", [
-    ["eval", "puzzles", "--model", "random:tiny", "--suite", SUITE, "--json", "{ro}/r.json"],
-    ["eval", "mates", "--model", "random:tiny", "--suite", SUITE, "--json", "{ro}/r.json"],
-    ["data", "positions", "--out", "{ro}/shards", "--positions", "10"],
-    ["arena", "--model", "random:tiny", "--model", "random:tiny:1", "--games", "2", "--pgn", "{ro}/g.pgn"],
-    ["export", "lc0", "--model", "random:tiny", "--out", "{ro}/net.pb.gz"],
-    ["export", "onnx", "--model", "random:tiny", "--out", "{ro}/net.onnx"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["eval", "puzzles", "--model", "random:tiny", "--suite", SUITE, "--json", "{ro}/r.json"],
+        ["eval", "mates", "--model", "random:tiny", "--suite", SUITE, "--json", "{ro}/r.json"],
+        ["data", "positions", "--out", "{ro}/shards", "--positions", "10"],
+        ["arena", "--model", "random:tiny", "--model", "random:tiny:1", "--games", "2", "--pgn", "{ro}/g.pgn"],
+        ["export", "lc0", "--model", "random:tiny", "--out", "{ro}/net.pb.gz"],
+        ["export", "onnx", "--model", "random:tiny", "--out", "{ro}/net.onnx"],
+    ],
+)
 def test_tools_refuse_unwritable_outputs_before_any_work(argv, readonly_dir, monkeypatch, capsys):
     import importlib
 
@@ -336,8 +371,9 @@ def test_tools_refuse_unwritable_outputs_before_any_work(argv, readonly_dir, mon
     assert str(readonly_dir) in err and "error" in err
 
 
-def test_pdx_fit_refuses_an_unwritable_log_dir_or_a_full_disk_before_training(tmp_path, readonly_dir, monkeypatch,
-                                                                               capsys):
+def test_pdx_fit_refuses_an_unwritable_log_dir_or_a_full_disk_before_training(
+    tmp_path, readonly_dir, monkeypatch, capsys
+):
     work = soak.setup(tmp_path / "run", 2)
     monkeypatch.chdir(work)
     called = []

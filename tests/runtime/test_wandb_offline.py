@@ -7,6 +7,7 @@ W&B 0.31 has no Python reader of its offline run file (``run-<id>.wandb``; the o
 here: LevelDB's log format (32 KiB blocks of records, each a 7-byte header: CRC32C, length, type
 FULL/FIRST/MIDDLE/LAST) after W&B's 7-byte file header, every record one ``wandb_internal_pb2.Record``
 decoded with W&B's own protobuf classes."""
+
 from __future__ import annotations
 
 import struct
@@ -34,14 +35,14 @@ def wandb_records(path: Path) -> list:
     records, pending, pos = [], b"", HEADER
     while pos + HEADER <= len(data):
         left = BLOCK - pos % BLOCK
-        if left < HEADER:                       # a block's tail too short for a header is padding
+        if left < HEADER:  # a block's tail too short for a header is padding
             pos += left
             continue
-        _crc, length, kind = struct.unpack("<IHB", data[pos:pos + HEADER])
-        if kind == 0 and length == 0:           # zero fill at the end of a block
+        _crc, length, kind = struct.unpack("<IHB", data[pos : pos + HEADER])
+        if kind == 0 and length == 0:  # zero fill at the end of a block
             pos += left
             continue
-        chunk = data[pos + HEADER:pos + HEADER + length]
+        chunk = data[pos + HEADER : pos + HEADER + length]
         pos += HEADER + length
         if kind == FULL:
             pending = chunk
@@ -65,8 +66,11 @@ def history_rows(run_file: Path) -> list[dict[tuple, object]]:
     """Each history record as ``{key path: value}`` (a media item's fields have paths of two or more)."""
     import json
 
-    return [{(it.key,) if it.key else tuple(it.nested_key): json.loads(it.value_json) for it in rec.history.item}
-            for rec in wandb_records(run_file) if rec.WhichOneof("record_type") == "history"]
+    return [
+        {(it.key,) if it.key else tuple(it.nested_key): json.loads(it.value_json) for it in rec.history.item}
+        for rec in wandb_records(run_file)
+        if rec.WhichOneof("record_type") == "history"
+    ]
 
 
 def wandb_history(run_file: Path) -> dict[str, dict[int, float]]:
@@ -76,8 +80,12 @@ def wandb_history(run_file: Path) -> dict[str, dict[int, float]]:
         step = row[("trainer/global_step",)]
         for path, value in row.items():
             key = path[0]
-            if (len(path) == 1 and isinstance(value, (int, float)) and not key.startswith("_")
-                    and key not in ("trainer/global_step", "epoch")):
+            if (
+                len(path) == 1
+                and isinstance(value, (int, float))
+                and not key.startswith("_")
+                and key not in ("trainer/global_step", "epoch")
+            ):
                 out.setdefault(key, {})[int(step)] = float(value)
     return out
 
@@ -92,8 +100,11 @@ def tensorboard_scalars(run: Path) -> dict[str, dict[int, float]]:
 
     ea = EventAccumulator(str(run), size_guidance={"scalars": 0})
     ea.Reload()
-    return {tag: {e.step: e.value for e in ea.Scalars(tag)} for tag in ea.Tags()["scalars"]
-            if tag != "epoch" and not tag.startswith("hp_metric")}
+    return {
+        tag: {e.step: e.value for e in ea.Scalars(tag)}
+        for tag in ea.Tags()["scalars"]
+        if tag != "epoch" and not tag.startswith("hp_metric")
+    }
 
 
 def test_offline_wandb_fit_logs_the_tensorboard_runs_scalars_image_and_text(tmp_path, monkeypatch, capsys):
@@ -103,22 +114,52 @@ def test_offline_wandb_fit_logs_the_tensorboard_runs_scalars_image_and_text(tmp_
     monkeypatch.setenv("WANDB_DIR", str(tmp_path))
     for var in ("WANDB_API_KEY", "WANDB_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
-    assert cli.main(["fit", "--config", CONF, *TINY, "--trainer.logger", "TensorBoardLogger",
-                     "--trainer.logger.save_dir", "tb", "--trainer.logger.name", "pdx"]) == 0
-    assert cli.main(["fit", "--config", CONF, *TINY, "--trainer.logger", "WandbLogger",
-                     "--trainer.logger.save_dir", "wb", "--trainer.logger.project", "pdx"]) == 0
+    assert (
+        cli.main(
+            [
+                "fit",
+                "--config",
+                CONF,
+                *TINY,
+                "--trainer.logger",
+                "TensorBoardLogger",
+                "--trainer.logger.save_dir",
+                "tb",
+                "--trainer.logger.name",
+                "pdx",
+            ]
+        )
+        == 0
+    )
+    assert (
+        cli.main(
+            [
+                "fit",
+                "--config",
+                CONF,
+                *TINY,
+                "--trainer.logger",
+                "WandbLogger",
+                "--trainer.logger.save_dir",
+                "wb",
+                "--trainer.logger.project",
+                "pdx",
+            ]
+        )
+        == 0
+    )
     wandb.finish()  # in-process the run stays open until then (a `pdx fit` process finishes it at exit)
     out = capsys.readouterr().out
     tb = tensorboard_scalars(tmp_path / "tb" / "pdx" / "version_0")
     (run_file,) = (tmp_path / "wb" / "wandb").glob("offline-run-*/run-*.wandb")
     wb = wandb_history(run_file)
     assert len(tb) >= 15 and {"loss/total", "kl/forward_to_base", "lr-AdamW/backbone"} <= set(tb)
-    assert set(wb) == set(tb), (sorted(set(wb) ^ set(tb)))
-    for tag, series in tb.items():                                  # same seed: the same numbers per step
+    assert set(wb) == set(tb), sorted(set(wb) ^ set(tb))
+    for tag, series in tb.items():  # same seed: the same numbers per step
         assert sorted(wb[tag]) == sorted(series), tag
-        if not tag.startswith("perf/"):                             # throughput is the clock's
+        if not tag.startswith("perf/"):  # throughput is the clock's
             assert wb[tag] == pytest.approx(series, rel=1e-6, abs=1e-7), tag
     assert len(tb["loss/total"]) == 6
     media = media_keys(run_file)
-    assert {"policy/snapshot", "selfplay/games"} <= media, media       # PolicySnapshot's image, the games' table
-    assert "W&B:         wandb sync wb/wandb/offline-run-*" in out           # offline by WANDB_MODE too
+    assert {"policy/snapshot", "selfplay/games"} <= media, media  # PolicySnapshot's image, the games' table
+    assert "W&B:         wandb sync wb/wandb/offline-run-*" in out  # offline by WANDB_MODE too

@@ -2,6 +2,7 @@
 run builds ``pdx_core.c`` with each and runs the core's tests and the fuzzer against the builds
 (``run_sanitizers.sh``); each build first has to catch a planted bug. Skipped where the compiler has no
 sanitizer runtimes."""
+
 from __future__ import annotations
 
 import os
@@ -32,8 +33,13 @@ MISSING = _runtimes_missing()
 @pytest.mark.slow
 @pytest.mark.skipif(MISSING is not None, reason=f"sanitizers unavailable: {MISSING}")
 def test_the_core_is_clean_under_asan_ubsan_and_tsan():
-    run = subprocess.run(["bash", str(SCRIPT), "all", "20000"], capture_output=True, text=True, timeout=3600,
-                         env={**os.environ, "PYTHON": sys.executable})
+    run = subprocess.run(
+        ["bash", str(SCRIPT), "all", "20000"],
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        env={**os.environ, "PYTHON": sys.executable},
+    )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
     out = run.stdout
     assert "asan: the planted bug was caught" in out and "tsan: the planted bug was caught" in out

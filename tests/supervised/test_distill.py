@@ -1,5 +1,6 @@
 """Supervised distillation on a committed 400-position shard fixture
 (made by `pdx data positions --out … --positions 400 --workers 1 --nodes 300 --shard-size 200`)."""
+
 import json
 
 import chess
@@ -42,16 +43,23 @@ def test_short_distillation_lowers_the_heldout_loss(tmp_path):
     L.seed_everything(0)
     dm = ShardDataModule(shards=SHARDS, val_fraction=0.2, batch_size=32)
     m = DistillModule(preset="tiny", lr=1e-3, warmup_steps=5, export=str(tmp_path / "net.pt"))
-    t = L.Trainer(max_steps=60, accelerator="cpu", logger=False, enable_checkpointing=False,
-                  enable_progress_bar=False, enable_model_summary=False, check_val_every_n_epoch=None,
-                  val_check_interval=30)
+    t = L.Trainer(
+        max_steps=60,
+        accelerator="cpu",
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        check_val_every_n_epoch=None,
+        val_check_interval=30,
+    )
     before = t.validate(m, datamodule=dm, verbose=False)[0]
     t.fit(m, datamodule=dm)
     after = t.validate(m, datamodule=dm, verbose=False)[0]
     # 320 training positions: a small but real held-out gain (measured 3.265 -> 3.221, top-1 0.015 -> 0.088)
     assert after["val/policy_ce"] < before["val/policy_ce"] - 0.02, (before, after)
     assert after["val/top1_agreement"] > before["val/top1_agreement"] + 0.03
-    net = load_model(str(tmp_path / "net.pt"))     # the exported network loads as a model name
+    net = load_model(str(tmp_path / "net.pt"))  # the exported network loads as a model name
     x = torch.from_numpy(encode_boards([__import__("chess").Board()]))
     torch.testing.assert_close(net(x).policy, m.model.eval()(x).policy)
 
@@ -80,11 +88,31 @@ def _distill(tmp_path, max_steps, ckpt_path=None, save_every=None):
     L.seed_everything(0)
     dm = ShardDataModule(shards=SHARDS, val_fraction=0.2, batch_size=32)
     m = _Recording(preset="tiny", lr=1e-3, warmup_steps=5)
-    cbs = [_StopAt(save_every), ModelCheckpoint(dirpath=tmp_path, filename="mid", every_n_train_steps=save_every,
-                                                save_top_k=-1, enable_version_counter=False)] if save_every else []
-    t = L.Trainer(max_steps=max_steps, accelerator="cpu", logger=False, enable_checkpointing=bool(cbs),
-                  callbacks=cbs, enable_progress_bar=False, enable_model_summary=False, limit_val_batches=0,
-                  num_sanity_val_steps=0)
+    cbs = (
+        [
+            _StopAt(save_every),
+            ModelCheckpoint(
+                dirpath=tmp_path,
+                filename="mid",
+                every_n_train_steps=save_every,
+                save_top_k=-1,
+                enable_version_counter=False,
+            ),
+        ]
+        if save_every
+        else []
+    )
+    t = L.Trainer(
+        max_steps=max_steps,
+        accelerator="cpu",
+        logger=False,
+        enable_checkpointing=bool(cbs),
+        callbacks=cbs,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        limit_val_batches=0,
+        num_sanity_val_steps=0,
+    )
     t.fit(m, datamodule=dm, ckpt_path=ckpt_path)
     return m, dm
 
@@ -113,8 +141,7 @@ def test_opening_positions_are_oversampled_deterministically():
     assert weighted_index(np.arange(6), ply, 8, 1, 1).tolist() == list(range(6))
     plain = ShardDataModule(shards=SHARDS, val_fraction=0.5, seed=3)
     plain.setup()
-    dm = ShardDataModule(shards=SHARDS, val_fraction=0.5, seed=3, opening_plies=8, opening_repeats=2,
-                         start_repeats=50)
+    dm = ShardDataModule(shards=SHARDS, val_fraction=0.5, seed=3, opening_plies=8, opening_repeats=2, start_repeats=50)
     dm.setup()
     starts = np.flatnonzero(dm.data.ply == 0)
     assert len(starts) >= 1 and not np.isin(starts, dm.val_index).any()  # the start is always trained on
@@ -143,17 +170,36 @@ def test_the_shipped_maia_distillation_recipe_runs_and_exports_under_runs(tmp_pa
     root = Path(__file__).parents[2]
     conf = root / "conf" / "pretrain" / "maia.yaml"
     exclude = [root / p for p in yaml.safe_load(conf.read_text())["data"]["exclude"]]
-    assert len(exclude) >= 8 and all(p.is_file() for p in exclude)   # every shipped eval suite is held out
+    assert len(exclude) >= 8 and all(p.is_file() for p in exclude)  # every shipped eval suite is held out
     monkeypatch.chdir(tmp_path)
-    rc = cli.main(["pretrain", "--config", str(conf), "--data.exclude", json.dumps([str(p) for p in exclude]),
-                   "--data.shards", str(root / SHARDS), "--data.batch_size", "16",
-                   "--trainer.max_steps", "2", "--trainer.val_check_interval", "2",
-                   "--model.warmup_steps", "1", "--trainer.enable_progress_bar", "false",
-                   # Adam's first steps move every weight by ~lr whatever the batch: at the recipe's 3e-4
-                   # two steps take Maia's policy 0.73 nats away, too close to a fresh net's 1.59 to
-                   # tell "continued from Maia" apart; 1e-4 keeps the check sharp
-                   "--model.lr", "1e-4",
-                   "--trainer.enable_model_summary", "false"])
+    rc = cli.main(
+        [
+            "pretrain",
+            "--config",
+            str(conf),
+            "--data.exclude",
+            json.dumps([str(p) for p in exclude]),
+            "--data.shards",
+            str(root / SHARDS),
+            "--data.batch_size",
+            "16",
+            "--trainer.max_steps",
+            "2",
+            "--trainer.val_check_interval",
+            "2",
+            "--model.warmup_steps",
+            "1",
+            "--trainer.enable_progress_bar",
+            "false",
+            # Adam's first steps move every weight by ~lr whatever the batch: at the recipe's 3e-4
+            # two steps take Maia's policy 0.73 nats away, too close to a fresh net's 1.59 to
+            # tell "continued from Maia" apart; 1e-4 keeps the check sharp
+            "--model.lr",
+            "1e-4",
+            "--trainer.enable_model_summary",
+            "false",
+        ]
+    )
     monkeypatch.chdir(root)
     assert rc in (0, None)
     out = tmp_path / "runs" / "pretrain_maia" / "maia_1900_distilled.pt"
@@ -168,11 +214,11 @@ def test_the_shipped_maia_distillation_recipe_runs_and_exports_under_runs(tmp_pa
         c = fresh(x)
     mask = legal_mask(boards)
 
-    def kl(p, q):   # KL(p || q) over the legal moves, mean over the positions
+    def kl(p, q):  # KL(p || q) over the legal moves, mean over the positions
         lp, lq = masked_log_softmax(p, mask), masked_log_softmax(q, mask)
         return float((lp.exp() * (lp - lq)).where(mask, 0.0).sum(-1).mean())
 
-    assert 0 < kl(b.policy, a.policy) < 0.5 < kl(b.policy, c.policy)   # moved, from Maia (not a fresh net)
+    assert 0 < kl(b.policy, a.policy) < 0.5 < kl(b.policy, c.policy)  # moved, from Maia (not a fresh net)
     assert not any((root / "data").glob("maia*"))
 
 
@@ -185,7 +231,7 @@ def test_excluded_suites_positions_are_neither_trained_nor_validated_on(tmp_path
     from pdx_lightning.supervised.shards import load_all
 
     shard, _ = load_all(SHARDS)
-    picks = [5, 77, 301]                              # records with a setup move (ply >= 1)
+    picks = [5, 77, 301]  # records with a setup move (ply >= 1)
     rows = []
     for i in picks:
         board = shard.board(i)
@@ -193,9 +239,21 @@ def test_excluded_suites_positions_are_neither_trained_nor_validated_on(tmp_path
         before = board.copy()
         setup = before.pop()
         reply = next(iter(board.legal_moves))
-        rows.append({"PuzzleId": f"x{i}", "FEN": before.fen(), "Moves": f"{setup.uci()} {reply.uci()}",
-                     "Rating": 1500, "RatingDeviation": 0, "Popularity": 0, "NbPlays": 0, "Themes": "x",
-                     "GameUrl": "", "OpeningTags": "", "AltMoves": reply.uci()})
+        rows.append(
+            {
+                "PuzzleId": f"x{i}",
+                "FEN": before.fen(),
+                "Moves": f"{setup.uci()} {reply.uci()}",
+                "Rating": 1500,
+                "RatingDeviation": 0,
+                "Popularity": 0,
+                "NbPlays": 0,
+                "Themes": "x",
+                "GameUrl": "",
+                "OpeningTags": "",
+                "AltMoves": reply.uci(),
+            }
+        )
     path = tmp_path / "held.csv"
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, FIELDS)
@@ -205,7 +263,8 @@ def test_excluded_suites_positions_are_neither_trained_nor_validated_on(tmp_path
     plain.setup(), held.setup()
     assert held.stats["excluded"] == len(picks) and plain.stats["excluded"] == 0
     assert held.stats["positions"] == plain.stats["positions"] - len(picks)
-    def ids(d):   # a position's identity in the packed data: its 8-step bitboards and side to move
+
+    def ids(d):  # a position's identity in the packed data: its 8-step bitboards and side to move
         return [d.rows.bbs[i].tobytes() + bytes([int(d.rows.black[i])]) for i in range(len(d))]
 
     kept, before = set(ids(held.data)), ids(plain.data)
@@ -224,14 +283,29 @@ def test_pretrain_validate_scores_a_network_on_the_recipes_heldout_games(tmp_pat
 
     root = Path(__file__).parents[2]
     monkeypatch.chdir(tmp_path)
-    rc = cli.main(["pretrain", "validate", "--config", str(root / "conf" / "pretrain" / "small_v2.yaml"),
-                   "--data.shards", str(root / SHARDS), "--data.val_fraction", "0.25",
-                   "--data.batch_size", "16", "--model.init", "base:small",
-                   "--trainer.enable_progress_bar", "false", "--trainer.logger",
-                   '{"class_path": "lightning.pytorch.loggers.CSVLogger", "init_args": {"save_dir": "logs"}}'])
+    rc = cli.main(
+        [
+            "pretrain",
+            "validate",
+            "--config",
+            str(root / "conf" / "pretrain" / "small_v2.yaml"),
+            "--data.shards",
+            str(root / SHARDS),
+            "--data.val_fraction",
+            "0.25",
+            "--data.batch_size",
+            "16",
+            "--model.init",
+            "base:small",
+            "--trainer.enable_progress_bar",
+            "false",
+            "--trainer.logger",
+            '{"class_path": "lightning.pytorch.loggers.CSVLogger", "init_args": {"save_dir": "logs"}}',
+        ]
+    )
     monkeypatch.chdir(root)
     assert rc in (0, None)
-    assert not list(tmp_path.rglob("*.ckpt")) and not list(tmp_path.rglob("*.pt"))   # nothing trained
+    assert not list(tmp_path.rglob("*.ckpt")) and not list(tmp_path.rglob("*.pt"))  # nothing trained
     (metrics,) = (tmp_path / "logs").rglob("metrics.csv")
     (row,) = list(csv.DictReader(metrics.open()))
     logged = float(row["val/top1_agreement"])

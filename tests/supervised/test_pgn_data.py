@@ -1,5 +1,6 @@
 """``pdx data pgn``: human-game shards in the pretraining format (played move, result), resumable, with a
 held-out PGN; ``pdx pretrain --model.freeze`` trains only the unfrozen parameter groups."""
+
 from __future__ import annotations
 
 import json
@@ -68,9 +69,12 @@ def test_heldout_games_leave_the_shards_and_read_back_whole(tmp_path):
     for h, o in zip(held, orig[4::5]):
         assert (h.moves, h.clocks, h.white_elo, h.time_control) == (o.moves, o.clocks, o.white_elo, o.time_control)
     shard, _ = load_all(tmp_path, dedupe=False)
-    trained = {tuple(shard.game_moves[shard.game_offsets[g]:shard.game_offsets[g + 1]].tolist())
-               for g in range(len(shard.game_result))}
+    trained = {
+        tuple(shard.game_moves[shard.game_offsets[g] : shard.game_offsets[g + 1]].tolist())
+        for g in range(len(shard.game_result))
+    }
     from pdx_lightning.supervised.shards import encode_move
+
     assert not trained & {tuple(encode_move(m) for m in h.moves) for h in held}
 
 
@@ -83,8 +87,15 @@ def test_pretrain_reads_the_shards_and_freeze_keeps_the_backbone(tmp_path):
     m = DistillModule(init="random:tiny", lr=1e-2, warmup_steps=1, freeze=["backbone", "value_head"])
     groups = m.model.param_groups()
     before = {k: [p.detach().clone() for p in v] for k, v in groups.items()}
-    L.Trainer(max_steps=3, accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False,
-              enable_model_summary=False, limit_val_batches=0).fit(m, datamodule=dm)
+    L.Trainer(
+        max_steps=3,
+        accelerator="cpu",
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        limit_val_batches=0,
+    ).fit(m, datamodule=dm)
     moved = {k: any(not torch.equal(a, b) for a, b in zip(before[k], groups[k])) for k in groups}
     assert moved == {"backbone": False, "final_block": True, "policy_head": True, "value_head": False}
     with pytest.raises(FreezeError, match="unknown parameter groups \\['trunk'\\]"):
@@ -94,15 +105,38 @@ def test_pretrain_reads_the_shards_and_freeze_keeps_the_backbone(tmp_path):
 def test_cli_data_pgn_then_pretrain_with_freeze(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)  # LightningCLI writes config.yaml into the working directory
     out = tmp_path / "shards"
-    assert cli.main(["data", "pgn", "--pgn", str(GAMES20), "--out", str(out), "--holdout-every", "5",
-                     "--max-games", "10"]) == 0
+    assert (
+        cli.main(["data", "pgn", "--pgn", str(GAMES20), "--out", str(out), "--holdout-every", "5", "--max-games", "10"])
+        == 0
+    )
     summary = json.loads(capsys.readouterr().out)
     assert summary["games_read"] == 10 and summary["games_heldout"] == 2 and (out / "heldout.pgn").is_file()
     net = tmp_path / "net.pt"
-    cli.main(["pretrain", "--model.init", "random:tiny", "--model.freeze", "[backbone]", "--data.shards", str(out),
-              "--data.batch_size", "16", "--trainer.max_steps", "2", "--trainer.logger", "false",
-              "--trainer.enable_checkpointing", "false", "--trainer.limit_val_batches", "0",
-              "--trainer.accelerator", "cpu", "--model.export", str(net)])
+    cli.main(
+        [
+            "pretrain",
+            "--model.init",
+            "random:tiny",
+            "--model.freeze",
+            "[backbone]",
+            "--data.shards",
+            str(out),
+            "--data.batch_size",
+            "16",
+            "--trainer.max_steps",
+            "2",
+            "--trainer.logger",
+            "false",
+            "--trainer.enable_checkpointing",
+            "false",
+            "--trainer.limit_val_batches",
+            "0",
+            "--trainer.accelerator",
+            "cpu",
+            "--model.export",
+            str(net),
+        ]
+    )
     a, b = load_model("random:tiny"), load_model(str(net))
     pa, pb = a.param_groups(), b.param_groups()
     assert all(torch.equal(x, y) for x, y in zip(pa["backbone"], pb["backbone"]))
@@ -120,10 +154,11 @@ def test_filters_change_the_records(tmp_path):
     assert blitz["games_other_time_control"] == sum(g.speed != "blitz" for g in games) > 0
     assert 0 < blitz["records"] < every["records"] and 0 < clock["records"] < every["records"]
     from pdx_lightning.supervised.shards import encode_move
+
     by_moves = {tuple(encode_move(m) for m in g.moves): g for g in games}
     shard, _ = load_all(tmp_path / "d", dedupe=False)
     assert 0 < rated["records"] < every["records"] == len(load_all(tmp_path / "a", dedupe=False)[0])
-    for i in range(len(shard)):   # every record's mover is rated >= 2000
+    for i in range(len(shard)):  # every record's mover is rated >= 2000
         g = int(shard.game[i])
-        game = by_moves[tuple(shard.game_moves[shard.game_offsets[g]:shard.game_offsets[g + 1]].tolist())]
+        game = by_moves[tuple(shard.game_moves[shard.game_offsets[g] : shard.game_offsets[g + 1]].tolist())]
         assert game.rating(int(shard.ply[i])) >= 2000

@@ -25,8 +25,20 @@ from pdx_lightning.supervised.teacher import Teacher
 pytestmark = pytest.mark.stockfish
 
 CFG = GenConfig(seed=3, nodes=150, multipv=4, shard_size=8, play_nodes=(8, 64), label_rate=0.5, max_plies=80)
-FIELDS = ["game_moves", "game_offsets", "game_result", "game", "ply", "key", "cand_idx", "cand_wdl", "cand_cp",
-          "cand_mate", "n_cand", "wdl"]
+FIELDS = [
+    "game_moves",
+    "game_offsets",
+    "game_result",
+    "game",
+    "ply",
+    "key",
+    "cand_idx",
+    "cand_wdl",
+    "cand_cp",
+    "cand_mate",
+    "n_cand",
+    "wdl",
+]
 
 
 def _same(a, b) -> bool:
@@ -116,9 +128,34 @@ def test_cli_parallel_workers_match_single_process(ref_dir, tmp_path, capsys):
         build_parser().parse_args(["data", "--help"])
     assert "positions" in capsys.readouterr().out
     out = tmp_path / "cli"
-    rc = main(["data", "positions", "--out", str(out), "--positions", "16", "--workers", "2", "--seed", "3",
-               "--nodes", "150", "--multipv", "4", "--shard-size", "8", "--play-nodes", "8", "64",
-               "--label-rate", "0.5", "--max-plies", "80", "--no-progress"])
+    rc = main(
+        [
+            "data",
+            "positions",
+            "--out",
+            str(out),
+            "--positions",
+            "16",
+            "--workers",
+            "2",
+            "--seed",
+            "3",
+            "--nodes",
+            "150",
+            "--multipv",
+            "4",
+            "--shard-size",
+            "8",
+            "--play-nodes",
+            "8",
+            "64",
+            "--label-rate",
+            "0.5",
+            "--max-plies",
+            "80",
+            "--no-progress",
+        ]
+    )
     assert rc == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["positions"] == 16 and summary["positions_per_second"] > 0
@@ -126,17 +163,47 @@ def test_cli_parallel_workers_match_single_process(ref_dir, tmp_path, capsys):
         assert _same(load_shard(shard_path(out, s)), load_shard(shard_path(ref_dir, s)))
 
 
-BASE_ARGV = ["--out", "unused", "--positions", "6", "--seed", "1", "--nodes", "60", "--multipv", "3",
-             "--shard-size", "6", "--play-nodes", "8", "32", "--label-rate", "0.2", "--max-plies", "40",
-             "--opening-plies", "2"]
-VARIANTS = {"--seed": ["2"], "--nodes": ["90"], "--depth": ["3"], "--multipv": ["2"], "--shard-size": ["5"],
-            "--opening-plies": ["6"], "--play-nodes": ["100", "200"], "--random-rate": ["0.5"],
-            "--label-rate": ["0.9"], "--max-plies": ["12"]}
+BASE_ARGV = [
+    "--out",
+    "unused",
+    "--positions",
+    "6",
+    "--seed",
+    "1",
+    "--nodes",
+    "60",
+    "--multipv",
+    "3",
+    "--shard-size",
+    "6",
+    "--play-nodes",
+    "8",
+    "32",
+    "--label-rate",
+    "0.2",
+    "--max-plies",
+    "40",
+    "--opening-plies",
+    "2",
+]
+VARIANTS = {
+    "--seed": ["2"],
+    "--nodes": ["90"],
+    "--depth": ["3"],
+    "--multipv": ["2"],
+    "--shard-size": ["5"],
+    "--opening-plies": ["6"],
+    "--play-nodes": ["100", "200"],
+    "--random-rate": ["0.5"],
+    "--label-rate": ["0.9"],
+    "--max-plies": ["12"],
+}
 
 
 def _differs(a, b) -> bool:
-    return any(getattr(a, f).shape != getattr(b, f).shape or not np.array_equal(getattr(a, f), getattr(b, f))
-               for f in FIELDS)
+    return any(
+        getattr(a, f).shape != getattr(b, f).shape or not np.array_equal(getattr(a, f), getattr(b, f)) for f in FIELDS
+    )
 
 
 def test_every_content_flag_changes_the_shard(stockfish_path):
@@ -151,7 +218,7 @@ def test_every_content_flag_changes_the_shard(stockfish_path):
         base = generate_shard(t, base_cfg, 0)
         for flag, value in VARIANTS.items():
             i = BASE_ARGV.index(flag) if flag in BASE_ARGV else len(BASE_ARGV)
-            argv = BASE_ARGV[:i] + [flag, *value] + (BASE_ARGV[i + 1 + len(value):] if flag in BASE_ARGV else [])
+            argv = BASE_ARGV[:i] + [flag, *value] + (BASE_ARGV[i + 1 + len(value) :] if flag in BASE_ARGV else [])
             if flag == "--depth":  # a depth bound that binds before the node bound
                 argv[argv.index("--nodes") + 1] = "100000"
             cfg = config_from_args(parser.parse_args(argv))

@@ -11,8 +11,8 @@ pytestmark = pytest.mark.stockfish
 POSITIONS = [
     chess.Board(),
     chess.Board("r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3"),
-    chess.Board("8/8/4k3/8/2K5/8/3P4/8 w - - 0 1"),            # few legal moves
-    chess.Board("8/P7/8/8/8/8/k7/2K5 w - - 0 1"),              # promotions
+    chess.Board("8/8/4k3/8/2K5/8/3P4/8 w - - 0 1"),  # few legal moves
+    chess.Board("8/P7/8/8/8/8/k7/2K5 w - - 0 1"),  # promotions
     chess.Board("rnb1kbnr/pppp1ppp/8/4p3/6Pq/5P2/PPPPP2P/RNBQKBNR w KQkq - 1 3"),  # White is mated
 ]
 MATE_IN_1 = "6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1"  # Ra8#; many other moves are also winning
@@ -32,8 +32,7 @@ def _played() -> chess.Board:
     return b
 
 
-@pytest.mark.parametrize("board", [b for b in POSITIONS if not b.is_game_over()] + [_played()],
-                         ids=lambda b: b.fen())
+@pytest.mark.parametrize("board", [b for b in POSITIONS if not b.is_game_over()] + [_played()], ids=lambda b: b.fen())
 def test_targets_sum_to_one_over_legal_moves(teacher, board):
     lab = teacher.label(board)
     legal = set(legal_indices(board).tolist())
@@ -125,8 +124,10 @@ def test_crashed_engine_is_restarted_and_position_retried(teacher, caplog):
 
 def test_twice_failing_position_raises_naming_it(stockfish_path, monkeypatch):
     with Teacher(stockfish_path, nodes=100) as t:
+
         def boom(*a, **k):
             raise chess.engine.EngineTerminatedError("simulated crash")
+
         monkeypatch.setattr(t, "_search", boom)
         board = chess.Board(MATE_IN_1)
         with pytest.raises(TeacherError, match="6k1/5ppp"):

@@ -6,6 +6,7 @@ the base's probability on and rank of the solution). Each function returns
 the PNG's file name, or None when its inputs are absent (the report then says
 *not measured*).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,13 +16,24 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from pdx_lightning.experiments.arms import (CONTROL, REGULARIZED, TEMP_LABEL, TEMPERATURES,  # noqa: E402
-                                            TERM_LABEL, UNREGULARIZED)
+from pdx_lightning.experiments.arms import (
+    CONTROL,
+    REGULARIZED,
+    TEMP_LABEL,
+    TEMPERATURES,  # noqa: E402
+    TERM_LABEL,
+    UNREGULARIZED,
+)
 from pdx_lightning.experiments.report.recovery_tables import recovery  # noqa: E402
 from pdx_lightning.experiments.report.runs import Runs, by_depth, suite_summary  # noqa: E402
 
-COLORS = {"none": "tab:gray", "entropy": "tab:orange", "reverse_kl": "tab:blue", "forward_kl": "tab:green",
-          CONTROL: "tab:red"}
+COLORS = {
+    "none": "tab:gray",
+    "entropy": "tab:orange",
+    "reverse_kl": "tab:blue",
+    "forward_kl": "tab:green",
+    CONTROL: "tab:red",
+}
 
 
 def _save(fig, out: Path, name: str) -> str:
@@ -42,9 +54,14 @@ def figure1(runs: Runs, out: Path) -> str | None:
         d = by_depth(r)
         depths = [k for k in sorted(d) if k in base and d[k].get("p_star_geo") and base[k].get("p_star_geo")]
         if depths:
-            ax.plot(depths, [d[k]["p_star_geo"] / base[k]["p_star_geo"] for k in depths], marker="o",
-                    color=COLORS.get(r.term), ls="-" if r.cell.get("temperature") != "fixed" else ":",
-                    label=r.title())
+            ax.plot(
+                depths,
+                [d[k]["p_star_geo"] / base[k]["p_star_geo"] for k in depths],
+                marker="o",
+                color=COLORS.get(r.term),
+                ls="-" if r.cell.get("temperature") != "fixed" else ":",
+                label=r.title(),
+            )
     ax.axhline(1.0, color="k", ls="--", lw=1, label="frozen base")
     ax.set(yscale="log", xlabel="mate depth N", ylabel="p* / p*(base)", title="Solution probability vs base")
     for axis in (ax.yaxis.set_major_formatter, ax.yaxis.set_minor_formatter):
@@ -66,25 +83,30 @@ def figure5(runs: Runs, out: Path) -> tuple[str | None, str]:
     base = suite_summary(runs.base, suite)
     for ax, temp in zip(axes[0], temps):
         for term in REGULARIZED:
-            arm = sorted((c for c in cells if c["term"] == term and c["temperature"] == temp),
-                         key=lambda c: c["beta"])
+            arm = sorted((c for c in cells if c["term"] == term and c["temperature"] == temp), key=lambda c: c["beta"])
             pts = [(c, s) for c in arm if (s := suite_summary(runs.evals[c["name"]], suite))]
             if not pts:
                 continue
             b = [c["beta"] for c, _ in pts]
-            ax.plot(b, [100 * s["acc"] for _, s in pts], marker="o", color=COLORS[term],
-                    label=TERM_LABEL[term])
-            ax.fill_between(b, [100 * s["acc_ci"][0] for _, s in pts], [100 * s["acc_ci"][1] for _, s in pts],
-                            color=COLORS[term], alpha=0.15)
+            ax.plot(b, [100 * s["acc"] for _, s in pts], marker="o", color=COLORS[term], label=TERM_LABEL[term])
+            ax.fill_between(
+                b,
+                [100 * s["acc_ci"][0] for _, s in pts],
+                [100 * s["acc_ci"][1] for _, s in pts],
+                color=COLORS[term],
+                alpha=0.15,
+            )
             for c, s in pts:
                 if c["name"] in sel:
                     ax.plot([c["beta"]], [100 * s["acc"]], marker="*", ms=14, color=COLORS[term], mec="k")
         ax.axhline(100 * base["acc"], color="k", ls="--", lw=1, label="frozen base")
         for c in cells:
-            if c["term"] == UNREGULARIZED and c["temperature"] == temp and \
-                    (s := suite_summary(runs.evals[c["name"]], suite)):
-                ax.axhline(100 * s["acc"], color=COLORS[UNREGULARIZED], ls="--", lw=1,
-                           label="β = 0 (no regularizer)")
+            if (
+                c["term"] == UNREGULARIZED
+                and c["temperature"] == temp
+                and (s := suite_summary(runs.evals[c["name"]], suite))
+            ):
+                ax.axhline(100 * s["acc"], color=COLORS[UNREGULARIZED], ls="--", lw=1, label="β = 0 (no regularizer)")
         ax.set(xscale="log", xlabel="β", title=f"self-play τ: {TEMP_LABEL[temp]}")
         ax.legend(fontsize=7)
     axes[0][0].set_ylabel(f"{suite} accuracy (%)")
@@ -107,12 +129,20 @@ def figure7(runs: Runs, out: Path) -> str | None:
                 continue
             r = rows.get(res["model"])
             color = "k" if r is None or r.cell is None else COLORS.get(r.term)
-            ax.plot(res["curve"]["k"], res["curve"]["mean"], ls="-" if res["play"] == "raw" else "--",
-                    color=color,
-                    label=f"{r.title() if r else res['model']} ({'raw' if res['play'] == 'raw' else 'μ'})")
+            ax.plot(
+                res["curve"]["k"],
+                res["curve"]["mean"],
+                ls="-" if res["play"] == "raw" else "--",
+                color=color,
+                label=f"{r.title() if r else res['model']} ({'raw' if res['play'] == 'raw' else 'μ'})",
+            )
         ax.axhline(cov.get("target", 0.95), color="k", ls=":", lw=1)
-        ax.set(xscale="log", xlabel="K (lines drawn without replacement)", ylabel=f"Ω^{depth}_K",
-               title=f"Trajectory coverage at {pos}, depth {depth}")
+        ax.set(
+            xscale="log",
+            xlabel="K (lines drawn without replacement)",
+            ylabel=f"Ω^{depth}_K",
+            title=f"Trajectory coverage at {pos}, depth {depth}",
+        )
         ax.legend(fontsize=6)
     return _save(fig, out, "figure7_coverage.png")
 
@@ -124,8 +154,10 @@ def figure8(runs: Runs, out: Path) -> str | None:
         return None
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
     width = 0.8 / len(entries)
-    for ax, key, xlabel in ((axes[0], "by_prob", "base probability on the solution"),
-                            (axes[1], "by_rank", "rank of the solution in the base")):
+    for ax, key, xlabel in (
+        (axes[0], "by_prob", "base probability on the solution"),
+        (axes[1], "by_rank", "rank of the solution in the base"),
+    ):
         bins = entries[0][1]["position"][key]
         for j, (label, m) in enumerate(entries):
             xs = [i + (j - (len(entries) - 1) / 2) * width for i in range(len(bins))]
@@ -143,16 +175,24 @@ def draw_all(runs: Runs, out: Path) -> dict[str, tuple[str | None, str]]:
     f5, suite = figure5(runs, out)
     return {
         "Figure 1: p* relative to the base by mate depth": (
-            figure1(runs, out), "Geometric-mean solution probability on each mate-in-N suite divided by "
-            "the frozen base's (dashed, 1×); solid adaptive τ, dotted τ≡1; models of Table 1."),
+            figure1(runs, out),
+            "Geometric-mean solution probability on each mate-in-N suite divided by "
+            "the frozen base's (dashed, 1×); solid adaptive τ, dotted τ≡1; models of Table 1.",
+        ),
         "Figure 5: accuracy vs β": (
-            f5, f"Argmax accuracy on the {suite} suite against β, shaded 95% Wilson bands; stars mark β* "
-            "(chosen on the selection suite); dashed: frozen base and β = 0."),
+            f5,
+            f"Argmax accuracy on the {suite} suite against β, shaded 95% Wilson bands; stars mark β* "
+            "(chosen on the selection suite); dashed: frozen base and β = 0.",
+        ),
         "Figure 7: trajectory coverage": (
-            figure7(runs, out), "Ω_K from `coverage.json` (one panel per depth N): mass covered by K distinct "
-            "lines drawn without replacement (mean over seeds); solid raw π, dashed tempered μ; dotted: the target."),
+            figure7(runs, out),
+            "Ω_K from `coverage.json` (one panel per depth N): mass covered by K distinct "
+            "lines drawn without replacement (mean over seeds); solid raw π, dashed tempered μ; dotted: the target.",
+        ),
         "Figure 8: what fine-tuning recovers": (
-            figure8(runs, out), "Share of the base's wrong solver positions on the tactics suite where the "
+            figure8(runs, out),
+            "Share of the base's wrong solver positions on the tactics suite where the "
             "model's argmax is accepted, binned by the base's probability on the accepted moves (left) and "
-            "their rank (right)."),
+            "their rank (right).",
+        ),
     }

@@ -7,6 +7,7 @@ geometric p* per Lichess rating bin and model) and as a PNG, and each model's pa
 the same puzzles (p* ratio, puzzles gained/lost, exact McNemar p). A runs directory without these roles
 gets none of it (:func:`sections` returns nothing), so older reports render unchanged.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -33,8 +34,9 @@ def table1_real(runs: Runs) -> str:
             s = suite_summary(r.eval, suite)
             cells += [fmt_acc(s), _pstar(s)[1]]
         out.append([r.label, r.tau, _beta(r.cell), *cells])
-    return markdown_table(["Model", "Self-play τ", "β*", "Acc. real (%)", "p* real", "Acc. real hard (%)",
-                           "p* real hard"], out)
+    return markdown_table(
+        ["Model", "Self-play τ", "β*", "Acc. real (%)", "p* real", "Acc. real hard (%)", "p* real hard"], out
+    )
 
 
 def table_real_bins(runs: Runs, suite: str = "real") -> str:
@@ -46,8 +48,13 @@ def table_real_bins(runs: Runs, suite: str = "real") -> str:
     out = []
     for r in runs.rows():
         got = {b["bin"]: b for b in (suite_summary(r.eval, suite) or {}).get("by_bin", [])}
-        out.append([r.label, r.tau, *[f"{100 * b['acc']:.1f} / {b['p_star_geo']:.3f}" if (b := got.get(k))
-                                      else NM for k, _ in bins]])
+        out.append(
+            [
+                r.label,
+                r.tau,
+                *[f"{100 * b['acc']:.1f} / {b['p_star_geo']:.3f}" if (b := got.get(k)) else NM for k, _ in bins],
+            ]
+        )
     return markdown_table(["Model", "Self-play τ", *[f"{k} (n={n})" for k, n in bins]], out)
 
 
@@ -81,12 +88,24 @@ def figure6(runs: Runs, out: Path, suite: str = "real") -> str | None:
             continue
         ys = [100 * got[labels[i]]["acc"] for i in xs]
         if r.cell is None:
-            ax.fill_between(xs, [100 * got[labels[i]]["acc_ci"][0] for i in xs],
-                            [100 * got[labels[i]]["acc_ci"][1] for i in xs], color="k", alpha=0.12)
+            ax.fill_between(
+                xs,
+                [100 * got[labels[i]]["acc_ci"][0] for i in xs],
+                [100 * got[labels[i]]["acc_ci"][1] for i in xs],
+                color="k",
+                alpha=0.12,
+            )
             ax.plot(xs, ys, color="k", ls="--", marker=".", label="frozen base")
         else:
-            ax.plot(xs, ys, color=figures.COLORS.get(r.term), marker="o", ms=3,
-                    ls="-" if r.cell.get("temperature") != "fixed" else ":", label=r.title())
+            ax.plot(
+                xs,
+                ys,
+                color=figures.COLORS.get(r.term),
+                marker="o",
+                ms=3,
+                ls="-" if r.cell.get("temperature") != "fixed" else ":",
+                label=r.title(),
+            )
     ax.set_xticks(range(len(labels)), [f"{k}\n(n={b['n']})" for k, b in zip(labels, base["by_bin"])], fontsize=6)
     ax.set(xlabel="Lichess puzzle rating", ylabel="accuracy (%)", title="Real Lichess puzzles: accuracy by rating")
     ax.legend(fontsize=7)
@@ -99,14 +118,29 @@ def sections(runs: Runs, out: Path) -> list[str]:
         return []
     n = {s: (suite_summary(runs.base, s) or {}).get("n", 0) for s in REAL_SUITES}
     png = figure6(runs, out)
-    return ["## Table 1 (real Lichess puzzles): accuracy and p*", "", table1_real(runs), "",
-            f"Real Lichess puzzles (CC0, `data/lichess/`): all {n['real']}; hard: the {n['real_hard']}"
-            f"{_rating_min(runs, 'real_hard')}. Argmax accuracy, multi-solution scored (the marked move or any "
-            "mate), ± half the 95% Wilson interval; p*: geometric mean (arithmetic) of the solution probability.",
-            "", "## Figure 6 (right): accuracy by rating bin on the real puzzles", "",
-            f"![Figure 6 (right)]({png})" if png else f"*{NM}*", "", table_real_bins(runs), "",
-            "Per Lichess rating bin (n = the bin's puzzles): accuracy (%) / geometric-mean p*, models of Table 1; "
-            "in the figure the frozen base's 95% Wilson band is shaded.", "",
-            "## Real puzzles: paired with the base", "", table_paired_real(runs), "",
-            "As in the section \"Paired with the base\" below, on the real puzzles: geometric-mean p* ratio "
-            "to the base [95%], puzzles gained (+) and lost (−) against the base, exact McNemar p.", ""]
+    return [
+        "## Table 1 (real Lichess puzzles): accuracy and p*",
+        "",
+        table1_real(runs),
+        "",
+        f"Real Lichess puzzles (CC0, `data/lichess/`): all {n['real']}; hard: the {n['real_hard']}"
+        f"{_rating_min(runs, 'real_hard')}. Argmax accuracy, multi-solution scored (the marked move or any "
+        "mate), ± half the 95% Wilson interval; p*: geometric mean (arithmetic) of the solution probability.",
+        "",
+        "## Figure 6 (right): accuracy by rating bin on the real puzzles",
+        "",
+        f"![Figure 6 (right)]({png})" if png else f"*{NM}*",
+        "",
+        table_real_bins(runs),
+        "",
+        "Per Lichess rating bin (n = the bin's puzzles): accuracy (%) / geometric-mean p*, models of Table 1; "
+        "in the figure the frozen base's 95% Wilson band is shaded.",
+        "",
+        "## Real puzzles: paired with the base",
+        "",
+        table_paired_real(runs),
+        "",
+        'As in the section "Paired with the base" below, on the real puzzles: geometric-mean p* ratio '
+        "to the base [95%], puzzles gained (+) and lost (−) against the base, exact McNemar p.",
+        "",
+    ]

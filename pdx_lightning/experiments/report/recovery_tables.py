@@ -4,6 +4,7 @@ From ``recovery.json`` (``pdx eval recovery --json``) when the runs directory ho
 by :func:`pdx_lightning.evaluation.recovery.recovery_analysis` from the per-position arrays of the
 tactics suite stored in the eval JSONs (the same scoring, nothing rerun).
 """
+
 from __future__ import annotations
 
 import math
@@ -28,15 +29,23 @@ def suite_result(doc: dict):
         return np.array([math.nan if v is None else v for v in values], dtype=float)
 
     depth = np.array(doc["depth"], dtype=np.int64)
-    return SuiteResult(ids=list(doc["ids"]), rating=num("rating"), difficulty=num("difficulty"), depth=depth,
-                       solved=np.array(pp["solved"], bool), first_fail=np.array(pp["first_fail"], np.int64),
-                       log_p_star=np.array([-math.inf if v is None else v for v in pp["log_p_star"]], float),
-                       offsets=np.concatenate([[0], np.cumsum(depth)]).astype(np.int64),
-                       ply_correct=flat("ply_correct", bool, False), ply_mate=flat("ply_mate", bool, False),
-                       ply_log_p=flat("ply_log_p", float, -math.inf), ply_rank=flat("ply_rank", np.int64, 0),
-                       ply_top_log_p=flat("ply_top_log_p", float, -math.inf),
-                       ply_value=flat("ply_value", float, math.nan),
-                       ply_move=[m for ply in pp["ply_move"] for m in ply])
+    return SuiteResult(
+        ids=list(doc["ids"]),
+        rating=num("rating"),
+        difficulty=num("difficulty"),
+        depth=depth,
+        solved=np.array(pp["solved"], bool),
+        first_fail=np.array(pp["first_fail"], np.int64),
+        log_p_star=np.array([-math.inf if v is None else v for v in pp["log_p_star"]], float),
+        offsets=np.concatenate([[0], np.cumsum(depth)]).astype(np.int64),
+        ply_correct=flat("ply_correct", bool, False),
+        ply_mate=flat("ply_mate", bool, False),
+        ply_log_p=flat("ply_log_p", float, -math.inf),
+        ply_rank=flat("ply_rank", np.int64, 0),
+        ply_top_log_p=flat("ply_top_log_p", float, -math.inf),
+        ply_value=flat("ply_value", float, math.nan),
+        ply_move=[m for ply in pp["ply_move"] for m in ply],
+    )
 
 
 def recovery(runs: Runs) -> tuple[list[tuple[str, dict]], str]:
@@ -51,6 +60,8 @@ def recovery(runs: Runs) -> tuple[list[tuple[str, dict]], str]:
     from pdx_lightning.evaluation.recovery import recovery_analysis  # noqa: PLC0415
 
     b = suite_result(base)
-    return [(r.title(), {"name": r.cell["name"], **recovery_analysis(b, suite_result(t))})
-            for r in rows if r.eval and (t := r.eval["suites"].get("tactics")) and t.get("per_puzzle")], \
-        "the per-position arrays of the tactics suite in the eval JSONs (`recovery_analysis`)"
+    return [
+        (r.title(), {"name": r.cell["name"], **recovery_analysis(b, suite_result(t))})
+        for r in rows
+        if r.eval and (t := r.eval["suites"].get("tactics")) and t.get("per_puzzle")
+    ], "the per-position arrays of the tactics suite in the eval JSONs (`recovery_analysis`)"

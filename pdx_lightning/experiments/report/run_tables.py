@@ -8,14 +8,15 @@ material: Elo against the base (its pentanomial record in ``arena.json``), and o
 accuracy difference from the base (points) and the mean per-puzzle log p* ratio to the base. So the
 base is the fixed reference 0 and P(> base) is the share of seeds above it.
 """
+
 from __future__ import annotations
 
 import math
 
 import numpy as np
 
-from pdx_lightning.evaluation.match import pentanomial_elo
 from pdx_lightning.evaluation.markdown import markdown_table
+from pdx_lightning.evaluation.match import pentanomial_elo
 from pdx_lightning.evaluation.run_aggregates import N_RESAMPLES, improvement, run_aggregate
 from pdx_lightning.experiments.arms import TEMP_LABEL, TERM_LABEL
 from pdx_lightning.experiments.report.runs import NM, Runs
@@ -74,8 +75,16 @@ def aggregate_rows(scores: dict[str, dict[Arm, dict[int, float]]]) -> list[list[
                 continue
             a = run_aggregate([per[s] for s in sorted(per)], reference=0.0)
             ci = lambda iv: f"{_fmt(metric, iv.value)} [{_fmt(metric, iv.ci[0])}, {_fmt(metric, iv.ci[1])}]"  # noqa: E731
-            rows.append([_metric_title(metric), _arm_label(arm), str(len(per)), ci(a.mean), ci(a.iqm),
-                         f"{a.p_above.value:.2f} [{a.p_above.ci[0]:.2f}, {a.p_above.ci[1]:.2f}]"])
+            rows.append(
+                [
+                    _metric_title(metric),
+                    _arm_label(arm),
+                    str(len(per)),
+                    ci(a.mean),
+                    ci(a.iqm),
+                    f"{a.p_above.value:.2f} [{a.p_above.ci[0]:.2f}, {a.p_above.ci[1]:.2f}]",
+                ]
+            )
     return rows
 
 
@@ -87,8 +96,15 @@ def improvement_rows(scores: dict[str, dict[Arm, dict[int, float]]], first: str,
             for b, pb in by_arm.items():
                 if a[0] == first and b[0] == second and a[1] == b[1] and len(pa) >= 2 and len(pb) >= 2:
                     p = improvement(list(pa.values()), list(pb.values()))
-                    rows.append([_metric_title(metric), _arm_label(a), _arm_label(b), f"{len(pa)} / {len(pb)}",
-                                 f"{p.value:.2f} [{p.ci[0]:.2f}, {p.ci[1]:.2f}]"])
+                    rows.append(
+                        [
+                            _metric_title(metric),
+                            _arm_label(a),
+                            _arm_label(b),
+                            f"{len(pa)} / {len(pb)}",
+                            f"{p.value:.2f} [{p.ci[0]:.2f}, {p.ci[1]:.2f}]",
+                        ]
+                    )
     return rows
 
 
@@ -113,7 +129,9 @@ def direct_rows(runs: Runs, first: str, second: str) -> list[list[str]]:
             if la and lb and (m := _match(arena, la, lb)):
                 elo, half = pentanomial_elo(tuple(m["ptn"]))
                 recs.append(m["ptn"])
-                rows.append([_arm_label(a), _arm_label(b), str(seed), str(2 * sum(m["ptn"])), f"{elo:+.1f} ± {half:.1f}"])
+                rows.append(
+                    [_arm_label(a), _arm_label(b), str(seed), str(2 * sum(m["ptn"])), f"{elo:+.1f} ± {half:.1f}"]
+                )
         if len(recs) >= 2:
             pooled = [sum(r[k] for r in recs) for k in range(5)]
             elo, half = pentanomial_elo(tuple(pooled))
@@ -126,27 +144,43 @@ def sections(runs: Runs) -> list[str]:
     if not arms(runs):
         return []
     scores = per_seed_scores(runs)
-    md = ["## Across seeds: mean, IQM and probability of improvement", "",
-          "rliable's aggregates over seeds (Agarwal et al., 2021; `pdx_lightning/evaluation/run_aggregates.py`, "
-          "scipy): each seed's score is its cell's Elo against the base, or on a suite its accuracy difference "
-          "from the base and its geometric-mean p* ratio to the base. Mean and interquartile mean (IQM, "
-          "`scipy.stats.trim_mean(·, 0.25)`) with percentile-bootstrap 95% intervals over seeds "
-          f"({N_RESAMPLES:,} resamples; one metric is one task, so the stratified bootstrap resamples the "
-          "seeds only); P(> base): the share of seeds above the base, same bootstrap.", "",
-          markdown_table(["Metric", "Arm", "Seeds", "Mean [95%]", "IQM [95%]", "P(> base) [95%]"],
-                         aggregate_rows(scores)) if scores else f"*{NM}*", ""]
+    md = [
+        "## Across seeds: mean, IQM and probability of improvement",
+        "",
+        "rliable's aggregates over seeds (Agarwal et al., 2021; `pdx_lightning/evaluation/run_aggregates.py`, "
+        "scipy): each seed's score is its cell's Elo against the base, or on a suite its accuracy difference "
+        "from the base and its geometric-mean p* ratio to the base. Mean and interquartile mean (IQM, "
+        "`scipy.stats.trim_mean(·, 0.25)`) with percentile-bootstrap 95% intervals over seeds "
+        f"({N_RESAMPLES:,} resamples; one metric is one task, so the stratified bootstrap resamples the "
+        "seeds only); P(> base): the share of seeds above the base, same bootstrap.",
+        "",
+        markdown_table(["Metric", "Arm", "Seeds", "Mean [95%]", "IQM [95%]", "P(> base) [95%]"], aggregate_rows(scores))
+        if scores
+        else f"*{NM}*",
+        "",
+    ]
     pairs = [("forward_kl", "reverse_kl"), ("forward_kl", "none"), ("forward_kl", "entropy")]
     rows = [r for f, s in pairs for r in improvement_rows(scores, f, s)]
     if rows:
-        md += ["### Probability of improvement between arms", "",
-               "P(X > Y): the probability that a seed of X scores above a seed of Y (Mann–Whitney U over every "
-               "pair of seeds / the number of pairs, ties ½), with X's and Y's seeds resampled independently "
-               "for the 95% interval.", "",
-               markdown_table(["Metric", "X", "Y", "Seeds (X / Y)", "P(X > Y) [95%]"], rows), ""]
+        md += [
+            "### Probability of improvement between arms",
+            "",
+            "P(X > Y): the probability that a seed of X scores above a seed of Y (Mann–Whitney U over every "
+            "pair of seeds / the number of pairs, ties ½), with X's and Y's seeds resampled independently "
+            "for the 95% interval.",
+            "",
+            markdown_table(["Metric", "X", "Y", "Seeds (X / Y)", "P(X > Y) [95%]"], rows),
+            "",
+        ]
     direct = direct_rows(runs, "forward_kl", "reverse_kl")
     if direct:
-        md += ["### Forward KL against reverse KL, same seed, played directly", "",
-               markdown_table(["X", "Y", "Seed", "Games", "Elo of X over Y (pairs, ± 95%)"], direct), "",
-               "Argmax games on paired openings between the two anchored arms' cells of one seed (`arena.json`'s "
-               "match block); pooled: the seeds' pentanomial records summed.", ""]
+        md += [
+            "### Forward KL against reverse KL, same seed, played directly",
+            "",
+            markdown_table(["X", "Y", "Seed", "Games", "Elo of X over Y (pairs, ± 95%)"], direct),
+            "",
+            "Argmax games on paired openings between the two anchored arms' cells of one seed (`arena.json`'s "
+            "match block); pooled: the seeds' pentanomial records summed.",
+            "",
+        ]
     return md

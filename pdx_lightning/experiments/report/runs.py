@@ -3,6 +3,7 @@
 Nothing here scores or trains: every number the report shows is read from these files, and an absent
 file reads as ``None`` (the tables then say *not measured*).
 """
+
 from __future__ import annotations
 
 import json
@@ -27,11 +28,11 @@ def _load(path: Path) -> dict | None:
 
 @dataclass
 class Row:
-    label: str                      # term label (Table 1 first column)
-    tau: str                        # self-play temperature label
-    keys: set                       # names this model may carry in arena / analysis JSON
-    eval: dict | None               # its pdx_cell_eval/1 document
-    cell: dict | None = None        # its sweep.json cell (None: the base)
+    label: str  # term label (Table 1 first column)
+    tau: str  # self-play temperature label
+    keys: set  # names this model may carry in arena / analysis JSON
+    eval: dict | None  # its pdx_cell_eval/1 document
+    cell: dict | None = None  # its sweep.json cell (None: the base)
 
     @property
     def term(self) -> str | None:
@@ -70,13 +71,13 @@ class Runs:
             for temp in TEMPERATURES:
                 if (name := sel.get((term, temp))) is not None:
                     c = cells[name]
-                    rows.append(Row(TERM_LABEL[term], TEMP_LABEL[temp], {name, c["checkpoint"]},
-                                    self.evals.get(name), c))
+                    rows.append(
+                        Row(TERM_LABEL[term], TEMP_LABEL[temp], {name, c["checkpoint"]}, self.evals.get(name), c)
+                    )
         ctrl = self.sweep.get("control")
         if control and ctrl and ctrl in self.evals:
             c = cells[ctrl]
-            rows.append(Row(TERM_LABEL[CONTROL], TEMP_LABEL[None], {ctrl, c["checkpoint"]}, self.evals[ctrl],
-                            c))
+            rows.append(Row(TERM_LABEL[CONTROL], TEMP_LABEL[None], {ctrl, c["checkpoint"]}, self.evals[ctrl], c))
         return rows
 
 
@@ -85,8 +86,10 @@ def load_runs(root: str | Path) -> Runs:
     root = Path(root)
     sweep = _load(root / "sweep.json")
     if sweep is None:
-        raise ReportError(f"{root}: no sweep.json (not a `pdx sweep` output directory); give --runs the "
-                          f"sweep's `out` directory, e.g. runs/sweep_cpu")
+        raise ReportError(
+            f"{root}: no sweep.json (not a `pdx sweep` output directory); give --runs the "
+            f"sweep's `out` directory, e.g. runs/sweep_cpu"
+        )
     evals = {c["name"]: doc for c in sweep["cells"] if (doc := _load(root / c["dir"] / "eval.json"))}
     results = {c["name"]: doc for c in sweep["cells"] if (doc := _load(root / c["dir"] / "result.json"))}
     files = {n: _load(root / f"{n}.json") for n in STAGE_FILES}

@@ -6,6 +6,7 @@ cannot say, and every error becomes one :class:`SweepConfigError` line naming th
 Shorthand: a suite may be given as its path(s) alone (``selection: data/tactics.csv``), and a
 suite's ``path`` as one string.
 """
+
 from __future__ import annotations
 
 import copy
@@ -30,9 +31,9 @@ SUITES = ("selection", "tactics", "hard", "mates", "real", "real_hard")
 # may gain them
 SCORE_ONLY_SUITES = ("real", "real_hard")
 
-Term = Literal[TERMS]                # type: ignore[valid-type]  (the arms' names, one source)
+Term = Literal[TERMS]  # type: ignore[valid-type]  (the arms' names, one source)
 Temperature = Literal[TEMPERATURES]  # type: ignore[valid-type]
-Analysis = Literal[ANALYSES]         # type: ignore[valid-type]
+Analysis = Literal[ANALYSES]  # type: ignore[valid-type]
 
 
 class SweepConfigError(UserError, ValueError):
@@ -41,18 +42,19 @@ class SweepConfigError(UserError, ValueError):
 
 # ---------------------------------------------------------------- the schema
 
+
 @dataclass
 class EvalConfig:
     """Suites every cell's EMA (and the base) is scored on; ``selection`` picks β* (Table 6)."""
 
     selection: SuiteSpec
-    tactics: SuiteSpec | None = None   # Table 1 Acc., Table 4, Figure 5
-    hard: SuiteSpec | None = None      # Table 1 Acc_>=2400
-    mates: SuiteSpec | None = None     # Tables 3-4, Figure 1 (depth = solver moves)
-    real: SuiteSpec | None = None      # Table 1 on real Lichess puzzles: all, by rating bin (Figure 6 right)
+    tactics: SuiteSpec | None = None  # Table 1 Acc., Table 4, Figure 5
+    hard: SuiteSpec | None = None  # Table 1 Acc_>=2400
+    mates: SuiteSpec | None = None  # Tables 3-4, Figure 1 (depth = solver moves)
+    real: SuiteSpec | None = None  # Table 1 on real Lichess puzzles: all, by rating bin (Figure 6 right)
     real_hard: SuiteSpec | None = None  # the same, high-rated only (e.g. rating_min: 2000): the hard column
     micro_batch: int = 512
-    device: str = "auto"               # torch device of the evaluation (auto: cuda if available)
+    device: str = "auto"  # torch device of the evaluation (auto: cuda if available)
 
     def specs(self) -> dict[str, SuiteSpec]:
         """The suites set, by role, in :data:`SUITES` order."""
@@ -72,9 +74,9 @@ class ControlConfig:
 class ArenaConfig:
     """``pdx arena`` among the base, the selected cells and the control (Tables 1 and 5)."""
 
-    games: int = 20          # games per pair, argmax round robin (Table 1 Elo)
-    base_games: int = 0      # games of each model against the base (Table 1 W-D-L, LOS); 0 = pair games only
-    sampled_games: int = 0   # games per pair of the sampled round robin (Table 5 Elo); 0 = skip it
+    games: int = 20  # games per pair, argmax round robin (Table 1 Elo)
+    base_games: int = 0  # games of each model against the base (Table 1 W-D-L, LOS); 0 = pair games only
+    sampled_games: int = 0  # games per pair of the sampled round robin (Table 5 Elo); 0 = skip it
     openings: str | None = None
     args: list[str] = field(default_factory=list)  # further `pdx arena` flags
     models: Literal["selected", "all"] = "selected"  # the β* cell of each arm, or every RL cell
@@ -98,8 +100,11 @@ class AnalysesConfig:
 PASSED_THROUGH = ("model", "selfplay", "trainer")
 # Keys of the cells' configs the sweep sets itself (from base, terms, betas, games, temperatures, seed,
 # steps, out)
-OWNED = {"model": ("base", "exploration", "beta", "selfplay"), "selfplay": ("n_games", "temperature", "seed"),
-         "trainer": ("max_steps", "logger", "callbacks")}
+OWNED = {
+    "model": ("base", "exploration", "beta", "selfplay"),
+    "selfplay": ("n_games", "temperature", "seed"),
+    "trainer": ("max_steps", "logger", "callbacks"),
+}
 
 
 @dataclass
@@ -109,7 +114,7 @@ class SweepConfig:
     eval: EvalConfig
     out: str = "runs/sweep"
     base: str = "base:small"
-    fit_config: str | None = None   # LightningCLI YAML each RL cell starts from (cells override it)
+    fit_config: str | None = None  # LightningCLI YAML each RL cell starts from (cells override it)
     steps: int = 150
     games: int = 64
     seed: int = 0
@@ -122,9 +127,9 @@ class SweepConfig:
     temperatures: list[Temperature] = field(default_factory=lambda: list(TEMPERATURES))
     betas: list[float] = field(default_factory=lambda: list(PAPER_BETAS))
     cells: list[str] | None = None  # name globs: run only these cells of the grid (null: every cell)
-    model: dict[str, Any] = field(default_factory=dict)     # further PDXModule arguments (learning rates...)
+    model: dict[str, Any] = field(default_factory=dict)  # further PDXModule arguments (learning rates...)
     selfplay: dict[str, Any] = field(default_factory=dict)  # further SelfPlayConfig fields
-    trainer: dict[str, Any] = field(default_factory=dict)   # further Trainer arguments, every cell
+    trainer: dict[str, Any] = field(default_factory=dict)  # further Trainer arguments, every cell
     control: ControlConfig = field(default_factory=ControlConfig)
     arena: ArenaConfig | None = None
     analyses: AnalysesConfig | None = None
@@ -136,17 +141,20 @@ class SweepConfig:
             raise ValueError("steps, games and checkpoint_every must be >= 1")
         for key, owned in OWNED.items():
             if clash := sorted(set(getattr(self, key)) & set(owned)):
-                raise ValueError(f"{key}: {clash} are set by the sweep itself (from base, terms, betas, "
-                                 f"games, temperatures, seed, steps, out)")
+                raise ValueError(
+                    f"{key}: {clash} are set by the sweep itself (from base, terms, betas, "
+                    f"games, temperatures, seed, steps, out)"
+                )
         if self.seeds is not None:
             if not self.seeds or len(set(self.seeds)) != len(self.seeds) or any(x < 0 for x in self.seeds):
                 raise ValueError(f"seeds: expected distinct seeds >= 0, got {self.seeds}")
             if self.seeds[0] != self.seed:
-                raise ValueError(f"seeds: the first seed ({self.seeds[0]}) must be `seed` ({self.seed}): its cells "
-                                 f"keep their plain names and pick beta*")
+                raise ValueError(
+                    f"seeds: the first seed ({self.seeds[0]}) must be `seed` ({self.seed}): its cells "
+                    f"keep their plain names and pick beta*"
+                )
         if self.control.enabled and not self.control.pool:
-            raise ValueError("control.enabled needs control.pool "
-                             "(puzzle CSVs disjoint from every eval suite)")
+            raise ValueError("control.enabled needs control.pool (puzzle CSVs disjoint from every eval suite)")
         if self.cells is not None:
             grid = [c.name for c in plan(replace(self, cells=None)) if c.kind == "rl"]
             if unmatched := [g for g in self.cells if not fnmatch.filter(grid, g)]:
@@ -154,6 +162,7 @@ class SweepConfig:
 
 
 # ---------------------------------------------------------------- reading it
+
 
 def load_config(path: str | Path) -> SweepConfig:
     """Read and check a sweep YAML; errors name the file and the key."""
@@ -235,11 +244,12 @@ def _explain(message: str, data: dict) -> str:
             node = node.get(part) if isinstance(node, dict) else None
         bad = sorted(set(node) - set(valid)) if isinstance(node, dict) and valid else []
         bad = bad or sorted({u.rpartition(".")[2] for u in unknown})
-        return (f"{parent + ': ' if parent else ''}unknown key(s) {bad}"
-                + (f"; valid keys: {', '.join(valid)}" if valid else ""))
+        return f"{parent + ': ' if parent else ''}unknown key(s) {bad}" + (
+            f"; valid keys: {', '.join(valid)}" if valid else ""
+        )
     if m := re.search(r"following arguments are required: (.+)", message):
         return f"missing required key(s) {[k.strip() for k in m.group(1).split(',')]}"
-    inner = message[max((m.end() for m in re.finditer(r'Parser key "[^"]+"', message)), default=0):]
+    inner = message[max((m.end() for m in re.finditer(r'Parser key "[^"]+"', message)), default=0) :]
     want = re.search(r"Subtypes: \[(.+?)\]\n|Expected a (.+?)\. Got value:", inner)
     got = re.search(r"(?:Got value|Given value): (.+)", inner)
     if want and got:
@@ -269,6 +279,7 @@ def _keys_at(dotted: str) -> list[str]:
 
 # ---------------------------------------------------------------- the cells it plans
 
+
 @dataclass(frozen=True)
 class Cell:
     name: str
@@ -291,7 +302,7 @@ def plan(cfg: SweepConfig) -> list[Cell]:
     for i, seed in enumerate(seeds(cfg)):
         for term in cfg.terms:
             for temp in cfg.temperatures:
-                for beta in ([0.0] if term not in REGULARIZED else cfg.betas):
+                for beta in [0.0] if term not in REGULARIZED else cfg.betas:
                     name = f"{term}-{temp}" if term not in REGULARIZED else f"{term}-{temp}-b{beta:g}"
                     cells.append(Cell(name + (f"-s{seed}" if i else ""), "rl", term, temp, beta, seed))
     if cfg.cells is not None:

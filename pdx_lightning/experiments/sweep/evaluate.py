@@ -15,6 +15,7 @@ schema ``pdx_cell_eval/1``::
 :func:`run_cell` trains (or resumes) a cell, scores it and writes its ``eval.json`` and ``result.json``
 (the cell is finished: a rerun skips it), and logs its hparams with the final metrics to TensorBoard.
 """
+
 from __future__ import annotations
 
 import json
@@ -55,12 +56,16 @@ class Evaluator:
         model = load_model(name, weights="ema").to(device_of(dev)).eval()
         with torch.inference_mode():
             mb = self.cfg.eval.micro_batch
-            return {k: score_suite(model, suite.puzzles, micro_batch=mb) if len(suite) else None
-                    for k, (spec, suite) in self.suites().items()}
+            return {
+                k: score_suite(model, suite.puzzles, micro_batch=mb) if len(suite) else None
+                for k, (spec, suite) in self.suites().items()
+            }
 
     def _doc(self, name: str, results: dict, base: dict | None) -> dict:
-        meta = {k: {"spec": asdict(spec), "files": suite.paths, **suite_meta(suite.puzzles)}
-                for k, (spec, suite) in self.suites().items()}
+        meta = {
+            k: {"spec": asdict(spec), "files": suite.paths, **suite_meta(suite.puzzles)}
+            for k, (spec, suite) in self.suites().items()
+        }
         return eval_document(name, meta, results, base)
 
     def base(self) -> dict:
@@ -79,8 +84,13 @@ class Evaluator:
 
 
 def suite_meta(puzzles: list) -> dict:
-    return {"n": len(puzzles), "ids": [p.puzzle_id for p in puzzles], "rating": [p.rating for p in puzzles],
-            "difficulty": [p.difficulty for p in puzzles], "depth": [p.depth for p in puzzles]}
+    return {
+        "n": len(puzzles),
+        "ids": [p.puzzle_id for p in puzzles],
+        "rating": [p.rating for p in puzzles],
+        "difficulty": [p.difficulty for p in puzzles],
+        "depth": [p.depth for p in puzzles],
+    }
 
 
 def eval_document(name: str, meta: dict[str, dict], results: dict, base: dict | None) -> dict:
@@ -88,11 +98,26 @@ def eval_document(name: str, meta: dict[str, dict], results: dict, base: dict | 
     plus the summary, the pairing with the base's results and the per-position arrays of ``results``."""
     from pdx_lightning.evaluation.puzzle_scoring import MULTI_SOLUTION_RULE, compare, per_puzzle, summarize  # noqa
 
-    suites = {k: {**m, "summary": summarize(r) if (r := results.get(k)) else None,
-                  "paired": compare(base[k], r) if r and base is not None and base.get(k) else None,
-                  "per_puzzle": per_puzzle(r) if r else None} for k, m in meta.items()}
-    return _round(json_safe({"schema": "pdx_cell_eval/1", "model": name, "weights": "ema",
-                             "multi_solution": MULTI_SOLUTION_RULE, "suites": suites}))
+    suites = {
+        k: {
+            **m,
+            "summary": summarize(r) if (r := results.get(k)) else None,
+            "paired": compare(base[k], r) if r and base is not None and base.get(k) else None,
+            "per_puzzle": per_puzzle(r) if r else None,
+        }
+        for k, m in meta.items()
+    }
+    return _round(
+        json_safe(
+            {
+                "schema": "pdx_cell_eval/1",
+                "model": name,
+                "weights": "ema",
+                "multi_solution": MULTI_SOLUTION_RULE,
+                "suites": suites,
+            }
+        )
+    )
 
 
 def _round(x):
@@ -110,8 +135,7 @@ def cell_metrics(doc: dict) -> dict[str, float]:
     for k, s in doc["suites"].items():
         if not s["summary"]:
             continue
-        out.update({f"final/{k}/acc": s["summary"]["acc"],
-                    f"final/{k}/p_star_geo": s["summary"]["p_star_geo"]})
+        out.update({f"final/{k}/acc": s["summary"]["acc"], f"final/{k}/p_star_geo": s["summary"]["p_star_geo"]})
         if k == "mates":
             out.update({f"final/mates/acc_{d['depth']}": d["acc"] for d in s["summary"]["by_depth"]})
     return {k: v for k, v in out.items() if v is not None}
@@ -163,16 +187,37 @@ def run_cell(cfg: SweepConfig, cell: Cell, out: Path, fit_args: list[str], ev: E
     doc = ev.evaluate(str(final))
     atomic_write_text(cell_dir / "eval.json", json.dumps(doc))
     train = final_train_metrics(cell_dir)
-    hparams = {"kind": cell.kind, "term": cell.term or "control", "temperature": cell.temperature or "-",
-               "beta": cell.beta, "steps": cfg.steps, "games": cfg.games, "seed": cell.seed, "base": cfg.base}
-    metrics = {**cell_metrics(doc), **{f"final/{k}": v for k, v in train.items() if k.split("/")[0] in
-                                       ("loss", "kl", "policy", "selfplay", "control")}}
+    hparams = {
+        "kind": cell.kind,
+        "term": cell.term or "control",
+        "temperature": cell.temperature or "-",
+        "beta": cell.beta,
+        "steps": cfg.steps,
+        "games": cfg.games,
+        "seed": cell.seed,
+        "base": cfg.base,
+    }
+    metrics = {
+        **cell_metrics(doc),
+        **{
+            f"final/{k}": v
+            for k, v in train.items()
+            if k.split("/")[0] in ("loss", "kl", "policy", "selfplay", "control")
+        },
+    }
     log_hparams(cell_dir, hparams, metrics, cfg.steps)
-    result = {"schema": "pdx_cell_result/1", "cell": asdict(cell), "dir": str(cell_dir),
-              "checkpoint": str(final), "hparams": hparams, "train": train, "metrics": metrics,
-              "eval": "eval.json",
-              "seconds": {"train": train_s, "eval": time.perf_counter() - t0},
-              "environment": environment()}  # the versions it was scored with (python, torch, lightning, ...)
+    result = {
+        "schema": "pdx_cell_result/1",
+        "cell": asdict(cell),
+        "dir": str(cell_dir),
+        "checkpoint": str(final),
+        "hparams": hparams,
+        "train": train,
+        "metrics": metrics,
+        "eval": "eval.json",
+        "seconds": {"train": train_s, "eval": time.perf_counter() - t0},
+        "environment": environment(),
+    }  # the versions it was scored with (python, torch, lightning, ...)
     atomic_write_text(cell_dir / "result.json", json.dumps(result, indent=1))
     acc = metrics.get("final/selection/acc", float("nan"))
     print(f"[sweep] {cell.name}: selection acc {acc:.4f}", flush=True)

@@ -11,6 +11,7 @@ suite, which for the shipped real puzzles holds with zero overlap (checked by a 
 trained before they were added trained on the same pool. A sweep whose cells exist may therefore gain
 them (cells already scored get them with ``--rescore``).
 """
+
 from __future__ import annotations
 
 import json
@@ -64,5 +65,6 @@ def check_lock(cfg: SweepConfig, out: Path) -> None:
     old = json.loads(path.read_text())
     if changed := [k for k in LOCKED if _comparable(k, old.get(k)) != _comparable(k, now[k])]:
         diff = "; ".join(f"{k}: {old.get(k)!r} -> {now[k]!r}" for k in changed)
-        raise SweepConfigError(f"{out} holds cells made with other settings ({diff}); use another --out, "
-                               f"or delete {path} knowingly")
+        raise SweepConfigError(
+            f"{out} holds cells made with other settings ({diff}); use another --out, or delete {path} knowingly"
+        )

@@ -10,6 +10,7 @@ p*, then the smaller β); ``none`` arms have one cell. ``sweep.json`` (schema ``
      "selected": [{"term", "temperature", "beta", "cell"}], "control": "control" | null,
      "files": {"arena": "arena.json", ...}}      # the optional stages' outputs present
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict
@@ -47,14 +48,25 @@ def finish(cfg: SweepConfig, out: Path, cells: list[Cell], stages: bool = True) 
     for c in cells:
         d = out / "cells" / c.name
         sel = cell_selection(d)
-        rows.append({**asdict(c), "dir": str(Path("cells") / c.name),
-                     "checkpoint": str(d / "checkpoints" / "final.ckpt"),
-                     "status": "done" if sel is not None else "pending", "selection": sel})
-    doc = {"schema": "pdx_sweep/1", "config": asdict(cfg),
-           "base": {"name": cfg.base, "eval": "base/eval.json"},
-           "cells": rows, "selected": select(rows, cfg.seed),
-           "control": "control" if any(c.kind == "control" for c in cells) else None, "files": {},
-           "environment": environment()}  # the versions this record was written with (each cell's: result.json)
+        rows.append(
+            {
+                **asdict(c),
+                "dir": str(Path("cells") / c.name),
+                "checkpoint": str(d / "checkpoints" / "final.ckpt"),
+                "status": "done" if sel is not None else "pending",
+                "selection": sel,
+            }
+        )
+    doc = {
+        "schema": "pdx_sweep/1",
+        "config": asdict(cfg),
+        "base": {"name": cfg.base, "eval": "base/eval.json"},
+        "cells": rows,
+        "selected": select(rows, cfg.seed),
+        "control": "control" if any(c.kind == "control" for c in cells) else None,
+        "files": {},
+        "environment": environment(),
+    }  # the versions this record was written with (each cell's: result.json)
     write_json(out / "sweep.json", doc, indent=1, quiet=True)
     if stages and all(r["status"] == "done" for r in rows):
         run_stages(cfg, out, doc)

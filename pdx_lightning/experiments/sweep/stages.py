@@ -5,6 +5,7 @@ its self-play distribution → ``arena_sampled.json``), ``pdx eval coverage|diag
 (``<name>.json``) and ``pdx eval humans`` (``humans.json``, when ``analyses.humans`` is set), each a ``pdx`` subprocess, skipped when its JSON exists or its tool is not installed.
 A stage added to a finished sweep's config runs when the sweep is rerun (finished cells are skipped).
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -25,8 +26,9 @@ def run_stage(out: Path, name: str, args: list[str]) -> None:
         print(f"[sweep] {name}: done, skipped", flush=True)
         return
     print(f"[sweep] {name} ...", flush=True)
-    rc = train.launch([sys.executable, "-m", "pdx_lightning.cli", *args, "--json", str(out / f"{name}.json")],
-                      out / f"{name}.log")
+    rc = train.launch(
+        [sys.executable, "-m", "pdx_lightning.cli", *args, "--json", str(out / f"{name}.json")], out / f"{name}.log"
+    )
     if rc != 0:
         raise SweepError(f"stage {name} failed (exit {rc}); see {out / f'{name}.log'}")
 
@@ -44,16 +46,33 @@ def run_stages(cfg: SweepConfig, out: Path, doc: dict) -> None:
         flags = [f for lab, m in players for f in ("--model", m, "--label", lab)]
         # no --quiet: into a log file the progress bar writes one line per 10 s (runtime.progress)
         common = [*(["--openings", a.openings] if a.openings else []), *a.args]
-        run_stage(out, "arena", ["arena", *flags, "--games", str(a.games), "--base-games", str(a.base_games),
-                                 "--pgn", str(out / "arena.pgn"), *common])
+        run_stage(
+            out,
+            "arena",
+            [
+                "arena",
+                *flags,
+                "--games",
+                str(a.games),
+                "--base-games",
+                str(a.base_games),
+                "--pgn",
+                str(out / "arena.pgn"),
+                *common,
+            ],
+        )
         if a.sampled_games:
             sampled = [("base raw", cfg.base, "1"), ("base mu", cfg.base, "adaptive")]
-            sampled += [(c["name"], c["checkpoint"], "adaptive" if c["temperature"] == "adaptive" else "1")
-                        for c in chosen]
+            sampled += [
+                (c["name"], c["checkpoint"], "adaptive" if c["temperature"] == "adaptive" else "1") for c in chosen
+            ]
             flags = [f for lab, m, _ in sampled for f in ("--model", m, "--label", lab)]
             temps = [t for *_, t in sampled]
-            run_stage(out, "arena_sampled", ["arena", *flags, "--sample", "--temperature", *temps,
-                                             "--games", str(a.sampled_games), *common])
+            run_stage(
+                out,
+                "arena_sampled",
+                ["arena", *flags, "--sample", "--temperature", *temps, "--games", str(a.sampled_games), *common],
+            )
     for name in cfg.analyses.run if cfg.analyses else []:
         if importlib.util.find_spec(f"pdx_lightning.evaluation.{name}") is None:
             print(f"[sweep] {name}: `pdx eval {name}` is not installed, skipped (report: not measured)")
@@ -67,8 +86,11 @@ def run_stages(cfg: SweepConfig, out: Path, doc: dict) -> None:
             raise SweepError("analyses.humans gives no --pgn FILE (the human games)")
         models = [("base", cfg.base)] + [(c["name"], c["checkpoint"]) for c in chosen]
         models += [("control", by_name["control"]["checkpoint"])] if doc["control"] else []
-        run_stage(out, "humans", ["eval", "humans", *[f for lab, m in models for f in ("--model", m, "--label", lab)],
-                                  *cfg.analyses.humans])
+        run_stage(
+            out,
+            "humans",
+            ["eval", "humans", *[f for lab, m in models for f in ("--model", m, "--label", lab)], *cfg.analyses.humans],
+        )
 
 
 def anchor_spec(spec: str, base: str) -> str:
@@ -92,7 +114,7 @@ def anchor_problems(cfg: SweepConfig) -> list[str]:
     for label, spec in (cfg.arena.anchors if cfg.arena else {}).items():
         try:
             spec = anchor_spec(spec, cfg.base)
-        except (SweepError, ValueError) as e:   # ModelLoadError is a ValueError
+        except (SweepError, ValueError) as e:  # ModelLoadError is a ValueError
             problems.append(f"arena anchor {label!r}: {e}")
             continue
         if spec.startswith("uci"):
@@ -107,11 +129,21 @@ def _analysis_flags(cfg: SweepConfig, name: str, chosen: list[dict]) -> list[str
         if not cfg.eval.tactics:
             raise SweepError("analyses.run lists recovery, but eval.tactics (its suite) is not set")
         t = cfg.eval.tactics
-        return ["--base", cfg.base, *[f for c in chosen for f in ("--model", c["checkpoint"])],
-                *[f for p in t.path for f in ("--suite", p)], "--seed", str(t.seed),
-                *[f for k, v in (("--sample", t.sample), ("--rating-min", t.rating_min),
-                                 ("--rating-max", t.rating_max)) if v is not None for f in (k, str(v))],
-                *(["--themes", *t.themes] if t.themes else [])]
+        return [
+            "--base",
+            cfg.base,
+            *[f for c in chosen for f in ("--model", c["checkpoint"])],
+            *[f for p in t.path for f in ("--suite", p)],
+            "--seed",
+            str(t.seed),
+            *[
+                f
+                for k, v in (("--sample", t.sample), ("--rating-min", t.rating_min), ("--rating-max", t.rating_max))
+                if v is not None
+                for f in (k, str(v))
+            ],
+            *(["--themes", *t.themes] if t.themes else []),
+        ]
     # coverage, diagnostics: the base raw and through its tempered μ, each cell as it self-played
     flags = ["--model", cfg.base, "--play", "raw", "--model", cfg.base, "--play", "adaptive"]
     return flags + [f for c in chosen for f in ("--model", c["checkpoint"], "--play", "auto")]

@@ -1,4 +1,5 @@
 """``pdx sweep``: the command line, the checks before any training, and the run over the cells."""
+
 from __future__ import annotations
 
 import argparse
@@ -25,8 +26,9 @@ def preflight(cfg: SweepConfig, cells: list[Cell] | None = None, evaluate: bool 
     paths = dict.fromkeys(p for s in cfg.eval.specs().values() for p in s.path) if evaluate else {}
     problems = [f"suite file {p} not found" for p in paths if not Path(resolve_path(p)).is_file()]
     control = any(c.kind == "control" for c in (plan(cfg) if cells is None else cells))
-    problems += [f"control pool {p} not found" for p in cfg.control.pool
-                 if control and not Path(resolve_path(p)).is_file()]
+    problems += [
+        f"control pool {p} not found" for p in cfg.control.pool if control and not Path(resolve_path(p)).is_file()
+    ]
     try:
         resolve_model_path(cfg.base)
     except ModelLoadError as e:
@@ -103,8 +105,9 @@ def run(args: argparse.Namespace) -> int:
     before = selected_cells(out)
     if args.rescore:
         removed = rescore(out, cells)
-        print(f"[sweep] --rescore: removed {len(removed)} score files; checkpoints and the other stages kept",
-              flush=True)
+        print(
+            f"[sweep] --rescore: removed {len(removed)} score files; checkpoints and the other stages kept", flush=True
+        )
     if args.train_only:  # train/resume to final.ckpt; a later run without the flag evaluates ("evaluate")
         for cell in cells:
             cell_dir = out / "cells" / cell.name
@@ -112,45 +115,63 @@ def run(args: argparse.Namespace) -> int:
                 print(f"[sweep] {cell.name}: trained, skipped", flush=True)
             else:
                 train_cell(cfg, cell, cell_dir, fit_args)
-        print(f"[sweep] trained {len(cells)} cells in {time.perf_counter() - t0:.0f} s (not evaluated: rerun "
-              f"without --train-only)", flush=True)
+        print(
+            f"[sweep] trained {len(cells)} cells in {time.perf_counter() - t0:.0f} s (not evaluated: rerun "
+            f"without --train-only)",
+            flush=True,
+        )
         return 0
     ev = Evaluator(cfg, out)
     for cell in cells:
         run_cell(cfg, cell, out, fit_args, ev)
     doc = finish(cfg, out, plan(cfg), stages=not (args.control_only or args.only or args.no_stages))
     if args.rescore and before and before != (after := {s["cell"] for s in doc["selected"]}):
-        print(f"[sweep] warning: rescoring changed the selected cells ({sorted(before)} -> {sorted(after)}); "
-              f"arena_sampled.json, diagnostics.json and coverage.json were made with the old ones: delete "
-              f"them and rerun to remake them", flush=True)
-    print(f"[sweep] {len(cells)} cells in {time.perf_counter() - t0:.0f} s; wrote {out / 'sweep.json'} and "
-          f"{out / 'table6.md'}; report: pdx report --runs {out} --out {out / 'report'}", flush=True)
+        print(
+            f"[sweep] warning: rescoring changed the selected cells ({sorted(before)} -> {sorted(after)}); "
+            f"arena_sampled.json, diagnostics.json and coverage.json were made with the old ones: delete "
+            f"them and rerun to remake them",
+            flush=True,
+        )
+    print(
+        f"[sweep] {len(cells)} cells in {time.perf_counter() - t0:.0f} s; wrote {out / 'sweep.json'} and "
+        f"{out / 'table6.md'}; report: pdx report --runs {out} --out {out / 'report'}",
+        flush=True,
+    )
     return 0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.allow_abbrev = False  # so no passed-through fit flag is mistaken for one of ours
-    parser.add_argument("--config", required=True,
-                        help="sweep YAML, e.g. conf/sweep/cpu.yaml "
-                             "(schema: pdx_lightning.experiments.sweep.config.SweepConfig)")
+    parser.add_argument(
+        "--config",
+        required=True,
+        help="sweep YAML, e.g. conf/sweep/cpu.yaml (schema: pdx_lightning.experiments.sweep.config.SweepConfig)",
+    )
     # dest out_dir: `pdx`'s output preflight treats an `out` attribute as a file unless the tool is listed as
     # writing a directory; the sweep's --out is an existing directory whenever it resumes
     parser.add_argument("--out", dest="out_dir", help="output directory (default: the config's `out`)")
     parser.add_argument("--only", action="append", metavar="GLOB", help="run only cells whose name matches")
-    parser.add_argument("--control-only", action="store_true",
-                        help="train and evaluate only the control cell")
+    parser.add_argument("--control-only", action="store_true", help="train and evaluate only the control cell")
     parser.add_argument("--no-stages", action="store_true", help="skip the arena and analysis stages")
-    parser.add_argument("--train-only", action="store_true",
-                        help="only train (or resume) cells to their final checkpoint; evaluate later by "
-                             "rerunning without it (e.g. several --only processes or machines train, one "
-                             "evaluates)")
-    parser.add_argument("--rescore", action="store_true",
-                        help="score every trained model again on the suites' files as they are now (after a "
-                             "suite was topped up): drops the cells' and the base's eval.json/result.json and "
-                             "recovery.json; checkpoints and the other stages' JSON are kept")
+    parser.add_argument(
+        "--train-only",
+        action="store_true",
+        help="only train (or resume) cells to their final checkpoint; evaluate later by "
+        "rerunning without it (e.g. several --only processes or machines train, one "
+        "evaluates)",
+    )
+    parser.add_argument(
+        "--rescore",
+        action="store_true",
+        help="score every trained model again on the suites' files as they are now (after a "
+        "suite was topped up): drops the cells' and the base's eval.json/result.json and "
+        "recovery.json; checkpoints and the other stages' JSON are kept",
+    )
     parser.add_argument("--dry-run", action="store_true", help="print every cell, its state and its command")
-    parser.epilog = ("Any other flag (e.g. --trainer.strategy ddp --trainer.devices 2) is passed to every "
-                     "cell's fit; `--` may separate them.")
+    parser.epilog = (
+        "Any other flag (e.g. --trainer.strategy ddp --trainer.devices 2) is passed to every "
+        "cell's fit; `--` may separate them."
+    )
     parse_known = parser.parse_known_args
 
     def parse_known_args(args=None, namespace=None):  # unknown flags are the fits' flags, not errors

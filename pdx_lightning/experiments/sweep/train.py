@@ -11,6 +11,7 @@ logger only (:func:`tracker_args`); MLflow and W&B runs are named after the cell
 ``checkpoints/last.ckpt`` resumes from it (``--ckpt_path``: the same games and optimizer).
 :func:`launch` is the one place a subprocess of the sweep starts (tests replace it).
 """
+
 from __future__ import annotations
 
 import json
@@ -66,8 +67,7 @@ def tracker_args(fit_args: list[str], cell_name: str) -> tuple[bool, list[str]]:
             out.append(f"--trainer.logger+={value}")
             chosen = value.rsplit(".", 1)[-1]
     arg = RUN_NAME_ARG.get(chosen or "")
-    if arg and not any(a.startswith((f"--trainer.logger.{arg}", f"--trainer.logger.init_args.{arg}"))
-                       for a in out):
+    if arg and not any(a.startswith((f"--trainer.logger.{arg}", f"--trainer.logger.init_args.{arg}")) for a in out):
         out += [f"--trainer.logger.{arg}", cell_name]
     return replaced, out
 
@@ -83,43 +83,92 @@ def fit_config(cfg: SweepConfig, cell: Cell, cell_dir: Path, fit_args: list[str]
             doc = yaml.safe_load(f) or {}
     trainer = dict(doc.get("trainer") or {})
     ckpt_dir = str(cell_dir / "checkpoints")
-    keep = [c for c in trainer.get("callbacks") or []
-            if not str(c.get("class_path", "")).endswith("ModelCheckpoint")]
-    trainer.update({
-        "max_steps": cfg.steps, "enable_progress_bar": False,
-        "logger": [*([] if tracker_args(list(fit_args), cell.name)[0] else
-                     [{"class_path": "lightning.pytorch.loggers.TensorBoardLogger",
-                       "init_args": {"save_dir": str(cell_dir), "name": "tb", "version": 0,
-                                     "default_hp_metric": False}}]),
-                   {"class_path": "lightning.pytorch.loggers.CSVLogger",  # the sweep's record: result.json
-                    "init_args": {"save_dir": str(cell_dir), "name": "csv", "version": 0}}],
-        # final.ckpt at step max_steps exactly, then last.ckpt every checkpoint_every steps (to resume
-        # from). In this order, so a cell killed between the two saves never has last.ckpt at max_steps
-        # without final.ckpt (a resume from there would train no step and save nothing)
-        "callbacks": [*keep, {"class_path": "lightning.pytorch.callbacks.ModelCheckpoint",
-                              "init_args": {"dirpath": ckpt_dir, "filename": "final", "save_top_k": 1,
-                                            "every_n_train_steps": cfg.steps,
-                                            "enable_version_counter": False}},
-                      {"class_path": "lightning.pytorch.callbacks.ModelCheckpoint",
-                       "init_args": {"dirpath": ckpt_dir, "save_last": True, "save_top_k": 0,
-                                     "every_n_train_steps": cfg.checkpoint_every}}],
-        **cfg.trainer})
+    keep = [c for c in trainer.get("callbacks") or [] if not str(c.get("class_path", "")).endswith("ModelCheckpoint")]
+    trainer.update(
+        {
+            "max_steps": cfg.steps,
+            "enable_progress_bar": False,
+            "logger": [
+                *(
+                    []
+                    if tracker_args(list(fit_args), cell.name)[0]
+                    else [
+                        {
+                            "class_path": "lightning.pytorch.loggers.TensorBoardLogger",
+                            "init_args": {
+                                "save_dir": str(cell_dir),
+                                "name": "tb",
+                                "version": 0,
+                                "default_hp_metric": False,
+                            },
+                        }
+                    ]
+                ),
+                {
+                    "class_path": "lightning.pytorch.loggers.CSVLogger",  # the sweep's record: result.json
+                    "init_args": {"save_dir": str(cell_dir), "name": "csv", "version": 0},
+                },
+            ],
+            # final.ckpt at step max_steps exactly, then last.ckpt every checkpoint_every steps (to resume
+            # from). In this order, so a cell killed between the two saves never has last.ckpt at max_steps
+            # without final.ckpt (a resume from there would train no step and save nothing)
+            "callbacks": [
+                *keep,
+                {
+                    "class_path": "lightning.pytorch.callbacks.ModelCheckpoint",
+                    "init_args": {
+                        "dirpath": ckpt_dir,
+                        "filename": "final",
+                        "save_top_k": 1,
+                        "every_n_train_steps": cfg.steps,
+                        "enable_version_counter": False,
+                    },
+                },
+                {
+                    "class_path": "lightning.pytorch.callbacks.ModelCheckpoint",
+                    "init_args": {
+                        "dirpath": ckpt_dir,
+                        "save_last": True,
+                        "save_top_k": 0,
+                        "every_n_train_steps": cfg.checkpoint_every,
+                    },
+                },
+            ],
+            **cfg.trainer,
+        }
+    )
     if cell.kind == "control":
-        model = {"base": cfg.base, "pool": cfg.control.pool, "exclude": eval_suites(cfg),
-                 "batch_size": cfg.games, "seed": cfg.seed, **cfg.control.model}
+        model = {
+            "base": cfg.base,
+            "pool": cfg.control.pool,
+            "exclude": eval_suites(cfg),
+            "batch_size": cfg.games,
+            "seed": cfg.seed,
+            **cfg.control.model,
+        }
     else:
-        model = {**(doc.get("model") or {}), **cfg.model, "base": cfg.base, "exploration": cell.term,
-                 "beta": cell.beta}
-        model["selfplay"] = {**(model.get("selfplay") or {}), **cfg.selfplay, "n_games": cfg.games,
-                             "temperature": cell.temperature, "seed": cell.seed}
+        model = {**(doc.get("model") or {}), **cfg.model, "base": cfg.base, "exploration": cell.term, "beta": cell.beta}
+        model["selfplay"] = {
+            **(model.get("selfplay") or {}),
+            **cfg.selfplay,
+            "n_games": cfg.games,
+            "temperature": cell.temperature,
+            "seed": cell.seed,
+        }
     return {**doc, "seed_everything": cell.seed, "trainer": trainer, "model": model}
 
 
 def fit_command(cell: Cell, cell_dir: Path, fit_args: list[str]) -> list[str]:
     """The cell's training command line (with ``--ckpt_path`` when it has a checkpoint to resume from)."""
     entry = ["pdx_lightning.supervised.control" if cell.kind == "control" else "pdx_lightning.cli", "fit"]
-    cmd = [sys.executable, "-m", *entry, "--config", str(cell_dir / "fit.yaml"),
-           *tracker_args(list(fit_args), cell.name)[1]]
+    cmd = [
+        sys.executable,
+        "-m",
+        *entry,
+        "--config",
+        str(cell_dir / "fit.yaml"),
+        *tracker_args(list(fit_args), cell.name)[1],
+    ]
     last = cell_dir / "checkpoints" / "last.ckpt"
     return cmd + (["--ckpt_path", str(last)] if last.is_file() else [])
 
@@ -130,8 +179,7 @@ def train_cell(cfg: SweepConfig, cell: Cell, cell_dir: Path, fit_args: list[str]
 
     t0 = time.perf_counter()
     cell_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(cell_dir / "fit.yaml", yaml.safe_dump(fit_config(cfg, cell, cell_dir, fit_args),
-                                                        sort_keys=False))
+    atomic_write_text(cell_dir / "fit.yaml", yaml.safe_dump(fit_config(cfg, cell, cell_dir, fit_args), sort_keys=False))
     cmd = fit_command(cell, cell_dir, fit_args)
     what = "resume" if "--ckpt_path" in cmd else "train"
     print(f"[sweep] {cell.name}: {what} ({cfg.steps} steps)", flush=True)

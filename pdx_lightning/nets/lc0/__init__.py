@@ -18,6 +18,7 @@ Layout of this package:
 BT4, T82; residual: the classic and SE towers, Maia); a file whose body no mapping reads, or that its
 mapping cannot hold, is refused with ``Lc0FormatError`` saying what it is.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,13 +28,34 @@ from types import ModuleType
 import torch
 
 from pdx_lightning.nets.lc0 import schema as P
-from pdx_lightning.nets.lc0.format import (ATTN_TO_1858, POLICY_1858, Lc0ExportError, Lc0FormatError,
-                                           NetFormat, detect_format, enum_name, lc0_1858_moves,
-                                           policy_to_1858, read_net, write_net)
+from pdx_lightning.nets.lc0.format import (
+    ATTN_TO_1858,
+    POLICY_1858,
+    Lc0ExportError,
+    Lc0FormatError,
+    NetFormat,
+    detect_format,
+    enum_name,
+    lc0_1858_moves,
+    policy_to_1858,
+    read_net,
+    write_net,
+)
 from pdx_lightning.nets.seam import get_family
 
-__all__ = ["Lc0FormatError", "Lc0ExportError", "load_lc0", "export_lc0", "lc0_export_problems", "lc0_style",
-           "ATTN_TO_1858", "POLICY_1858", "lc0_1858_moves", "policy_to_1858", "mappings"]
+__all__ = [
+    "Lc0FormatError",
+    "Lc0ExportError",
+    "load_lc0",
+    "export_lc0",
+    "lc0_export_problems",
+    "lc0_style",
+    "ATTN_TO_1858",
+    "POLICY_1858",
+    "lc0_1858_moves",
+    "policy_to_1858",
+    "mappings",
+]
 
 
 def mappings() -> dict[str, ModuleType]:
@@ -50,18 +72,21 @@ def mappings() -> dict[str, ModuleType]:
 
 
 def _mapping_for_family(family: str) -> ModuleType | None:
-    return next((m for m in mappings().values() if m.FAMILY == family), None)
+    return next((m for m in mappings().values() if family == m.FAMILY), None)
 
 
 def _unmapped(fmt: NetFormat, where: str) -> Lc0FormatError:
     readable = ", ".join(f"{b} → {m.FAMILY}" for b, m in mappings().items())
     if fmt.body == "residual":
-        what = (f"a residual-tower (classic/SE convolutional) network with {fmt.n_residual} blocks, format "
-                f"{enum_name(P.NETWORK_NAMES, fmt.network)}")
+        what = (
+            f"a residual-tower (classic/SE convolutional) network with {fmt.n_residual} blocks, format "
+            f"{enum_name(P.NETWORK_NAMES, fmt.network)}"
+        )
     else:
         what = f"a network with body {fmt.body!r} ({fmt.describe()})"
-    return Lc0FormatError(f"{where}: {what}; pdx reads these Lc0 network bodies: {readable} (attention: BT4, "
-                          f"T82 onto the Chessformer)")
+    return Lc0FormatError(
+        f"{where}: {what}; pdx reads these Lc0 network bodies: {readable} (attention: BT4, T82 onto the Chessformer)"
+    )
 
 
 def load_lc0(path: str | os.PathLike) -> torch.nn.Module:
@@ -88,8 +113,9 @@ def lc0_export_problems(cfg, allow_castling_mismatch: bool = False) -> list[str]
     family = getattr(cfg, "family", None)
     mapping = _mapping_for_family(family)
     if mapping is None:
-        return [f"network family {family!r} has no Lc0 mapping (mapped: "
-                f"{', '.join(m.FAMILY for m in mappings().values())})"]
+        return [
+            f"network family {family!r} has no Lc0 mapping (mapped: {', '.join(m.FAMILY for m in mappings().values())})"
+        ]
     return mapping.export_problems(cfg, allow_castling_mismatch)
 
 
@@ -100,8 +126,13 @@ def lc0_style(cfg, embedding: str = "pe_dense"):
     return attention.lc0_style(cfg, embedding)
 
 
-def export_lc0(model: torch.nn.Module, path: str | os.PathLike, encoding: str = "linear16",
-               moves_left: bool = True, allow_castling_mismatch: bool = False) -> Path:
+def export_lc0(
+    model: torch.nn.Module,
+    path: str | os.PathLike,
+    encoding: str = "linear16",
+    moves_left: bool = True,
+    allow_castling_mismatch: bool = False,
+) -> Path:
     """Write ``model`` as an Lc0 ``.pb.gz`` in the format of its family's mapping.
 
     ``encoding``: linear16 (every Lc0 release and tool reads it; quantized to 65,536 levels per
@@ -115,6 +146,7 @@ def export_lc0(model: torch.nn.Module, path: str | os.PathLike, encoding: str = 
         raise Lc0ExportError(lc0_export_problems(model.cfg)[0])
     if encoding not in P.ENCODINGS:
         raise Lc0ExportError(f"unknown encoding {encoding!r}; choose one of {', '.join(P.ENCODINGS)}")
-    net = mapping.encode(model, P.ENCODINGS[encoding], moves_left=moves_left,
-                         allow_castling_mismatch=allow_castling_mismatch)
+    net = mapping.encode(
+        model, P.ENCODINGS[encoding], moves_left=moves_left, allow_castling_mismatch=allow_castling_mismatch
+    )
     return write_net(net, path)

@@ -28,6 +28,7 @@ their heads need (0.21; 0.26 with a moves-left head; 0.28 with mish); files in a
 declare 0.33, the first Lc0 that reads per-layer encodings, so an older Lc0 refuses them
 ("lc0 version >= 0.33.0 required") instead of misreading float bytes as LINEAR16.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -35,8 +36,16 @@ from pathlib import Path
 import torch
 
 from pdx_lightning.nets.lc0 import schema as P
-from pdx_lightning.nets.lc0.format import (Lc0ExportError, Lc0FormatError, NetFormat, encode_layer, enum_name,
-                                           layer_size, layer_values, resolve)
+from pdx_lightning.nets.lc0.format import (
+    Lc0ExportError,
+    Lc0FormatError,
+    NetFormat,
+    encode_layer,
+    enum_name,
+    layer_size,
+    layer_values,
+    resolve,
+)
 from pdx_lightning.nets.resnet import ClassicConfig, ClassicResNet
 
 __all__ = ["BODY", "FAMILY", "decode", "encode", "export_problems", "config_from_net", "field_table"]
@@ -49,10 +58,11 @@ NETWORK_CLASSICAL_WITH_HEADFORMAT, NETWORK_SE_WITH_HEADFORMAT = 3, 4
 POLICY_CLASSICAL, POLICY_CONVOLUTION = 1, 2
 VALUE_CLASSICAL = 1
 OUTPUT_CLASSICAL = 1
-BN_EPSILON = 1e-5                      # Lc0's batch-norm epsilon (network_legacy.cc)
+BN_EPSILON = 1e-5  # Lc0's batch-norm epsilon (network_legacy.cc)
 
 
 # ---------------------------------------------------------------- the field ↔ parameter table
+
 
 def field_table(cfg: ClassicConfig) -> list[tuple[str, str, str]]:
     """(net.proto ConvBlock/Layer path under ``weights``, state-dict key, kind) for every tensor
@@ -60,26 +70,41 @@ def field_table(cfg: ClassicConfig) -> list[tuple[str, str, str]]:
     moves-left head's ``_weight``/``_bias`` buffers), ``w``/``b`` (a plain Layer)."""
     t: list[tuple[str, str, str]] = [("input", "input", "conv")]
     for i in range(cfg.blocks):
-        t += [(f"residual.{i}.conv1", f"blocks.{i}.conv1", "conv"),
-              (f"residual.{i}.conv2", f"blocks.{i}.conv2", "conv")]
+        t += [
+            (f"residual.{i}.conv1", f"blocks.{i}.conv1", "conv"),
+            (f"residual.{i}.conv2", f"blocks.{i}.conv2", "conv"),
+        ]
         if cfg.se_channels:
-            t += [(f"residual.{i}.se.w1", f"blocks.{i}.se.fc1.weight", "w"),
-                  (f"residual.{i}.se.b1", f"blocks.{i}.se.fc1.bias", "b"),
-                  (f"residual.{i}.se.w2", f"blocks.{i}.se.fc2.weight", "w"),
-                  (f"residual.{i}.se.b2", f"blocks.{i}.se.fc2.bias", "b")]
+            t += [
+                (f"residual.{i}.se.w1", f"blocks.{i}.se.fc1.weight", "w"),
+                (f"residual.{i}.se.b1", f"blocks.{i}.se.fc1.bias", "b"),
+                (f"residual.{i}.se.w2", f"blocks.{i}.se.fc2.weight", "w"),
+                (f"residual.{i}.se.b2", f"blocks.{i}.se.fc2.bias", "b"),
+            ]
     if cfg.policy == "convolution":
         t += [("policy1", "policy_head.conv1", "conv"), ("policy", "policy_head.conv2", "conv")]
     else:
-        t += [("policy", "policy_head.conv", "conv"), ("ip_pol_w", "policy_head.fc.weight", "w"),
-              ("ip_pol_b", "policy_head.fc.bias", "b")]
-    t += [("value", "value_head.conv", "conv"), ("ip1_val_w", "value_head.fc1.weight", "w"),
-          ("ip1_val_b", "value_head.fc1.bias", "b"), ("ip2_val_w", "value_head.fc2.weight", "w"),
-          ("ip2_val_b", "value_head.fc2.bias", "b")]
+        t += [
+            ("policy", "policy_head.conv", "conv"),
+            ("ip_pol_w", "policy_head.fc.weight", "w"),
+            ("ip_pol_b", "policy_head.fc.bias", "b"),
+        ]
+    t += [
+        ("value", "value_head.conv", "conv"),
+        ("ip1_val_w", "value_head.fc1.weight", "w"),
+        ("ip1_val_b", "value_head.fc1.bias", "b"),
+        ("ip2_val_w", "value_head.fc2.weight", "w"),
+        ("ip2_val_b", "value_head.fc2.bias", "b"),
+    ]
     if cfg.moves_left_channels:
         m = "moves_left_head."
-        t += [("moves_left", f"{m}conv", "conv"), ("ip1_mov_w", f"{m}fc1_weight", "w"),
-              ("ip1_mov_b", f"{m}fc1_bias", "b"), ("ip2_mov_w", f"{m}fc2_weight", "w"),
-              ("ip2_mov_b", f"{m}fc2_bias", "b")]
+        t += [
+            ("moves_left", f"{m}conv", "conv"),
+            ("ip1_mov_w", f"{m}fc1_weight", "w"),
+            ("ip1_mov_b", f"{m}fc1_bias", "b"),
+            ("ip2_mov_w", f"{m}fc2_weight", "w"),
+            ("ip2_mov_b", f"{m}fc2_bias", "b"),
+        ]
     return t
 
 
@@ -91,6 +116,7 @@ def _param_keys(key: str) -> tuple[str, str]:
 
 
 # ---------------------------------------------------------------- reading
+
 
 def _present(weights, path: str) -> bool:
     layer = resolve(weights, path)
@@ -124,19 +150,27 @@ def config_from_net(net, fmt: NetFormat, where: str) -> ClassicConfig:
     declared = enum_name(P.NETWORK_NAMES, fmt.network) if fmt.declared else "no network_format (oldest files)"
     what = f"a residual-tower network ({fmt.n_residual} blocks, {declared})"
     problems = []
-    if fmt.declared and fmt.network not in (NETWORK_CLASSICAL, NETWORK_SE, NETWORK_CLASSICAL_WITH_HEADFORMAT,
-                                            NETWORK_SE_WITH_HEADFORMAT):
-        problems.append(f"network format {enum_name(P.NETWORK_NAMES, fmt.network)} is not a residual-tower "
-                        f"format")
+    if fmt.declared and fmt.network not in (
+        NETWORK_CLASSICAL,
+        NETWORK_SE,
+        NETWORK_CLASSICAL_WITH_HEADFORMAT,
+        NETWORK_SE_WITH_HEADFORMAT,
+    ):
+        problems.append(f"network format {enum_name(P.NETWORK_NAMES, fmt.network)} is not a residual-tower format")
     if inp != P.INPUT_CLASSICAL_112_PLANE:
-        problems.append(f"input format {enum_name(P.INPUT_NAMES, inp)} (pdx encodes "
-                        f"INPUT_CLASSICAL_112_PLANE only: chesscore/encoding.py)")
+        problems.append(
+            f"input format {enum_name(P.INPUT_NAMES, inp)} (pdx encodes "
+            f"INPUT_CLASSICAL_112_PLANE only: chesscore/encoding.py)"
+        )
     if pol not in (POLICY_CLASSICAL, POLICY_CONVOLUTION):
-        problems.append(f"policy format {enum_name(P.POLICY_NAMES, pol)} (the classic family has "
-                        f"POLICY_CLASSICAL and POLICY_CONVOLUTION heads)")
+        problems.append(
+            f"policy format {enum_name(P.POLICY_NAMES, pol)} (the classic family has "
+            f"POLICY_CLASSICAL and POLICY_CONVOLUTION heads)"
+        )
     if val not in (VALUE_CLASSICAL, P.VALUE_WDL):
-        problems.append(f"value format {enum_name(P.VALUE_NAMES, val)} (the classic family has VALUE_WDL and "
-                        f"VALUE_CLASSICAL heads)")
+        problems.append(
+            f"value format {enum_name(P.VALUE_NAMES, val)} (the classic family has VALUE_WDL and VALUE_CLASSICAL heads)"
+        )
     if fmt.moves_left not in (P.MOVES_LEFT_NONE, P.MOVES_LEFT_V1):
         problems.append(f"unknown moves-left format {fmt.moves_left}")
     if fmt.default_activation not in (P.DEFAULT_ACTIVATION_RELU, P.DEFAULT_ACTIVATION_MISH):
@@ -147,8 +181,9 @@ def config_from_net(net, fmt: NetFormat, where: str) -> ClassicConfig:
         problems.append("no residual blocks")
     has_se = [b.HasField("se") for b in w.residual]
     if any(has_se) and not all(has_se):
-        problems.append(f"SE units on {sum(has_se)} of {len(has_se)} blocks (the classic family has them on "
-                        f"every block or none)")
+        problems.append(
+            f"SE units on {sum(has_se)} of {len(has_se)} blocks (the classic family has them on every block or none)"
+        )
     head_fields = ("policy", "value") + (("policy1",) if pol == POLICY_CONVOLUTION else ())
     missing = [f for f in head_fields if not w.HasField(f)]
     if missing and (w.HasField("policy_heads") or w.HasField("value_heads")):
@@ -164,26 +199,33 @@ def config_from_net(net, fmt: NetFormat, where: str) -> ClassicConfig:
     policy_channels = _conv_outputs(w, "policy", where)
     ip2 = size("ip2_val_b")
     if ip2 != (3 if val == P.VALUE_WDL else 1):
-        raise Lc0FormatError(f"{where}: {what}: value format {enum_name(P.VALUE_NAMES, val)} with {ip2} "
-                             f"value outputs (ip2_val_b)")
+        raise Lc0FormatError(
+            f"{where}: {what}: value format {enum_name(P.VALUE_NAMES, val)} with {ip2} value outputs (ip2_val_b)"
+        )
     mlh = fmt.moves_left == P.MOVES_LEFT_V1
     try:
         cfg = ClassicConfig(
-            name=Path(where).name, channels=C, blocks=fmt.n_residual, se_channels=se,
+            name=Path(where).name,
+            channels=C,
+            blocks=fmt.n_residual,
+            se_channels=se,
             activation="mish" if fmt.default_activation == P.DEFAULT_ACTIVATION_MISH else "relu",
             policy="convolution" if pol == POLICY_CONVOLUTION else "classical",
-            policy_channels=policy_channels, value="wdl" if val == P.VALUE_WDL else "classical",
+            policy_channels=policy_channels,
+            value="wdl" if val == P.VALUE_WDL else "classical",
             value_channels=_conv_outputs(w, "value", where),
             value_hidden=size("ip1_val_b"),
             moves_left_channels=_conv_outputs(w, "moves_left", where) if mlh else 0,
-            moves_left_hidden=size("ip1_mov_b") if mlh else 128)
+            moves_left_hidden=size("ip1_mov_b") if mlh else 128,
+        )
     except ValueError as e:
         raise Lc0FormatError(f"{where}: {what}: inconsistent layer sizes: {e}") from e
     return cfg
 
 
-def _fold(weight: torch.Tensor, bias: torch.Tensor | None,
-          bn: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+def _fold(
+    weight: torch.Tensor, bias: torch.Tensor | None, bn: dict[str, torch.Tensor]
+) -> tuple[torch.Tensor, torch.Tensor]:
     """A ConvBlock's (weight, bias) with its batch normalization folded in, in float32 as Lc0 does."""
     out = weight.shape[0]
     if bias is None:
@@ -211,8 +253,9 @@ def decode(net, fmt: NetFormat, where: str) -> tuple[ClassicConfig, dict[str, to
         for d in shape:
             n *= d
         if v.numel() != n:
-            raise Lc0FormatError(f"{where}: weights.{path} has {v.numel()} values, expected "
-                                 f"{'×'.join(map(str, shape))} = {n} for {key}")
+            raise Lc0FormatError(
+                f"{where}: weights.{path} has {v.numel()} values, expected {'×'.join(map(str, shape))} = {n} for {key}"
+            )
         return v.reshape(shape)
 
     state: dict[str, torch.Tensor] = {}
@@ -224,8 +267,11 @@ def decode(net, fmt: NetFormat, where: str) -> tuple[ClassicConfig, dict[str, to
         out = shapes[bkey][0]
         weight = values(f"{path}.weights", shapes[wkey], wkey)
         bias = values(f"{path}.biases", (out,), bkey) if _present(w, f"{path}.biases") else None
-        bn = {p: values(f"{path}.{p}", (out,), f"{key} {p}")
-              for p in ("bn_means", "bn_stddivs", "bn_gammas", "bn_betas") if _present(w, f"{path}.{p}")}
+        bn = {
+            p: values(f"{path}.{p}", (out,), f"{key} {p}")
+            for p in ("bn_means", "bn_stddivs", "bn_gammas", "bn_betas")
+            if _present(w, f"{path}.{p}")
+        }
         if "bn_means" in bn and "bn_stddivs" not in bn:
             raise Lc0FormatError(f"{where}: weights.{path} has bn_means but no bn_stddivs")
         state[wkey], state[bkey] = _fold(weight, bias, bn)
@@ -233,6 +279,7 @@ def decode(net, fmt: NetFormat, where: str) -> tuple[ClassicConfig, dict[str, to
 
 
 # ---------------------------------------------------------------- writing
+
 
 def export_problems(cfg, allow_castling_mismatch: bool = False) -> list[str]:
     """Why ``cfg``'s computation has no exact Lc0 equivalent: none for a ``ClassicConfig`` (the
@@ -250,8 +297,7 @@ def _min_version(cfg: ClassicConfig, encoding: int) -> tuple[int, int, int]:
     return (0, 26, 0) if cfg.moves_left_channels else (0, 21, 0)
 
 
-def encode(model: ClassicResNet, encoding: int, moves_left: bool = True,
-           allow_castling_mismatch: bool = False):
+def encode(model: ClassicResNet, encoding: int, moves_left: bool = True, allow_castling_mismatch: bool = False):
     """``model`` as a ``schema.Net`` (residual-tower format, heads in the top-level fields), every
     layer in ``encoding``. ``moves_left=False`` drops a carried moves-left head."""
     cfg = model.cfg
@@ -263,7 +309,7 @@ def encode(model: ClassicResNet, encoding: int, moves_left: bool = True,
     state = {k: v.detach().to("cpu", torch.float32) for k, v in model.state_dict().items()}
     net = P.Net(magic=P.MAGIC)
     net.min_version.major, net.min_version.minor, net.min_version.patch = _min_version(cfg, encoding)
-    net.format.weights_encoding = P.LINEAR16   # each Layer carries its own encoding, which overrides this
+    net.format.weights_encoding = P.LINEAR16  # each Layer carries its own encoding, which overrides this
     nf = net.format.network_format
     nf.input = P.INPUT_CLASSICAL_112_PLANE
     nf.output = P.OUTPUT_WDL if cfg.value == "wdl" else OUTPUT_CLASSICAL
@@ -271,8 +317,7 @@ def encode(model: ClassicResNet, encoding: int, moves_left: bool = True,
     nf.policy = POLICY_CONVOLUTION if cfg.policy == "convolution" else POLICY_CLASSICAL
     nf.value = P.VALUE_WDL if cfg.value == "wdl" else VALUE_CLASSICAL
     nf.moves_left = P.MOVES_LEFT_V1 if cfg.moves_left_channels else P.MOVES_LEFT_NONE
-    nf.default_activation = (P.DEFAULT_ACTIVATION_MISH if cfg.activation == "mish"
-                             else P.DEFAULT_ACTIVATION_RELU)
+    nf.default_activation = P.DEFAULT_ACTIVATION_MISH if cfg.activation == "mish" else P.DEFAULT_ACTIVATION_RELU
     w = net.weights
     for _ in range(cfg.blocks):
         w.residual.add()

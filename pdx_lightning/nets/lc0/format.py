@@ -27,6 +27,7 @@
   :func:`policy_from_1858`, :func:`lc0_1858_moves`, and :func:`castling_to_ours` (Lc0 names
   castling king-takes-rook, e1h1; we the king's destination, e1g1).
 """
+
 from __future__ import annotations
 
 import gzip
@@ -41,15 +42,40 @@ from google.protobuf.message import DecodeError
 
 from pdx_lightning.atomicfile import atomic_write
 from pdx_lightning.nets.lc0 import schema as P
-from pdx_lightning.nets.lc0_policy import (ATTN_TO_1858, POLICY_1858, castling_to_ours, lc0_1858_moves,
-                                           policy_from_1858, policy_to_1858)
+from pdx_lightning.nets.lc0_policy import (
+    ATTN_TO_1858,
+    POLICY_1858,
+    castling_to_ours,
+    lc0_1858_moves,
+    policy_from_1858,
+    policy_to_1858,
+)
 from pdx_lightning.nets.seam import ModelLoadError
 from pdx_lightning.safeio import NET_BYTES, FileLimitError, gunzip_bounded, human
 
-__all__ = ["Lc0FormatError", "Lc0FileLimitError", "Lc0ExportError", "LayerDecodeError", "read_net",
-           "write_net", "NetFormat", "detect_format", "enum_name", "decode_layer", "encode_layer", "resolve",
-           "layer_values", "layer_size", "ATTN_TO_1858", "POLICY_1858", "lc0_1858_moves", "policy_to_1858",
-           "policy_from_1858", "castling_to_ours", "ENCODINGS"]
+__all__ = [
+    "Lc0FormatError",
+    "Lc0FileLimitError",
+    "Lc0ExportError",
+    "LayerDecodeError",
+    "read_net",
+    "write_net",
+    "NetFormat",
+    "detect_format",
+    "enum_name",
+    "decode_layer",
+    "encode_layer",
+    "resolve",
+    "layer_values",
+    "layer_size",
+    "ATTN_TO_1858",
+    "POLICY_1858",
+    "lc0_1858_moves",
+    "policy_to_1858",
+    "policy_from_1858",
+    "castling_to_ours",
+    "ENCODINGS",
+]
 
 ENCODINGS = P.ENCODINGS
 
@@ -78,6 +104,7 @@ class LayerDecodeError(ValueError):
 
 # ---------------------------------------------------------------- files
 
+
 def read_net(path: str | os.PathLike):
     """An Lc0 weights file (gzipped or not) as a ``schema.Net``; Lc0FormatError if it is not one.
 
@@ -97,8 +124,9 @@ def read_net(path: str | os.PathLike):
         else:
             size = path.stat().st_size
             if size > limit:
-                raise Lc0FileLimitError(path, f"is {human(size)} (an uncompressed Lc0 file)", human(limit),
-                                        NET_BYTES.override())
+                raise Lc0FileLimitError(
+                    path, f"is {human(size)} (an uncompressed Lc0 file)", human(limit), NET_BYTES.override()
+                )
             data = path.read_bytes()
     except OSError as e:
         raise Lc0FormatError(f"{path}: cannot be read ({e})") from e
@@ -113,8 +141,9 @@ def read_net(path: str | os.PathLike):
     for tower in ("encoder", "residual"):
         depth = len(getattr(net.weights, tower))
         if depth > MAX_TOWER:
-            raise Lc0FileLimitError(path, f"declares {depth:,} {tower} layers (no Lc0 network has more than "
-                                          f"~40)", f"{MAX_TOWER}")
+            raise Lc0FileLimitError(
+                path, f"declares {depth:,} {tower} layers (no Lc0 network has more than ~40)", f"{MAX_TOWER}"
+            )
     return net
 
 
@@ -128,6 +157,7 @@ def write_net(net, path: str | os.PathLike) -> Path:
 
 
 # ---------------------------------------------------------------- what a file declares
+
 
 def enum_name(table: dict[int, str], value: int) -> str:
     """``"NAME (value)"`` of a net.proto enum value (``unknown`` when the table lacks it)."""
@@ -149,14 +179,16 @@ class NetFormat:
     n_residual: int
     n_encoder: int
     declared: bool  # whether the file has a network_format at all (net.proto: absent means
-                    # INPUT_CLASSICAL_112_PLANE / OUTPUT_CLASSICAL / NETWORK_CLASSICAL)
+    # INPUT_CLASSICAL_112_PLANE / OUTPUT_CLASSICAL / NETWORK_CLASSICAL)
 
     def describe(self) -> str:
-        return (f"network {enum_name(P.NETWORK_NAMES, self.network)}, "
-                f"input {enum_name(P.INPUT_NAMES, self.input)}, "
-                f"policy {enum_name(P.POLICY_NAMES, self.policy)}, "
-                f"value {enum_name(P.VALUE_NAMES, self.value)}, "
-                f"{self.n_residual} residual blocks, {self.n_encoder} encoder layers")
+        return (
+            f"network {enum_name(P.NETWORK_NAMES, self.network)}, "
+            f"input {enum_name(P.INPUT_NAMES, self.input)}, "
+            f"policy {enum_name(P.POLICY_NAMES, self.policy)}, "
+            f"value {enum_name(P.VALUE_NAMES, self.value)}, "
+            f"{self.n_residual} residual blocks, {self.n_encoder} encoder layers"
+        )
 
 
 def detect_format(net, where: str) -> NetFormat:
@@ -172,16 +204,27 @@ def detect_format(net, where: str) -> NetFormat:
     elif nf.network in P.ATTENTION_BODY_NETWORKS and len(w.encoder):
         body = "attention"
     else:
-        raise Lc0FormatError(f"{where}: network format {enum_name(P.NETWORK_NAMES, nf.network)} with "
-                             f"{len(w.encoder)} encoder layers is not an attention-body network, and it "
-                             f"has no residual tower either")
-    return NetFormat(body=body, network=nf.network, input=nf.input, policy=nf.policy, value=nf.value,
-                     moves_left=nf.moves_left, default_activation=nf.default_activation,
-                     n_residual=len(w.residual), n_encoder=len(w.encoder),
-                     declared=net.HasField("format") and net.format.HasField("network_format"))
+        raise Lc0FormatError(
+            f"{where}: network format {enum_name(P.NETWORK_NAMES, nf.network)} with "
+            f"{len(w.encoder)} encoder layers is not an attention-body network, and it "
+            f"has no residual tower either"
+        )
+    return NetFormat(
+        body=body,
+        network=nf.network,
+        input=nf.input,
+        policy=nf.policy,
+        value=nf.value,
+        moves_left=nf.moves_left,
+        default_activation=nf.default_activation,
+        n_residual=len(w.residual),
+        n_encoder=len(w.encoder),
+        declared=net.HasField("format") and net.format.HasField("network_format"),
+    )
 
 
 # ---------------------------------------------------------------- layers
+
 
 def decode_layer(layer) -> torch.Tensor:
     """A ``Weights.Layer`` → flat float32 tensor (module docstring: encodings);
@@ -197,9 +240,9 @@ def decode_layer(layer) -> torch.Tensor:
         lo, hi = np.float32(layer.min_val), np.float32(layer.max_val)
         if not (np.isfinite(lo) and np.isfinite(hi)):
             raise LayerDecodeError(f"LINEAR16 range [{lo}, {hi}] is not finite")
-        with np.errstate(over="ignore"):   # a range too wide for float32 is caught as non-finite below
+        with np.errstate(over="ignore"):  # a range too wide for float32 is caught as non-finite below
             theta = np.frombuffer(raw, dtype="<u2").astype(np.float32) / np.float32(0xFFFF)  # float32
-            span = np.float64(hi - lo)                                             # a float32 value
+            span = np.float64(hi - lo)  # a float32 value
             values = (theta.astype(np.float64) * span + np.float64(lo)).astype(np.float32)  # one rounding
     elif enc == P.FLOAT16:
         values = np.frombuffer(raw, dtype="<f2").astype(np.float32)
@@ -222,8 +265,7 @@ def encode_layer(values: torch.Tensor, encoding: int = P.LINEAR16):
     if encoding == P.LINEAR16:
         lo, hi = (np.float32(v.min()), np.float32(v.max())) if v.size else (np.float32(0), np.float32(0))
         span = np.float64(hi) - np.float64(lo)
-        q = (np.zeros(v.shape, np.float64) if span == 0
-             else np.rint((v.astype(np.float64) - lo) / span * 0xFFFF))
+        q = np.zeros(v.shape, np.float64) if span == 0 else np.rint((v.astype(np.float64) - lo) / span * 0xFFFF)
         layer.min_val, layer.max_val = float(lo), float(hi)
         layer.params = np.clip(q, 0, 0xFFFF).astype("<u2").tobytes()
     elif encoding == P.FLOAT16:
@@ -265,8 +307,7 @@ def layer_size(weights, path: str, where: str) -> int:
     return len(layer.params) // (4 if layer.encoding == P.FLOAT32 else 2)
 
 
-def layer_values(weights, path: str, where: str, shape: tuple[int, ...] | None = None,
-                 key: str = "") -> torch.Tensor:
+def layer_values(weights, path: str, where: str, shape: tuple[int, ...] | None = None, key: str = "") -> torch.Tensor:
     """The decoded flat float32 values of the layer at ``weights.<path>``; Lc0FormatError naming
     the path if it is missing, empty or undecodable, or, given the ``shape`` the architecture
     expects (for parameter ``key``), if its byte count holds another number of values: checked
@@ -277,8 +318,10 @@ def layer_values(weights, path: str, where: str, shape: tuple[int, ...] | None =
     if shape is not None:
         n, want = layer_size(weights, path, where), math.prod(shape)
         if n != want:
-            raise Lc0FormatError(f"{where}: weights.{path} has {n} values, expected "
-                                 f"{'×'.join(map(str, shape))} = {want}" + (f" for {key}" if key else ""))
+            raise Lc0FormatError(
+                f"{where}: weights.{path} has {n} values, expected "
+                f"{'×'.join(map(str, shape))} = {want}" + (f" for {key}" if key else "")
+            )
     try:
         return decode_layer(layer)
     except LayerDecodeError as e:
