@@ -12,11 +12,10 @@ legal moves only: they are exactly −inf elsewhere by construction.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Union
 
 import torch
 
-Checked = Union[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]
+Checked = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
 
 
 def check_finite(step: int, tensors: Mapping[str, Checked]) -> None:
@@ -25,11 +24,9 @@ def check_finite(step: int, tensors: Mapping[str, Checked]) -> None:
     ``tensors`` maps a name to a tensor (a scalar too), or to ``(tensor, mask)`` to check only
     where ``mask`` is True. Checked in the mapping's order; the first bad tensor is reported.
     """
-    for name, t in tensors.items():
-        mask = None
-        if isinstance(t, tuple):
-            t, mask = t
-        t = t.detach()
+    for name, checked in tensors.items():
+        tensor, mask = checked if isinstance(checked, tuple) else (checked, None)
+        t = tensor.detach()
         bad = ~torch.isfinite(t)
         if mask is not None:
             bad &= mask

@@ -27,10 +27,14 @@ import copy
 import time
 from collections.abc import Iterator
 from dataclasses import asdict
+from typing import cast
 
 import lightning as L
 import torch
 import torch.distributed as dist
+from lightning.pytorch.core.optimizer import LightningOptimizer
+from lightning.pytorch.utilities.parsing import AttributeDict
+from torch.optim.lr_scheduler import LRScheduler
 from torch.utils.data import DataLoader
 
 from pdx_lightning.callbacks.puzzle_validation import PuzzleValidation, SuiteBatch
@@ -62,7 +66,7 @@ class PDXModule(L.LightningModule):
         weight_decay: float = 0.0,
         value_anchor: float = 0.0,
         grad_clip_norm: float | None = None,
-        selfplay: SelfPlayConfig = SelfPlayConfig(),  # not Optional: `pdx fit --help` lists its options
+        selfplay: SelfPlayConfig = SelfPlayConfig(),  # noqa: B008  not Optional: `pdx fit --help` lists its options
         val_suite: str | None = None,
         val_mates: list[str] | None = None,
         val_sample: int | None = None,
@@ -133,10 +137,15 @@ class PDXModule(L.LightningModule):
         self._grad_norm: float | None = None  # total gradient norm before clipping, of the last step
 
     # ---- hyperparameters (what hparams.yaml, TensorBoard's HParams and checkpoints record) -----------
+    @property
+    def settings(self) -> AttributeDict:
+        """``hparams`` as what ``save_hyperparameters`` made it (an AttributeDict: ``.base``, ``.c_v``, ...)."""
+        return cast(AttributeDict, self.hparams)
+
     def setup(self, stage: str) -> None:
         """Record the self-play settings in the logged hyperparameters too (hparams.yaml, TensorBoard's
         HParams; the checkpoint's hyperparameters already carry them)."""
-        self._hparams_initial["selfplay"] = dict(self.hparams["selfplay"])
+        cast(AttributeDict, self._hparams_initial)["selfplay"] = dict(self.settings["selfplay"])
 
     # ---- roles ------------------------------------------------------------------------------
     def train(self, mode: bool = True) -> PDXModule:
@@ -160,6 +169,7 @@ class PDXModule(L.LightningModule):
 
     def validation_step(self, batch: SuiteBatch, batch_idx: int) -> None:
         """Scores the **EMA** on the suites (PuzzleValidation's metrics: puzzles/acc, mates/acc_N, ...)."""
+        assert self.puzzle_validation is not None  # no validation batches without it (val_dataloader)
         self.log_dict(self.puzzle_validation.score(self.ema, batch), batch_size=max(1, batch.size))
 
     # ---- optimization -----------------------------------------------------------------------
@@ -175,8 +185,8 @@ class PDXModule(L.LightningModule):
             batch,
             online=self.online,
             ema=self.ema,
-            optimizer=self.optimizers(),
-            scheduler=self.lr_schedulers(),
+            optimizer=cast(LightningOptimizer, self.optimizers()),
+            scheduler=cast(LRScheduler, self.lr_schedulers()),
             backward=self.manual_backward,
             config=self.step_config,
             beta=self.beta,
@@ -198,7 +208,7 @@ class PDXModule(L.LightningModule):
         after a 16-bit AMP scaler has unscaled the gradients, so the norm is the true one under
         every precision. The gradients are all-reduced already under DDP: every rank clips alike.
         """
-        norm = clip_gradients(self.online, self.hparams.grad_clip_norm)
+        norm = clip_gradients(self.online, self.settings.grad_clip_norm)
         if norm is not None:
             self._grad_norm = norm
 
@@ -237,12 +247,12 @@ class PDXModule(L.LightningModule):
         sd = checkpoint["state_dict"]
         for k in [k for k in sd if k.startswith("base.")]:
             del sd[k]
-        write_network_meta(checkpoint, self.online, self.hparams.base)
+        write_network_meta(checkpoint, self.online, self.settings.base)
         checkpoint["pdx_param_version"] = self.param_version
         state = self.dataset.state_dict() if self.dataset.started else None
         _, world = rank_world()
         if world > 1:
-            states = [None] * world
+            states: list[dict | None] = [None] * world
             dist.all_gather_object(states, state)
         else:
             states = [state]
@@ -250,7 +260,7 @@ class PDXModule(L.LightningModule):
         checkpoint["pdx_game_metrics"] = dict(self._game_metrics)
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
-        check_base(checkpoint, self.hparams.base)
+        check_base(checkpoint, self.settings.base)
         sd = checkpoint["state_dict"]
         sd.update({f"base.{k}": v for k, v in self.base.state_dict().items()})
         self.param_version = checkpoint.get("pdx_param_version", 0)

@@ -290,7 +290,7 @@ def pdx_loss_terms(
     explore = exploration_term(exploration, log_p_theta, log_p_base, mask).mean()
     value = value_loss(wdl_logits, wdl_target, rho)
     total = policy + beta * explore + c_v * value
-    if value_anchor > 0:
+    if value_anchor > 0 and wdl_base is not None:  # (None with value_anchor > 0 was refused above)
         anchor = base_wdl_kl(wdl_logits, wdl_base, reverse=exploration == "reverse_kl").mean()
         total = total + c_v * value_anchor * anchor
     else:  # off (Eq. 7): not computed, so the default loss is exactly the paper's

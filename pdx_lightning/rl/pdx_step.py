@@ -85,6 +85,20 @@ class Games(Protocol):
         ...
 
 
+class Optimizer(Protocol):
+    """What line 14 calls on the optimizer (a torch optimizer, or Lightning's wrapper of one)."""
+
+    def zero_grad(self) -> None: ...
+
+    def step(self) -> object: ...
+
+
+class Scheduler(Protocol):
+    """The learning-rate schedule, stepped once per optimizer step."""
+
+    def step(self) -> object: ...
+
+
 @dataclass(frozen=True)
 class StepConfig:
     """The step's fixed settings, checked once here (β may change per step: :func:`pdx_step`'s argument).
@@ -212,8 +226,8 @@ def pdx_step(
     *,
     online: torch.nn.Module,
     ema: torch.nn.Module,
-    optimizer: torch.optim.Optimizer,
-    scheduler: torch.optim.lr_scheduler.LRScheduler,
+    optimizer: Optimizer,
+    scheduler: Scheduler,
     backward: Callable[[torch.Tensor], None],
     config: StepConfig,
     beta: float,

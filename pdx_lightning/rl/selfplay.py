@@ -31,7 +31,7 @@ import os
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Literal, get_args
 
 import chess
 import numpy as np
@@ -49,9 +49,9 @@ from pdx_lightning.rl.pdx_step import PendingBatch, TemperatureMode, sample_acti
 from pdx_lightning.runtime.progress import progress
 from pdx_lightning.runtime.ranks import rank_world
 
-TEMPERATURE_MODES: tuple[str, ...] = TemperatureMode.__args__  # the sweep's temperature arms, in this order
+TEMPERATURE_MODES: tuple[str, ...] = get_args(TemperatureMode)  # the sweep's temperature arms, in this order
 TemperatureSource = Literal["ema", "online"]
-TEMPERATURE_WDL_SOURCES: tuple[str, ...] = TemperatureSource.__args__
+TEMPERATURE_WDL_SOURCES: tuple[str, ...] = get_args(TemperatureSource)
 
 
 @dataclass(frozen=True)
@@ -113,8 +113,8 @@ class SelfPlayConfig:
             backend; 1 = in the training process's thread). The games are the same for every worker
             count. Worth raising where cores outnumber the network's threads (a GPU machine).
         worker_timeout_s: a worker that has not finished its shard of a batch call in this many seconds
-            stops the run with ``ChessWorkerError`` (``chesscore.pool_interface``) (before the step's optimizer update; resume with
-            ``--ckpt_path last``).
+            stops the run with ``chesscore.pool_interface.ChessWorkerError`` (before the step's optimizer
+            update; resume with ``--ckpt_path last``).
     """
 
     n_games: int = 256
@@ -193,12 +193,23 @@ class SelfPlayDataset(IterableDataset):
         # the EMA's WDL of each game's current position, made at s' of the last step (reuse_successor_eval)
         self._ema_cache: torch.Tensor | None = None
         # read now: a bad openings file fails at construction, not at the first restart hours in
-        self._openings = read_opening_lines(config.openings_file) if config.restart == "openings" else None
+        self._openings = (
+            read_opening_lines(config.openings_file)
+            if config.restart == "openings" and config.openings_file is not None
+            else None
+        )
         # called as listener(board, PGN result) when a game ends, before its slot restarts (a python-chess
         # board with the game's move stack, made for the listeners): e.g. callbacks.SelfPlayGames
         self.finished_listeners: list[Callable[[chess.Board, str], None]] = []
         # planes packed for the copy to the device: None = off the CPU only (see _positions)
         self.packed_transfer: bool | None = None
+
+    @property
+    def _live(self) -> GamePool:
+        """The pool of games, which exists once iteration has started."""
+        if self.pool is None:
+            raise SelfPlayError("the games do not exist before iteration starts")
+        return self.pool
 
     @property
     def started(self) -> bool:
@@ -240,8 +251,8 @@ class SelfPlayDataset(IterableDataset):
         cache = self._ema_cache if self.cfg.reuse_successor_eval else None
         n = 0 if self.pool is None else self.pool.n
         return {
-            "roots": [self.pool.root_fen(i) for i in range(n)],
-            "moves": [[m.uci() for m in self.pool.moves(i)] for i in range(n)],
+            "roots": [self._live.root_fen(i) for i in range(n)],
+            "moves": [[m.uci() for m in self._live.moves(i)] for i in range(n)],
             "torch_rng": self.gen.get_state(),
             "py_rng": self.rng.getstate(),
             "stats": dict(self.stats),
@@ -264,7 +275,7 @@ class SelfPlayDataset(IterableDataset):
             b = chess.Board(fen)
             for uci in moves:
                 b.push_uci(uci)
-            self.pool.set_board(i, b)
+            self._live.set_board(i, b)
         self.gen.set_state(state["torch_rng"])
         self.rng.setstate(state["py_rng"])
         self.stats = dict(state["stats"])
@@ -278,8 +289,10 @@ class SelfPlayDataset(IterableDataset):
     # ---- iteration --------------------------------------------------------------------------
     def __iter__(self) -> Iterator[PendingBatch]:
         rank, _ = rank_world()
-        self.gen.manual_seed(self.cfg.seed + 1000 * rank)
-        self.rng.seed(self.cfg.seed + 1000 * rank)
+        seed = self.cfg.seed
+        assert seed is not None  # with_run_seed made it explicit at construction
+        self.gen.manual_seed(seed + 1000 * rank)
+        self.rng.seed(seed + 1000 * rank)
         self._ema_cache = None
         if self._pending_state is not None:
             self._restore(self._pending_state)
@@ -308,7 +321,7 @@ class SelfPlayDataset(IterableDataset):
         either way)."""
         dev = self._device()
         packed = dev.type != "cpu" if self.packed_transfer is None else self.packed_transfer
-        pos = self.pool.positions(idx, packed=packed)
+        pos = self._live.positions(idx, packed=packed)
         legal, count = (torch.from_numpy(a).to(dev, non_blocking=True) for a in (pos.legal, pos.count.astype(np.int64)))
         if not packed:
             return torch.from_numpy(pos.x).to(dev, non_blocking=True), torch.from_numpy(pos.mask).to(dev), legal, count
@@ -327,7 +340,7 @@ class SelfPlayDataset(IterableDataset):
         before step 1 plays up to ``opening_max_moves`` full moves of every game); restarts pass none.
         """
         for i in games:
-            self.pool.reset(i)
+            self._live.reset(i)
         todo = {i: 2 * k for i, k in zip(games, full_moves)}
         played = dict.fromkeys(games, 0)
         with progress(total=max(todo.values(), default=0), desc=desc or "", unit="ply", disable=desc is None) as bar:
@@ -338,16 +351,16 @@ class SelfPlayDataset(IterableDataset):
                 x, mask, legal, count = self._positions(live)
                 logp, wdl = self._eval("base", x, mask)
                 actions = sample_action(logp, legal, count, self._tau(wdl), self.gen)[0]
-                reason, _ = self.pool.play(live, actions.cpu().numpy())
+                reason, _ = self._live.play(live, actions.cpu().numpy())
                 for r, i in enumerate(live):
                     played[i] += 1
                     if reason[r]:  # ended during the opening: start over, unrandomized
-                        self.pool.reset(i)
+                        self._live.reset(i)
                         todo[i] = 0
                 bar.update(1)
 
     def _begin(self) -> PendingBatch:
-        n = self.pool.n
+        n = self._live.n
         idx = np.arange(n)
         x, mask, legal, count = self._positions(idx)
         logp_base, wdl_base = self._eval("base", x, mask)
@@ -372,7 +385,7 @@ class SelfPlayDataset(IterableDataset):
         """Play policy slot ``actions[r]`` in game ``games[r]`` (s' = T(s, a)); return the results (b,) on
         the CPU: ``RESULT_NONE`` where the game goes on, else WIN/DRAW/LOSS from the view of the player
         who moved."""
-        reason, _ = self.pool.play(games, actions.cpu().numpy())
+        reason, _ = self._live.play(games, actions.cpu().numpy())
         return torch.from_numpy(result_codes(reason))
 
     def successor_wdl(self, games, results: torch.Tensor) -> torch.Tensor:
@@ -387,6 +400,7 @@ class SelfPlayDataset(IterableDataset):
             x, mask, _, _ = self._positions(live_games)
             live = live.to(wdl_next.device)
             wdl_next[live] = self._eval("ema", x, mask)[1]
+            assert self._ema_cache is not None  # made by _begin, before any move of the batch
             self._ema_cache[torch.from_numpy(live_games).to(wdl_next.device)] = wdl_next[live]
         return wdl_next
 
@@ -395,7 +409,7 @@ class SelfPlayDataset(IterableDataset):
         (Algorithm 1 line 12; the restart policy of the config)."""
         games = np.asarray(games)
         res = results.numpy()
-        capped = (res == RESULT_NONE) & (self.pool.plies(games) >= self.cfg.max_plies)
+        capped = (res == RESULT_NONE) & (self._live.plies(games) >= self.cfg.max_plies)
         for r in np.flatnonzero(res != RESULT_NONE).tolist() + np.flatnonzero(capped).tolist():
             self._finish(int(games[r]), int(res[r]) if res[r] != RESULT_NONE else None)
 
@@ -403,8 +417,8 @@ class SelfPlayDataset(IterableDataset):
         """Record a finished game and restart its slot (restart policy of the config)."""
         s = self.stats
         s["games_finished"] += 1
-        s["length_sum"] += self.pool.n_moves(i)
-        mover_white = int(self.pool.plies([i])[0]) % 2 == 1  # Black to move: White made the last move
+        s["length_sum"] += self._live.n_moves(i)
+        mover_white = int(self._live.plies([i])[0]) % 2 == 1  # Black to move: White made the last move
         if result in (None, DRAW):
             s["draw"] += 1
             pgn_result = "1/2-1/2"
@@ -413,20 +427,22 @@ class SelfPlayDataset(IterableDataset):
             s["white_win" if white_won else "black_win"] += 1
             pgn_result = "1-0" if white_won else "0-1"
         if self.finished_listeners:
-            board = self.pool.board(i)
+            board = self._live.board(i)
             for listener in self.finished_listeners:
                 listener(board, pgn_result)
         if self.cfg.restart == "initial":
-            self.pool.reset(i)
+            self._live.reset(i)
         elif self.cfg.restart == "random_plies":
             self._randomize([i], [self.rng.randint(0, self.cfg.restart_max_moves)])
         else:
             self._restart_from_opening(i)
+        assert self._ema_cache is not None  # made by _begin, before any move of the batch
         self._ema_cache[i] = float("nan")
 
     def _restart_from_opening(self, i: int) -> None:
         if self._openings is None:
+            assert self.cfg.openings_file is not None  # SelfPlayConfig refuses restart="openings" without one
             self._openings = read_opening_lines(self.cfg.openings_file)
-        self.pool.reset(i)
+        self._live.reset(i)
         for uci in self.rng.choice(self._openings):
-            self.pool.push(i, chess.Move.from_uci(uci))
+            self._live.push(i, chess.Move.from_uci(uci))

@@ -196,7 +196,8 @@ def test_every_arm_trains_and_logs(kind, tmp_path):
     trainer(3, logger=CSVLogger(tmp_path)).fit(m)
     import csv
 
-    rows = list(csv.DictReader(open(next(tmp_path.rglob("metrics.csv")))))
+    with open(next(tmp_path.rglob("metrics.csv"))) as f:
+        rows = list(csv.DictReader(f))
     keys = set(rows[0])
     for k in [
         "loss/policy",

@@ -52,17 +52,17 @@ def _batch(seed):
 
 # ---- slow, obvious references: python floats, one row at a time -------------------------
 def ref_log_softmax(x, legal):
-    m = max(v for v, l in zip(x, legal) if l)
-    lse = m + math.log(sum(math.exp(v - m) for v, l in zip(x, legal) if l))
-    return [v - lse if l else -INF for v, l in zip(x, legal)]
+    m = max(v for v, ok in zip(x, legal) if ok)
+    lse = m + math.log(sum(math.exp(v - m) for v, ok in zip(x, legal) if ok))
+    return [v - lse if ok else -INF for v, ok in zip(x, legal)]
 
 
 def ref_kl(lp, lq, legal):  # Σ_legal p (log p − log q), skipping p = 0
-    return sum(math.exp(a) * (a - b) for a, b, l in zip(lp, lq, legal) if l and a > -INF)
+    return sum(math.exp(a) * (a - b) for a, b, ok in zip(lp, lq, legal) if ok and a > -INF)
 
 
 def ref_entropy(lp, legal):
-    return -sum(math.exp(a) * a for a, l in zip(lp, legal) if l and a > -INF)
+    return -sum(math.exp(a) * a for a, ok in zip(lp, legal) if ok and a > -INF)
 
 
 def _rows(fn, *tensors):
@@ -175,8 +175,8 @@ def test_score_and_flip_hand():
 
 def test_score_and_flip_match_loop():
     p = torch.rand(50, 3, dtype=F64).softmax(-1)
-    assert_close(score(p), _rows(lambda w, d, l: w + d / 2, *p.T))
-    assert_close(flip_wdl(p), torch.tensor([[l, d, w] for w, d, l in p.tolist()], dtype=F64))
+    assert_close(score(p), _rows(lambda w, d, _loss: w + d / 2, *p.T))
+    assert_close(flip_wdl(p), torch.tensor([[loss, d, w] for w, d, loss in p.tolist()], dtype=F64))
 
 
 # ---- tempered behavior policy μ ------------------------------------------------------------
@@ -189,7 +189,7 @@ def test_tempered_hand():
 
 def ref_tempered(lp, legal, tau):
     if tau <= TAU_MIN:  # limit τ → 0: the first argmax among legal moves
-        best = max((v, -i) for i, (v, l) in enumerate(zip(lp, legal)) if l)
+        best = max((v, -i) for i, (v, ok) in enumerate(zip(lp, legal)) if ok)
         return [0.0 if i == -best[1] else -INF for i in range(len(lp))]
     return ref_log_softmax([v / tau for v in lp], legal)
 
@@ -273,7 +273,7 @@ def test_value_loss_matches_loop():
     g = torch.Generator().manual_seed(6)
     z, tgt = torch.randn(2, 30, 3, generator=g, dtype=F64)
     tgt, rho = tgt.softmax(-1), torch.rand(30, generator=g, dtype=F64)
-    ce = _rows(lambda zr, tr: -sum(t * l for t, l in zip(tr, ref_log_softmax(zr, [1] * 3))), z, tgt)
+    ce = _rows(lambda zr, tr: -sum(t * lg for t, lg in zip(tr, ref_log_softmax(zr, [1] * 3))), z, tgt)
     assert value_loss(z, tgt, rho).item() == pytest.approx((rho * ce).mean().item())
 
 
@@ -394,7 +394,7 @@ def test_pdx_loss_matches_loop(kind):
             "forward_kl": ref_kl(lb, lp_, legal),
         }[kind] / 5
         lv = ref_log_softmax(wdl[i].tolist(), [1] * 3)
-        val -= rho[i].item() * sum(t * l for t, l in zip(tgt[i].tolist(), lv)) / 5
+        val -= rho[i].item() * sum(t * lg for t, lg in zip(tgt[i].tolist(), lv)) / 5
     assert [x.item() for x in out] == pytest.approx([pol + 0.3 * ex + 0.7 * val, pol, ex, val, 0.0])
 
 
@@ -448,7 +448,7 @@ def test_every_exploration_kind_changes_the_loss():
 
 def test_bad_configuration_raises_named_errors():
     args = _loss_inputs(11)
-    logits, wdl, mask, action, *rest = args
+    logits, wdl, mask, _action, *rest = args
     for call in (
         lambda: exploration_term("kl", logits, rest[-1], mask),
         lambda: pdx_loss(*args, exploration="kl", beta=0.1, c_v=1.0),

@@ -126,8 +126,7 @@ def test_temperature_wdl_source_online_takes_tau_from_the_online_wdl_and_skips_t
         first = next(it)  # opening moves (base passes) done
         collect(ds, first, slice(0, 6), *_outputs(online, [b.copy() for b in ds.boards]))
         calls = []
-        orig = ds._eval
-        ds._eval = lambda name, x, mask: (calls.append(name), orig(name, x, mask))[1]
+        ds._eval = lambda name, x, mask, calls=calls, orig=ds._eval: (calls.append(name), orig(name, x, mask))[1]
         batch = next(it)
         boards = [b.copy() for b in ds.boards]
         logp, wdl = evaluate_boards(online, boards)
