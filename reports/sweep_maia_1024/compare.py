@@ -80,8 +80,10 @@ def elo_vs_base(arena: dict, label: str, base: str = "base") -> str:
         if {m["a"], m["b"]} == {label, base}:
             ptn = m["pentanomial"] if m["a"] == label else reversed_pentanomial(m["pentanomial"])
             elo, half = pentanomial_elo(tuple(ptn))
-            w, d, l = (m["wins"], m["draws"], m["losses"]) if m["a"] == label else (m["losses"], m["draws"], m["wins"])
-            return f"{elo:+.1f} ± {half:.1f} ({w}–{d}–{l})"
+            w, d, lost = (
+                (m["wins"], m["draws"], m["losses"]) if m["a"] == label else (m["losses"], m["draws"], m["wins"])
+            )
+            return f"{elo:+.1f} ± {half:.1f} ({w}–{d}–{lost})"
     return "not measured"
 
 
@@ -164,8 +166,12 @@ def main(out: Path = HERE / "report.md") -> int:
         "paired openings (`data/openings_uho_600.epd`). Δ: accuracy difference from the base in points, then "
         "the geometric-mean p* ratio to the base, each with a paired bootstrap 95% interval over puzzles. "
         "Elo: pentanomial (opening pairs) ± 95%, W–D–L from the cell's side. KL: the last step's "
-        "KL(π_base‖π_θ) on self-play positions; H: the last step's policy entropy (nats). Train: seconds on one "
-        "CPU thread.",
+        "KL(π_base‖π_θ) on self-play positions; H: the last step's policy entropy (nats). Train: the training "
+        "seconds the cell recorded (train.json), on a 2-core machine often shared with another job: one thread, "
+        "except the two resumed 1,024-game cells, whose later part ran on two threads from a checkpoint (Table 2 "
+        "recipe: 4,806 s to step 800 on one thread + 3,917 s; no regularizer: steps 500–2,000 only, the seconds of "
+        "its first 500 steps were not recorded). Resumed on two threads, those two cells are not bit-reproducible "
+        "from their configs.",
         "",
         markdown_table(
             ["Setting", "Cell", "Elo vs base", *(f"{t}: Δ / p*" for _, t in SUITES), "KL", "H", "Train s"], table
