@@ -50,7 +50,8 @@ TOOLS: dict[str, tuple[str, str]] = {
 LIGHTNING = {
     "fit": "self-play RL fine-tuning (LightningCLI; see `pdx fit --help`)",
     "validate": "validate a checkpoint (LightningCLI)",
-    "pretrain": "supervised search distillation of a base network (LightningCLI fit; `validate` scores a network on the held-out split)",
+    "pretrain": "supervised search distillation of a base network "
+    "(LightningCLI fit; `validate` scores a network on the held-out split)",
 }
 
 
@@ -114,11 +115,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _lightning(command: str, argv: list[str]) -> None:
     if command == "pretrain":
-        from pdx_lightning.supervised.distill import run_pretrain_cli
+        from pdx_lightning.supervised.distill import run_pretrain_cli  # noqa: PLC0415  (Lightning loads only here)
 
         run_pretrain_cli(argv)
     else:
-        from pdx_lightning.rl.module import run_cli
+        from pdx_lightning.rl.module import run_cli  # noqa: PLC0415  (Lightning loads only here)
 
         run_cli([command, *argv])
 

@@ -21,7 +21,7 @@ import zipfile
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -226,12 +226,13 @@ def gunzip_bounded(
 
 
 def _zip_entry_count(path) -> int | None:
+    zip_private: Any = zipfile  # _EndRecData and _ECD_ENTRIES_TOTAL are CPython's private helpers: not in typeshed
     try:
         with open(path, "rb") as f:
-            end = zipfile._EndRecData(f)  # the end-of-central-directory record (zip64-aware)
+            end = zip_private._EndRecData(f)  # the end-of-central-directory record (zip64-aware)
     except Exception:  # noqa: BLE001  (a pre-check only: zipfile reports an unreadable archive itself)
         return None
-    return None if not end else int(end[zipfile._ECD_ENTRIES_TOTAL])
+    return None if not end else int(end[zip_private._ECD_ENTRIES_TOTAL])
 
 
 def check_zip(
@@ -323,7 +324,7 @@ def load_npz_bounded(
             if names is not None and name not in names:
                 continue
             with zf.open(info) as raw:
-                stream = io.BufferedReader(raw, CHUNK)
+                stream = io.BufferedReader(cast(zipfile.ZipExtFile, raw), CHUNK)  # what ZipFile.open returns
                 try:
                     version = np.lib.format.read_magic(stream)
                     shape, fortran, dtype = (
@@ -444,7 +445,7 @@ class _ZstdReader(io.RawIOBase):
     def __init__(self, path, dctx, max_bytes: int, max_ratio: float | None, error: type[FileLimitError]):
         self.path, self.dctx, self.error = path, dctx, error
         self.max_bytes, self.guard = max_bytes, _RatioGuard(path, max_ratio, error)
-        self.f = open(path, "rb")
+        self.f = open(path, "rb")  # noqa: SIM115  (the stream's source; closed by close())
         self.d = dctx.decompressobj()
         self.pending = memoryview(b"")
         self.tail = b""

@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from tiny_fit import CONF, tiny_fit_args  # noqa: E402
+from tiny_fit import CONF, tiny_fit_args
 
 ARMS: dict[str, list[str]] = {
     "none": ["--model.exploration", "none"],

@@ -48,12 +48,12 @@ TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 sys.path.insert(0, str(TESTS))
 
-from hostile_files import (
+from hostile_files import (  # noqa: E402  (after the thread cap and sys.path setup above)
     GiB,
     MiB,
     baseline_peak_mb,
     gzip_of_zeros,
-    refusal_peak_mb,  # noqa: E402
+    refusal_peak_mb,
     zip_bomb_member,
     zstd_of_zeros,
 )
@@ -297,7 +297,8 @@ def worker(args) -> None:
     for n in range(args.iterations):
         path = mutate(args.worker, seeds[args.worker], rng, work)
         size_mb = path.stat().st_size / MiB
-        open("/proc/self/clear_refs", "w").write("5")
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
         start = time.monotonic()
         signal.alarm(args.hang)
         problem = None

@@ -4,6 +4,8 @@ modules, nor a module importing itself. lint-imports checks the layers; this che
 
 from __future__ import annotations
 
+import itertools
+
 import grimp
 
 # cycles known and being removed, each as the frozenset of its modules (keep empty: a new cycle fails the test)
@@ -62,7 +64,7 @@ def _chain(graph: grimp.ImportGraph, comp: list[str]) -> str:
         back = min(m for m in comp if first in graph.find_modules_directly_imported_by(m))
         chain = (*graph.find_shortest_chain(importer=first, imported=back), first)
     steps = []
-    for a, b in zip(chain, chain[1:]):
+    for a, b in itertools.pairwise(chain):
         lines = sorted(
             {f"{d['line_number']}: {d['line_contents']}" for d in graph.get_import_details(importer=a, imported=b)}
         )

@@ -1,6 +1,7 @@
 """Every module path the package names in its docstrings, comments and user-facing messages (and the
-README, the documentation under ``docs/`` and the benchmarks name) exists: ``chesscore/encoding.py``-style file paths under ``pdx_lightning/``,
-and dotted ``pdx_lightning.x.y`` names (the longest prefix that is a module, then an attribute of it)."""
+README, the documentation under ``docs/`` and the benchmarks name) exists: ``chesscore/encoding.py``-style
+file paths under ``pdx_lightning/``, and dotted ``pdx_lightning.x.y`` names (the longest prefix that is a
+module, then an attribute of it)."""
 
 from __future__ import annotations
 

@@ -47,7 +47,7 @@ def test_three_steps_per_arm_reproduce_the_recorded_fingerprint(tmp_path):
             f"this is torch {torch.__version__} on {platform.machine()}"
         )
     sys.path.insert(0, str(HERE))
-    from fingerprint_steps import main  # noqa: PLC0415
+    from fingerprint_steps import main
 
     out = tmp_path / "steps.json"
     assert main([str(out), "--steps", str(record["steps"])]) == 0

@@ -46,7 +46,7 @@ def _env() -> dict[str, str]:
 
 def _lightning_help(words: tuple[str, ...]) -> str:
     cmd = [sys.executable, "-m", "pdx_lightning.cli", *words, "--help"]
-    r = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600)
+    r = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600, check=False)
     if r.returncode != 0:
         raise PluginError(f"cli_reference: `pdx {' '.join(words)} --help` exited {r.returncode}:\n{r.stderr[-2000:]}")
     return r.stdout
@@ -67,7 +67,7 @@ def generate() -> str:
     os.environ["COLUMNS"] = COLUMNS
     try:
         sys.path.insert(0, str(ROOT))
-        from pdx_lightning.cli import LIGHTNING, TOOLS, build_parser
+        from pdx_lightning.cli import LIGHTNING, TOOLS, build_parser  # noqa: PLC0415  (after ROOT is on sys.path)
 
         parser = build_parser()
         with ThreadPoolExecutor(max_workers=len(LIGHTNING_COMMANDS)) as pool:
@@ -98,7 +98,7 @@ def generate() -> str:
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:
-    global _cache
+    global _cache  # noqa: PLW0603  (mkdocs hooks are module functions: the page's cache is module state)
     if page.file.src_uri != PAGE:
         return markdown
     if MARKER not in markdown:
@@ -110,5 +110,5 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
 
 def on_pre_build(config) -> None:
     """Every build generates afresh (under ``mkdocs serve`` a changed flag shows up on reload)."""
-    global _cache
+    global _cache  # noqa: PLW0603  (see on_page_markdown)
     _cache = None

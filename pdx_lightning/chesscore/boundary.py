@@ -65,7 +65,7 @@ class IllegalMoveError(ValueError):
 
 
 def _status_text(status: chess.Status) -> str:
-    names = [flag.name for flag in chess.Status if flag and flag in status]
+    names = [flag.name for flag in chess.Status if flag and flag in status and flag.name is not None]
     return ", ".join(n.lower().replace("_", " ").replace(" ep ", " en-passant ") for n in names)
 
 
@@ -137,7 +137,7 @@ def check_games(games: Sequence[int] | np.ndarray, n: int, *, distinct: bool = F
         raise GameIndexError(f"game index {a[bad[0]]} (row {bad[0]}) out of range for a pool of {n} games (0..{n - 1})")
     out = np.ascontiguousarray(a, dtype=np.int32)
     if distinct:
-        uniq, first, counts = np.unique(out, return_index=True, return_counts=True)
+        uniq, counts = np.unique(out, return_counts=True)
         if len(uniq) != len(out):
             g = int(uniq[np.argmax(counts > 1)])
             rows = np.flatnonzero(out == g).tolist()

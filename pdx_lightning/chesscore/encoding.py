@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+from typing import NamedTuple, overload
 
 import chess
 import numpy as np
@@ -286,7 +286,11 @@ class PackedRows(NamedTuple):
     castling: np.ndarray  # (B,) uint64 castling-rights bitmask
     rule50: np.ndarray  # (B,) float32 halfmove clock
 
-    def __getitem__(self, sel) -> PackedRows:  # type: ignore[override]
+    @overload  # type: ignore[override]
+    def __getitem__(self, sel: int) -> np.ndarray: ...
+    @overload
+    def __getitem__(self, sel: slice | np.ndarray | np.integer | Sequence[int]) -> PackedRows: ...
+    def __getitem__(self, sel):
         if isinstance(sel, int):
             return tuple.__getitem__(self, sel)
         return PackedRows(*(a[sel] for a in self))

@@ -19,7 +19,7 @@ and refuse a bad one with the same named exception.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, get_args
 
 import chess
 import numpy as np
@@ -42,7 +42,7 @@ from pdx_lightning.chesscore.pool_interface import GamePool, Positions, empty_po
 from pdx_lightning.chesscore.rules import DRAW, RESULT_NONE, WIN, game_end
 
 Backend = Literal["native", "python-chess"]
-BACKENDS: tuple[str, ...] = Backend.__args__
+BACKENDS: tuple[str, ...] = get_args(Backend)
 _CODE = {reason: code for code, reason in enumerate(REASONS)}
 
 
@@ -100,7 +100,7 @@ class PythonChessPool:
         self.hist[i].push(b)
         self.legal_moves[i] = list(b.legal_moves)
 
-    def plies(self, games: Sequence[int]) -> np.ndarray:
+    def plies(self, games: Sequence[int] | np.ndarray) -> np.ndarray:
         return np.array([self.boards[i].ply() for i in check_games(games, self.n)], np.int32)
 
     def _reason(self, i: int) -> int:
@@ -127,7 +127,7 @@ class PythonChessPool:
             )
         return move
 
-    def play(self, games: Sequence[int], actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def play(self, games: Sequence[int] | np.ndarray, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """As ``NativePool.play``: distinct games, every slot checked before any game is played."""
         games = check_games(games, self.n, distinct=True)
         actions = check_actions(actions, len(games))
@@ -138,7 +138,7 @@ class PythonChessPool:
             reason[r], plies[r] = self._reason(i), self.boards[i].ply()
         return reason, plies
 
-    def positions(self, games: Sequence[int], packed: bool = False) -> Positions:
+    def positions(self, games: Sequence[int] | np.ndarray, packed: bool = False) -> Positions:
         games = check_games(games, self.n).tolist()
         x, mask, index, count = empty_positions(len(games))
         encode_rows([self.hist[i].row(self.boards[i]) for i in games], out=x)

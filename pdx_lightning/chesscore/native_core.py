@@ -23,6 +23,7 @@ import ctypes
 import importlib.machinery
 import os
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 import chess
@@ -138,7 +139,7 @@ def _load(path: Path) -> ctypes.CDLL:
 
 def library() -> ctypes.CDLL:
     """The loaded core (loaded once); :class:`NativeCoreMissing` with the fix when it was not built."""
-    global _lib
+    global _lib  # noqa: PLW0603  (the library is loaded once, on first use, under _lock)
     with _lock:
         if _lib is None:
             path = _library_path()
@@ -316,7 +317,7 @@ class NativeCore:
         _raise(code, int(games[r]) if 0 <= r < len(games) else r, what, after)
 
     def play(
-        self, games: np.ndarray, actions: np.ndarray, claim_draws: bool, max_plies: int | None
+        self, games: Sequence[int] | np.ndarray, actions: np.ndarray, claim_draws: bool, max_plies: int | None
     ) -> tuple[np.ndarray, np.ndarray]:
         """Play policy slot ``actions[r]`` in ``games[r]`` (distinct games); the reason codes (``REASONS``)
         and plies after. A call that raises played none of the games."""
@@ -342,7 +343,9 @@ class NativeCore:
             _raise(code, g, f"policy slot {int(actions[r])}", f"{legal}; no game of this call was played")
         return reason, plies
 
-    def status(self, games: np.ndarray, claim_draws: bool, max_plies: int | None) -> tuple[np.ndarray, np.ndarray]:
+    def status(
+        self, games: Sequence[int] | np.ndarray, claim_draws: bool, max_plies: int | None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The reason codes and plies of the games' current positions."""
         games = check_games(games, self.n)
         cap = check_cap(max_plies)
@@ -361,7 +364,7 @@ class NativeCore:
             self._batch_fail(code, games, where, "status")
         return reason, plies
 
-    def encode(self, games: np.ndarray, out: np.ndarray) -> np.ndarray:
+    def encode(self, games: Sequence[int] | np.ndarray, out: np.ndarray) -> np.ndarray:
         """Lc0's 112 planes of the games' current positions into ``out`` ((n, 112, 8, 8) float32)."""
         games = check_games(games, self.n)
         check_buffer("out", out, (len(games), 112, 8, 8), np.float32)
@@ -371,7 +374,7 @@ class NativeCore:
             self._batch_fail(code, games, where, "planes")
         return out
 
-    def pack(self, games: np.ndarray, out: np.ndarray) -> np.ndarray:
+    def pack(self, games: Sequence[int] | np.ndarray, out: np.ndarray) -> np.ndarray:
         """The planes of the games' current positions packed into ``out`` ((n, 100) int64, the layout of
         ``encoding.expand_packed``)."""
         games = check_games(games, self.n)
@@ -382,7 +385,9 @@ class NativeCore:
             self._batch_fail(code, games, where, "packed planes")
         return out
 
-    def legal(self, games: np.ndarray, mask: np.ndarray | None, index: np.ndarray, count: np.ndarray) -> None:
+    def legal(
+        self, games: Sequence[int] | np.ndarray, mask: np.ndarray | None, index: np.ndarray, count: np.ndarray
+    ) -> None:
         """Legal masks ((n, 4288) bool; None: not written), sorted legal policy indices ((n, LEGAL_STRIDE)
         int64, padded with each row's first) and legal-move counts ((n,) int32) into the given buffers."""
         games = check_games(games, self.n)

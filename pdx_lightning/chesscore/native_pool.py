@@ -15,6 +15,7 @@ so no two shards ever touch one game.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -71,7 +72,7 @@ class NativePool:
     def root_fen(self, i: int) -> str:
         return self._roots[check_index(i, self.n)]
 
-    def plies(self, games: Sequence[int]) -> np.ndarray:
+    def plies(self, games: Sequence[int] | np.ndarray) -> np.ndarray:
         return self.core.status(games, self.claim_draws, self.max_plies)[1]
 
     def board(self, i: int) -> chess.Board:
@@ -89,7 +90,7 @@ class NativePool:
         if self._executor is None:
             self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix="pdx-chess")
         bounds = np.linspace(0, len(games), self.workers + 1).astype(int)
-        shards = [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+        shards = [slice(int(a), int(b)) for a, b in itertools.pairwise(bounds)]
         futures = [self._executor.submit(run, s) for s in shards]
         for w, (shard, fut) in enumerate(zip(shards, futures)):
             try:
@@ -104,7 +105,7 @@ class NativePool:
                     f"chess worker {w} (games {games[shard.start]}..{games[shard.stop - 1]}) failed: {e}"
                 ) from e
 
-    def play(self, games: Sequence[int], actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def play(self, games: Sequence[int] | np.ndarray, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         games = check_games(games, self.n, distinct=True)
         actions = check_actions(actions, len(games))
         reason, plies = np.empty(len(games), np.int32), np.empty(len(games), np.int32)
@@ -115,7 +116,7 @@ class NativePool:
         self._sharded(games, run)
         return reason, plies
 
-    def positions(self, games: Sequence[int], packed: bool = False) -> Positions:
+    def positions(self, games: Sequence[int] | np.ndarray, packed: bool = False) -> Positions:
         games = check_games(games, self.n)
         x, mask, index, count = empty_positions(len(games), packed)
 

@@ -106,6 +106,7 @@ def _from_start(board: chess.Board) -> tuple[str, ...]:
 def parse_opening(text: str, where: str = "<string>", default_id: str = "") -> Opening:
     """One EPD (optionally with a ``c0`` UCI line) or FEN line → ``Opening``."""
     fields = text.split()
+    ops: dict[str, str | int | float | chess.Move | list[chess.Move] | None]
     try:
         if len(fields) >= 6 and fields[4].isdigit() and fields[5].isdigit():
             board, ops = chess.Board(" ".join(fields[:6])), {}

@@ -39,6 +39,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO, cast
 
 import chess
 import chess.pgn
@@ -130,7 +131,7 @@ def read_pgn_game_checked(lines: PgnGameLines, visitor, error: type[Exception], 
     lines.start()
     watch = _HeaderWatch(lines)
     try:
-        game = chess.pgn.read_game(watch, Visitor=visitor)
+        game = chess.pgn.read_game(cast(TextIO, watch), Visitor=visitor)  # python-chess only calls readline()
     except (ValueError, RecursionError) as e:
         if isinstance(e, FileLimitError):
             raise

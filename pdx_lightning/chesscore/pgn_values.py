@@ -97,6 +97,7 @@ def speed_category(tc: str) -> str:
     base, inc = parse_time_control(tc)
     if base is None:
         return "unknown"
+    assert inc is not None  # parse_time_control returns both or neither
     duration = base + 40 * inc  # finite: both are at most MAX_SECONDS
     return next(name for name, below in SPEEDS if duration < below)
 
@@ -108,6 +109,7 @@ def parse_rating(text: str | None, tag: str = "rating") -> int | None:
     if value in ("", "?", "-"):
         return None
     if not _RATING.fullmatch(value) or len(value) > 5 or int(value) > MAX_RATING:
+        assert text is not None  # None is returned above (value "")
         raise PgnValueError(f"{tag} {_shown(text)} is not a rating (an integer 0..{MAX_RATING})")
     return int(value)
 

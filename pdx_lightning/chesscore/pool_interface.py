@@ -90,16 +90,16 @@ class GamePool(Protocol):
         """Play ``move`` in game ``i``; ``boundary.IllegalMoveError`` if it is not legal."""
         ...
 
-    def plies(self, games: Sequence[int]) -> np.ndarray:
+    def plies(self, games: Sequence[int] | np.ndarray) -> np.ndarray:
         """The games' ply counts from the standard start (int32)."""
         ...
 
-    def play(self, games: Sequence[int], actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def play(self, games: Sequence[int] | np.ndarray, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Play policy slot ``actions[r]`` in game ``games[r]`` (distinct games, every slot checked before
         any is played); the games' end reasons (``native_core.REASONS`` codes, 0 = on) and plies."""
         ...
 
-    def positions(self, games: Sequence[int], packed: bool = False) -> Positions:
+    def positions(self, games: Sequence[int] | np.ndarray, packed: bool = False) -> Positions:
         """The games' current planes, legal masks and sorted legal indices."""
         ...
 

@@ -40,12 +40,13 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeAlias
 
 import chess
 import chess.engine
 
 from pdx_lightning.atomicfile import atomic_write, atomic_write_text
-from pdx_lightning.engines.stockfish import open_engine
+from pdx_lightning.engines.stockfish import RestartingEngine, open_engine
 
 FIELDS = (
     "PuzzleId",
@@ -64,8 +65,11 @@ ALT_SEP = " | "
 DIFFICULTY_NODES = 2**16  # node budget of each difficulty search
 RATING_BASE, RATING_STEP = 600, 100
 
+# an engine as open_engine returns it (a RestartingEngine: SimpleEngine's interface) or a bare SimpleEngine
+Engine: TypeAlias = chess.engine.SimpleEngine | RestartingEngine
+
 # (engine, args, game index) -> rows; must be a module-level function (pickled to workers)
-Task = Callable[[chess.engine.SimpleEngine, argparse.Namespace, int], list]
+Task = Callable[[Engine, argparse.Namespace, int], list]
 
 
 class SuiteFileError(ValueError):
@@ -75,9 +79,7 @@ class SuiteFileError(ValueError):
 # ---------------------------------------------------------------- games ----
 
 
-def play_game(
-    engine: chess.engine.SimpleEngine, rng: random.Random, max_plies: int = 200, style: str = "mixed"
-) -> Iterator[chess.Board]:
+def play_game(engine: Engine, rng: random.Random, max_plies: int = 200, style: str = "mixed") -> Iterator[chess.Board]:
     """Yield the live board after every ply of one game between random players.
 
     ``mixed`` (mates): each colour draws a Stockfish node budget ``2**U(0, 12)``
@@ -105,12 +107,14 @@ def play_game(
         if board.ply() < opening or rng.random() < p_random[board.turn]:
             move = rng.choice(sorted(board.legal_moves, key=chess.Move.uci))
         else:
-            move = engine.play(board, chess.engine.Limit(nodes=nodes[board.turn])).move
+            played = engine.play(board, chess.engine.Limit(nodes=nodes[board.turn])).move
+            assert played is not None  # the game is not over: Stockfish has a best move
+            move = played
         board.push(move)
         yield board
 
 
-def fresh_analyse(engine: chess.engine.SimpleEngine, board: chess.Board, limit: chess.engine.Limit, **kwargs):
+def fresh_analyse(engine: Engine, board: chess.Board, limit: chess.engine.Limit, **kwargs):
     """``engine.analyse`` after ``ucinewgame``: mate scores left in the hash by
     sibling searches make Stockfish report longer mates than exist."""
     return engine.analyse(board, limit, game=object(), **kwargs)
@@ -128,7 +132,7 @@ def mating_moves(board: chess.Board) -> list[chess.Move]:
     return out
 
 
-def _settle_log2(engine: chess.engine.SimpleEngine, board: chess.Board, accepted: set[str]) -> float:
+def _settle_log2(engine: Engine, board: chess.Board, accepted: set[str]) -> float:
     """log2 of the nodes after which Stockfish's PV move stays in ``accepted`` (cap + 1 if never)."""
     trail: list[tuple[int, bool]] = []
     with engine.analysis(board, chess.engine.Limit(nodes=DIFFICULTY_NODES), game=object()) as search:
@@ -146,7 +150,7 @@ def _settle_log2(engine: chess.engine.SimpleEngine, board: chess.Board, accepted
     return math.log2(max(nodes, 1))
 
 
-def difficulty(engine: chess.engine.SimpleEngine, fen: str, moves: list[str], alts: list[list[str]]) -> int:
+def difficulty(engine: Engine, fen: str, moves: list[str], alts: list[list[str]]) -> int:
     """``Rating`` value: ``600 + 100 * e*`` (see the module docstring)."""
     board = chess.Board(fen)
     worst = 0.0
@@ -157,7 +161,7 @@ def difficulty(engine: chess.engine.SimpleEngine, fen: str, moves: list[str], al
     return round(RATING_BASE + RATING_STEP * worst)
 
 
-def rerate(engine: chess.engine.SimpleEngine, path: str | os.PathLike) -> int:
+def rerate(engine: Engine, path: str | os.PathLike) -> int:
     """Recompute the ``Rating`` column of a suite file in place (atomic replace); rows rated."""
     path = Path(path)
     with open(path, newline="") as f:
@@ -181,7 +185,7 @@ def make_row(
     line: list[chess.Move],
     alts: list[list[str]],
     themes: list[str],
-    engine: chess.engine.SimpleEngine | None = None,
+    engine: Engine | None = None,
 ) -> dict:
     """A CSV row for the puzzle whose solver is to move in ``board`` (the last
     move of its stack is the setup move) and whose solution is ``line``."""
@@ -236,7 +240,7 @@ class SuiteWriter:
             self._load()
         else:
             atomic_write_text(self.path, ",".join(FIELDS) + "\n")  # a crash leaves no header-less file
-        self._file = open(self.path, "a", newline="")
+        self._file = open(self.path, "a", newline="")  # noqa: SIM115  (held for appends; closed by close())
 
     def _load(self) -> None:
         data = self.path.read_bytes()
@@ -326,12 +330,12 @@ def _run_worker(game: int) -> tuple[int, list]:
 def _results(task: Task, args: argparse.Namespace, start: int, end: int | None = None) -> Iterator[tuple[int, list]]:
     """(game, rows) for games ``start, start+1, …`` (up to ``end``, exclusive, if given): in-process for
     one worker, else a pool with one engine per worker and a bounded window of games."""
-    end = float("inf") if end is None else end
+    stop = float("inf") if end is None else end
     if args.workers <= 1:
         engine = open_engine(args.stockfish, threads=1, hash_mb=16)
         try:
             game = start
-            while game < end:
+            while game < stop:
                 yield game, task(engine, args, game)
                 game += 1
         finally:
@@ -343,7 +347,7 @@ def _results(task: Task, args: argparse.Namespace, start: int, end: int | None =
     try:
         game, pending = start, 0
         for _ in range(2 * args.workers):
-            if game < end:
+            if game < stop:
                 pool.apply_async(_run_worker, (game,), callback=done.put, error_callback=done.put)
                 game, pending = game + 1, pending + 1
         while pending:
@@ -352,7 +356,7 @@ def _results(task: Task, args: argparse.Namespace, start: int, end: int | None =
             if isinstance(item, BaseException):
                 raise item
             yield item
-            if game < end:
+            if game < stop:
                 pool.apply_async(_run_worker, (game,), callback=done.put, error_callback=done.put)
                 game, pending = game + 1, pending + 1
     finally:
@@ -363,7 +367,7 @@ def _results(task: Task, args: argparse.Namespace, start: int, end: int | None =
 def generate(task: Task, args: argparse.Namespace, label: str, end: int | None = None) -> int:
     """Run ``task`` over games until ``args.count`` rows are in ``args.out`` (or game ``end`` is reached:
     a finite candidate list)."""
-    from tqdm import tqdm
+    from tqdm import tqdm  # noqa: PLC0415  (only when generating)
 
     if args.rerate:
         engine = open_engine(args.stockfish, threads=1, hash_mb=16)

@@ -143,7 +143,7 @@ def solve(
         if k == 1:
             return (line, alts) if b.is_checkmate() else None
         replies = defender_distances(engine, b, k - 1, nodes)
-        if any(d is None for d in replies.values()) or max(replies.values()) != k - 1:
+        if any(d is None for d in replies.values()) or max(d for d in replies.values() if d is not None) != k - 1:
             return None  # an escape, or every reply is mated sooner (so k was not exact)
         longest = sorted((r for r, d in replies.items() if d == k - 1), key=chess.Move.uci)
         reply = rng.choice(longest)

@@ -35,16 +35,21 @@ import random
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import cast
 
 import chess
 import chess.engine
 
-# the reader, re-exported for the tools and tests that import it from here
 from pdx_lightning.atomicfile import atomic_write_text
+
+# the reader, re-exported for the tools and tests that import it from here
 from pdx_lightning.chesscore.opening_files import (
+    DEFAULT_SUITE,  # noqa: F401
     Opening,
     OpeningFormatError,  # noqa: F401
-)  # noqa: F401
+    load_openings,  # noqa: F401
+    parse_opening,  # noqa: F401
+)
 from pdx_lightning.engines.stockfish import open_engine
 
 MATE_CP = 100_000
@@ -65,7 +70,7 @@ def write_epd(openings: list[Opening], path: str | Path, nodes: int | None = Non
     atomic_write_text(path, "\n".join(lines) + "\n")
 
 
-def _cp(info: dict) -> int:
+def _cp(info: chess.engine.InfoDict) -> int:
     return info["score"].relative.score(mate_score=MATE_CP)
 
 
@@ -205,7 +210,7 @@ def run(args: argparse.Namespace) -> int:
         eval_nodes=args.eval_nodes,
     )
     write_epd(ops, args.out, nodes=args.eval_nodes)
-    cps = sorted(o.eval_cp for o in ops)
+    cps = sorted(cast(int, o.eval_cp) for o in ops)  # generate_openings sets every eval_cp
     print(
         f"wrote {len(ops)} openings to {args.out} (eval for side to move {cps[0]}..{cps[-1]} cp, "
         f"median {cps[len(cps) // 2]}; {sum(o.board.turn for o in ops)} with White to move)"

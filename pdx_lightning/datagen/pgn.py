@@ -91,8 +91,10 @@ def game_records(game: HumanGame, filt: MoveFilter) -> list[tuple[int, int, int]
 
 def pack_games(games: list[tuple[HumanGame, list[tuple[int, int, int]]]], index: int, settings: dict) -> Shard:
     """One shard of whole games and their records (see the module docstring)."""
-    moves, offsets, results, recs = [], [0], [], []
+    moves: list[int] = []
+    offsets, results, recs = [0], [], []
     for g_local, (game, records) in enumerate(games):
+        assert game.result is not None  # generate() skips the games without a result before packing
         moves.extend(encode_move(m) for m in game.moves)
         offsets.append(len(moves))
         results.append(game.result)
@@ -122,7 +124,7 @@ def pgn_text(game: HumanGame) -> str:
     g = chess.pgn.Game()
     g.headers.clear()
     g.headers.update(game.headers)
-    node = g
+    node: chess.pgn.GameNode = g
     for move, clock in zip(game.moves, game.clocks):
         node = node.add_variation(move)
         if clock is not None:
@@ -192,6 +194,7 @@ def generate(out: str | os.PathLike, cfg: PgnDataConfig, skip_bad: bool = False)
         for path in cfg.pgn:
             for game in read_games(path, skip_bad=skip_bad, stats=read, max_games=cfg.max_games):
                 if cfg.holdout_every and game.number % cfg.holdout_every == 0:
+                    assert held is not None  # opened above whenever cfg.holdout_every is set
                     held.write(pgn_text(game) + "\n\n")
                     counts["games_heldout"] += 1
                     continue

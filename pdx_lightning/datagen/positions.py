@@ -115,7 +115,7 @@ def generate_shard(teacher: Teacher, cfg: GenConfig, index: int, progress=None) 
     while len(recs) < cfg.shard_size:
         g = len(games)
         board = chess.Board()
-        nodes = [int(round(math.exp(rng.uniform(lo, hi)))) for _ in range(2)]
+        nodes = [round(math.exp(rng.uniform(lo, hi))) for _ in range(2)]
         eps = rng.uniform(0.0, cfg.random_rate)
         n_open = int(rng.integers(1, cfg.opening_plies + 1)) if cfg.opening_plies > 0 else 0
         while board.ply() < cfg.max_plies and len(recs) < cfg.shard_size:

@@ -57,9 +57,12 @@ PER_GAME = 3  # puzzles taken from one game at most (positions of one game are a
 
 def win_chances(score: Score) -> float:
     """lichess' win chances in [-1, 1] of a score from the solver's side."""
-    if score.is_mate():
-        return 1.0 if score.mate() > 0 else -1.0
-    return 2 / (1 + math.exp(-0.00368208 * score.score())) - 1
+    mate = score.mate()  # None exactly when not score.is_mate()
+    if mate is not None:
+        return 1.0 if mate > 0 else -1.0
+    cp = score.score()
+    assert cp is not None  # a centipawn score: only mate scores have no score() without mate_score
+    return 2 / (1 + math.exp(-0.00368208 * cp)) - 1
 
 
 def material_diff(board: chess.Board, side: chess.Color) -> int:
@@ -111,7 +114,8 @@ def cook_mate(engine, board: chess.Board, winner: chess.Color, nodes: int) -> li
             return None
         if board.turn == winner:
             pair = next_pair(engine, board, winner, nodes)
-            if not valid_attack(engine, board, pair, nodes) or not (pair.score.is_mate() and pair.score.mate() > 0):
+            mate = pair.score.mate()  # None exactly when not pair.score.is_mate()
+            if not valid_attack(engine, board, pair, nodes) or not (mate is not None and mate > 0):
                 return None
             move = pair.best
         else:

@@ -143,7 +143,7 @@ def _temperatures(args: argparse.Namespace, n: int) -> list[str | float]:
             v = t if t == "adaptive" else float(t)
         except ValueError:
             v = -1.0
-        if v != "adaptive" and not v >= 0:
+        if not isinstance(v, str) and not v >= 0:  # v is a str exactly when it is "adaptive"
             raise ArenaError(f"--temperature {t!r}: use 'adaptive' or a number >= 0")
         return v
 

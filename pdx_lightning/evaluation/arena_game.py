@@ -62,9 +62,9 @@ class Game:
     black: int
     opening: Opening
     round: str
-    board: chess.Board = None
-    hist: GameHistory = None
-    legal: list = None
+    board: chess.Board = field(init=False)  # set by __post_init__ from the opening
+    hist: GameHistory = field(init=False)
+    legal: list[chess.Move] = field(init=False)
     moves: list = field(default_factory=list)
     end: GameResult | None = None
     streak_draw: int = 0  # consecutive plies the movers' value heads agreed on a draw,
@@ -96,7 +96,7 @@ class Game:
             max_plies=max_plies,
         )
 
-    def play(self, move: chess.Move, wdl: np.ndarray | None, rules: GameRules, adjudicable: bool) -> None:
+    def play(self, move: chess.Move | None, wdl: np.ndarray | None, rules: GameRules, adjudicable: bool) -> None:
         """Push the mover's ``move`` and set ``end`` if the game is over; ``wdl`` is the mover's value
         head before the move (None for an engine), counted for adjudication when ``adjudicable``
         (both players are networks)."""
@@ -130,11 +130,13 @@ class Game:
 
     def score_for(self, player: int) -> float:
         """The finished game's score (1, ½, 0) for ``player`` (an index into the players)."""
+        assert self.end is not None  # called on finished games only
         return self.end.score_for(chess.WHITE if self.white == player else chess.BLACK)
 
 
 def to_pgn(g: Game, labels: list[str], event: str = "pdx arena") -> chess.pgn.Game:
     """The game as PGN: FEN/SetUp from the opening position, the opening line in the game comment."""
+    assert g.end is not None  # written once the game has finished
     line = f"opening {g.opening.id}: {' '.join(g.opening.line)}" if g.opening.line else None
     return game_pgn(
         g.opening.board,
@@ -143,7 +145,7 @@ def to_pgn(g: Game, labels: list[str], event: str = "pdx arena") -> chess.pgn.Ga
         round=g.round,
         white=labels[g.white],
         black=labels[g.black],
-        result=g.result,
+        result=g.end.pgn_result,  # = g.result of a finished game
         termination=g.end.termination,
         tags={"Opening": g.opening.id},
         comment=line,

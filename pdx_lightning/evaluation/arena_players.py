@@ -33,8 +33,9 @@ class Player(Protocol):
     label: str
     has_value_head: bool  # choose() gives the mover's WDL with each move: adjudication needs both players'
 
-    def choose(self, games: Sequence[Game]) -> list[tuple[chess.Move, np.ndarray | None]]:
-        """The move (and the mover's WDL, or None) in each of ``games``, where this player is to move."""
+    def choose(self, games: Sequence[Game]) -> Sequence[tuple[chess.Move | None, np.ndarray | None]]:
+        """The move (and the mover's WDL, or None) in each of ``games``, where this player is to move (an
+        engine may return no move: ``Game.play`` rejects it)."""
         ...
 
     def close(self) -> None:
@@ -66,13 +67,13 @@ class NetPlayer:
         logp, wdl = evaluate(self.model, torch.from_numpy(x), mask)  # (B, 4288), (B, 3)
         self.forwards += 1
         if self.sample:
-            tau = wdl_entropy(wdl) if self.adaptive else self.tau
+            tau = wdl_entropy(wdl) if self.tau is None else self.tau  # tau is None exactly when adaptive
             probs = tempered_log_probs(logp, mask, tau).exp()
             pick = torch.multinomial(probs, 1, generator=self.gen).squeeze(1)
         else:
             pick = logp.argmax(dim=1)
-        wdl = wdl.numpy()
-        return [(index_to_move(int(k), g.board), wdl[i]) for i, (k, g) in enumerate(zip(pick.tolist(), games))]
+        wdl_np = wdl.numpy()
+        return [(index_to_move(int(k), g.board), wdl_np[i]) for i, (k, g) in enumerate(zip(pick.tolist(), games))]
 
     def close(self) -> None:
         pass
@@ -87,7 +88,7 @@ class EnginePlayer:
     def __init__(self, label: str, engine: RestartingEngine, limit: chess.engine.Limit, version: str) -> None:
         self.label, self.engine, self.limit, self.version = label, engine, limit, version
 
-    def choose(self, games: Sequence[Game]) -> list[tuple[chess.Move, None]]:
+    def choose(self, games: Sequence[Game]) -> list[tuple[chess.Move | None, None]]:
         return [(self.engine.play(g.board, self.limit, game=g.id).move, None) for g in games]
 
     def close(self) -> None:

@@ -27,6 +27,7 @@ def tally(games: list[Game], n: int) -> np.ndarray:
     counts = np.zeros((n, n, 3), dtype=np.int64)
     col = {chess.WHITE: 0, None: 1, chess.BLACK: 2}
     for g in games:
+        assert g.end is not None  # tallied once finished
         counts[g.white, g.black, col[g.end.winner]] += 1
     return counts
 

@@ -90,7 +90,8 @@ class FunctionPolicy:
     """A pure policy for tests: ``fn(path) -> probabilities`` of the children, path = tuple of child ordinals."""
 
     def __init__(self, fn: Callable[[tuple[int, ...]], Sequence[float]]) -> None:
-        self.fn, self.calls = fn, []
+        self.fn = fn
+        self.calls: list[int] = []
 
     def root(self) -> tuple[int, ...]:
         return ()
@@ -269,7 +270,8 @@ class CoverageTree:
         ``on_draws(n)`` is told of the draws made, every :data:`TICK` draws and at the end (a progress bar)."""
         self.reset()
         rand = random.Random(seed).random
-        masses, total = [], 0.0
+        masses: list[float] = []
+        total = 0.0
         while len(masses) < max_draws and self.root_rem > 0.0:
             m = self.draw(rand)
             masses.append(m)
@@ -404,7 +406,7 @@ def render(results: list[dict], target: float) -> str:
     out = [f"## Trajectory coverage Ω^N_K (Eq. 8): draws to {100 * target:g}% (mean ± std over seeds)", ""]
     rows = []
     for r in results:
-        d, om, sec = r["draws_to_target"], r["omega_at"], r["seconds"]
+        om, sec = r["omega_at"], r["seconds"]
         rows.append(
             [
                 r.get("depth", ""),
@@ -458,7 +460,7 @@ def plot(results: list[dict], positions: list[str], target: float, path: str) ->
     fig, axes = plt.subplots(
         len(depths), len(positions), figsize=(4.5 * len(positions), 3.6 * len(depths)), squeeze=False
     )
-    colors = {}
+    colors: dict[str, str] = {}
     for row, depth in zip(axes, depths):
         for ax, pos in zip(row, positions):
             for r in (r for r in results if r["position"] == pos and r["depth"] == depth):

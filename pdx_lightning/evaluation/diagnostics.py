@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import math
 import time
+from typing import Any
 
 import chess
 import numpy as np
@@ -148,7 +149,7 @@ def self_play_diagnostics(
             bar.update(len(live) - len(still))
             live = still
     groups = np.concatenate(game_of)
-    out = {k: clustered_mean(np.concatenate(v), groups) for k, v in stats.items()}
+    out: dict[str, Any] = {k: clustered_mean(np.concatenate(v), groups) for k, v in stats.items()}
     for k in ("entropy", "cov_k"):
         out[k].pop("n_inf")
     out.update(

@@ -98,7 +98,7 @@ def score_to_elo(score: float) -> float:
     return -400.0 * math.log10(1.0 / score - 1.0)
 
 
-def _log1mexp_neg(z: np.ndarray) -> np.ndarray:
+def _log1mexp_neg(z: np.ndarray | float) -> np.ndarray:
     """log(1 − e^{−z}) for z > 0, stable at both ends."""
     return np.where(z > 0.693, np.log1p(-np.exp(-z)), np.log(-np.expm1(-z)))
 
@@ -178,9 +178,9 @@ def _objective(
     r[free] = x[:k]
     pos = k
     fit_adv, fit_draw = adv_fixed is None, draw_fixed is None
-    adv = x[pos] if fit_adv else adv_fixed
+    adv = x[pos] if adv_fixed is None else adv_fixed  # adv_fixed is None exactly when fit_adv
     pos += fit_adv
-    th = x[pos] if fit_draw else draw_fixed
+    th = x[pos] if draw_fixed is None else draw_fixed  # draw_fixed is None exactly when fit_draw
     u = r[:, None] - r[None, :] + adv  # (n, n) white minus black, plus the white advantage
     ll, g_u, g_t, h_uu, h_ut, h_tt = _cell_terms(model, u, th, counts)
     # chain rule: ∂u_ij/∂r_a = δ_ia − δ_ja, ∂u/∂adv = 1; columns of J: free ratings, (adv), (θ)
@@ -368,11 +368,12 @@ def fit_elo(
     idx = np.flatnonzero(free)
     cov[np.ix_(idx, idx)] = cov_x[: n - 1, : n - 1] / C_ELO**2
     pos = n - 1
-    adv = res.x[pos] / C_ELO if adv_fixed is None else float(advantage)
+    adv = res.x[pos] / C_ELO if advantage is None else float(advantage)  # adv_fixed is None exactly when advantage is
     pos += adv_fixed is None
     if draw_fixed is None:
         d = math.exp(res.x[pos]) / C_ELO if model == "bayeselo" else math.exp(res.x[pos])
     else:
+        assert draw is not None  # draw_fixed is set exactly when draw is
         d = float(draw)
     return EloFit(
         list(players),

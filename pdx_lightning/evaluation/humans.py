@@ -29,8 +29,8 @@ Protocol defaults follow Maia's evaluation as it is commonly described (McIlroy-
 "Aligning Superhuman AI with Human Behavior"; the 10-ply opening cut was not checked against the
 paper's text here): the first 10 plies of each game are skipped (``--skip-plies``) and moves
 made with under 30 s on the clock are dropped (``--min-clock``; the Maia authors, interviewed by
-Wikinews in 2021: games were truncated where either player had 30 seconds or fewer). Here the clock rule drops single moves, and
-games without clocks keep every move.
+Wikinews in 2021: games were truncated where either player had 30 seconds or fewer). Here the clock
+rule drops single moves, and games without clocks keep every move.
 
 JSON (``--json``)::
 
@@ -140,7 +140,7 @@ def score_positions(
     models: Sequence[torch.nn.Module], x: torch.Tensor, mask: torch.Tensor, human: torch.Tensor, micro_batch: int = 512
 ) -> MatchScores:
     """Match and NLL of the human moves ``human`` (B,) policy indices, legal under ``mask`` (B, P)."""
-    top = {k: [] for k in TOP_K}
+    top: dict[int, list[torch.Tensor]] = {k: [] for k in TOP_K}
     nll = []
     for model in models:
         logp, _ = evaluate(model, x, mask, micro_batch)  # (B, P), -inf off the legal moves
@@ -179,7 +179,7 @@ class Tally:
         out: dict = {"positions": n}
         for k, v in zip(TOP_K, sums[:3]):
             out[f"top{k}"] = float(v / n) if n else math.nan
-            out[f"top{k}_ci"] = list(wilson_interval(int(round(v)), n))
+            out[f"top{k}_ci"] = list(wilson_interval(int(round(v)), n))  # noqa: RUF046  (NumPy < 2 rounds to a float64)
         m_, lo, hi = mean_interval_moments(n, float(sums[3]), float(sums[4]))
         out.update(nll=m_, nll_ci=[lo, hi])
         return out

@@ -150,6 +150,8 @@ class SPRT:
             mu = sum(vals) / n if n else 0.0
             var = sum((v - mu) ** 2 for v in vals) / n if n else 0.0
         else:
+            if counts is None or values is None:  # sum()/zip() over None would raise the same TypeError
+                raise TypeError("llr needs unit_scores, or counts and values")
             n = sum(counts)
             mu = sum(c * v for c, v in zip(counts, values)) / n if n else 0.0
             var = sum(c * (v - mu) ** 2 for c, v in zip(counts, values)) / n if n else 0.0

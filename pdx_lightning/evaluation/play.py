@@ -168,7 +168,8 @@ class ModelCache:
     """Load each model name once (a name may appear with several play modes)."""
 
     def __init__(self, weights: str, device: torch.device) -> None:
-        self.weights, self.device, self._models = weights, device, {}
+        self.weights, self.device = weights, device
+        self._models: dict[str, torch.nn.Module] = {}
 
     def __call__(self, name: str) -> torch.nn.Module:
         if name not in self._models:

@@ -100,7 +100,7 @@ def _indices(moves, turn) -> list[int]:
 
 
 def _padded(rows: list[list[int]]) -> torch.Tensor:
-    out = torch.full((len(rows), max(1, max(map(len, rows)))), -1, dtype=torch.long)
+    out = torch.full((len(rows), max(1, *map(len, rows))), -1, dtype=torch.long)
     for r, idx in enumerate(rows):
         out[r, : len(idx)] = torch.tensor(idx, dtype=torch.long)
     return out
@@ -153,7 +153,7 @@ def score_suite(
                 for r, b, t in zip(rows, bs, top.tolist()):
                     top_uci[r] = index_to_move(t, b).uci()
                 bar.update(len(ids))
-            for i in alive:
+            for i in alive.tolist():  # Python ints: Sequence indices
                 line = puzzles[i].line
                 boards[i].push(line[2 * k])
                 if 2 * k + 1 < len(line):

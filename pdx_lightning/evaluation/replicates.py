@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Any, cast
 
 import numpy as np
 from scipy import stats as _st
@@ -59,8 +60,8 @@ def _pair_stat(x, y, axis=-1):
 
 
 def seed_bootstrap(
-    samples: Sequence[Sequence[float]],
-    reference: Sequence[float] | float | None = None,
+    samples: Sequence[Sequence[float] | np.ndarray],
+    reference: Sequence[float] | np.ndarray | float | None = None,
     *,
     n_resamples: int = N_RESAMPLES,
     confidence: float = 0.95,
@@ -76,7 +77,7 @@ def seed_bootstrap(
         raise ValueError("seed_bootstrap needs one non-empty 1-D sample per seed")
     const = reference is not None and np.ndim(reference) == 0
     if reference is None or const:
-        refs = [np.full_like(x, 0.0 if reference is None else float(reference)) for x in xs]
+        refs = [np.full_like(x, 0.0 if reference is None else float(cast(float, reference))) for x in xs]
     else:
         ref = np.asarray(reference, dtype=np.float64)
         if any(x.shape != ref.shape for x in xs):
@@ -118,7 +119,7 @@ def seed_bootstrap(
     alpha = (1 - confidence) / 2
     lo, hi = np.quantile(dist, [alpha, 1 - alpha], axis=1)
     means = [float(x.mean()) for x in xs]
-    out = {
+    out: dict[str, Any] = {
         "per_seed": means,
         "n": [int(x.size) for x in xs],
         "mean": float(np.mean(means)),

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 from scipy import stats as _st
@@ -97,7 +98,7 @@ def run_aggregate(
     x = np.asarray(scores, dtype=np.float64)
     if x.ndim != 1 or x.size == 0 or not np.isfinite(x).all():
         raise ValueError(f"run_aggregate needs a non-empty 1-D array of finite scores, got {list(scores)}")
-    kw = {"n_resamples": n_resamples, "confidence": confidence, "seed": seed}
+    kw: dict[str, Any] = {"n_resamples": n_resamples, "confidence": confidence, "seed": seed}
     above = None
     if reference is not None:
         ref = float(reference)

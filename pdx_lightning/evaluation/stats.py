@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 
@@ -78,7 +79,7 @@ def bin_edges_labels(edges: Sequence[float]) -> list[tuple[float, float, str]]:
         raise ValueError(f"bin edges must be strictly increasing, got {list(edges)}")
     bounds = [-math.inf, *e, math.inf]
     out = []
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
+    for lo, hi in itertools.pairwise(bounds):
         if lo == -math.inf and hi == math.inf:
             label = "all"
         elif lo == -math.inf:

@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import copy
 import math
+from typing import TYPE_CHECKING, cast
 
 import torch
 
 from pdx_lightning.errors import UserError
+
+if TYPE_CHECKING:
+    from pdx_lightning.nets.seam import NetConfig
 
 __all__ = ["NetworkBlendError", "blend_state_dicts", "blend_networks", "check_same_shape"]
 
@@ -62,7 +66,7 @@ def blend_state_dicts(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor], al
 
 
 def _config(model: torch.nn.Module) -> tuple[str | None, dict]:
-    cfg = model.cfg
+    cfg = cast("NetConfig", model.cfg)
     fields = dict(cfg.to_dict())
     fields.pop("name", None)  # a label (preset or file name), not the architecture
     return getattr(cfg, "family", None), fields

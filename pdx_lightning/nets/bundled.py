@@ -16,6 +16,7 @@ import importlib.metadata
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from pdx_lightning.resources import package_dir
 
@@ -64,7 +65,7 @@ def _wheel_file(net: WheelNetwork) -> Path | None:
         return None
     for f in dist.files or ():
         if str(f).replace("\\", "/") == net.member:
-            path = Path(dist.locate_file(f))
+            path = Path(cast(os.PathLike, dist.locate_file(f)))  # a pathlib.Path (typeshed: SimplePath)
             return path if path.is_file() else None
     return None
 

@@ -9,6 +9,7 @@ policy logits ``(B, 4288)`` in the layout of ``moves.py`` and WDL logits
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from typing import ClassVar, Literal
 
@@ -33,7 +34,12 @@ __all__ = [
 ]
 
 N_PLANES = 112
-ACTIVATIONS = {"mish": F.mish, "silu": F.silu, "relu": F.relu, "gelu": F.gelu}
+ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "mish": F.mish,
+    "silu": F.silu,
+    "relu": F.relu,
+    "gelu": F.gelu,
+}
 
 
 @dataclass(frozen=True)
@@ -311,6 +317,14 @@ class MovesLeftHead(nn.Module):
     exports whole. Its weights are buffers: the fine-tuning objective has no moves-left
     term, so they are never in an optimizer and never need a DDP gradient."""
 
+    # buffers (register_buffer)
+    embed_weight: torch.Tensor
+    embed_bias: torch.Tensor
+    fc1_weight: torch.Tensor
+    fc1_bias: torch.Tensor
+    fc2_weight: torch.Tensor
+    fc2_bias: torch.Tensor
+
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         m, h, d = cfg.moves_left_dim, cfg.moves_left_hidden, cfg.embed_dim
@@ -332,6 +346,10 @@ class MovesLeftHead(nn.Module):
 
 
 class Chessformer(nn.Module):
+    # buffers (register_buffer); posenc only where cfg.input_posenc
+    plane_scale: torch.Tensor
+    posenc: torch.Tensor
+
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
         self.cfg = cfg
@@ -406,7 +424,7 @@ def count_params(cfg: ModelConfig) -> int:
         return sum(p.numel() for p in Chessformer(cfg).parameters())
 
 
-def check_stored(config: dict, state: dict, where: str) -> None:
+def check_stored(config: object, state: dict, where: str) -> None:
     """A stored (config, state dict) pair's encoder depth, before any model is built: a config
     claiming more (or fewer) encoder layers than the tensors hold is refused here, so a lying
     config cannot make even the meta-device build loop over layers the file lacks. Every

@@ -48,9 +48,10 @@ import io
 import json
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import chess
 import numpy as np
@@ -120,7 +121,8 @@ class Lc0OnnxInterface(nn.Module):
         value = wdl if self.wdl_head else wdl[:, :1] - wdl[:, 2:]  # (B, 3) or q (B, 1)
         if not self.moves_left:
             return policy, value
-        return policy, value, self.net.moves_left(planes)[:, None]  # (B, 1) plies
+        moves_left = cast(Callable[[torch.Tensor], torch.Tensor], self.net.moves_left)  # a pdx network's method
+        return policy, value, moves_left(planes)[:, None]  # (B, 1) plies
 
 
 def _require(module: str):
@@ -167,7 +169,7 @@ def onnx_model_bytes(
             torch.onnx.export(
                 graph,
                 (dummy,),
-                buf,
+                buf,  # type: ignore[arg-type]  # the TorchScript exporter (dynamo=False) writes to a file-like object too; torch annotates f as a path
                 dynamo=False,
                 opset_version=opset,
                 input_names=[INPUT],
@@ -175,7 +177,7 @@ def onnx_model_bytes(
                 dynamic_axes={n: {0: BATCH} for n in [INPUT, *names]},
                 do_constant_folding=True,
             )
-    except Exception as e:  # noqa: BLE001  (the exporter raises many types; the user gets one line)
+    except Exception as e:  # the exporter raises many types; the user gets one line
         first = (str(e).strip().splitlines() or [type(e).__name__])[0]
         raise OnnxExportError(
             f"the {getattr(cfg, 'family', '?')} network could not be traced to ONNX "

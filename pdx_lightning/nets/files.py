@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import cast
 
 import torch
 
@@ -38,7 +39,7 @@ from pdx_lightning.nets import (
 )
 from pdx_lightning.nets.bundled import DATA_DIR, WHEEL_NETWORKS, BundledNetworkError, resolve_bundled
 from pdx_lightning.nets.bundled import file_sha256 as _file_sha256
-from pdx_lightning.nets.seam import ModelLoadError, build_network, find_preset, get_family
+from pdx_lightning.nets.seam import ModelLoadError, NetConfig, build_network, find_preset, get_family
 from pdx_lightning.resources import resolve_path
 from pdx_lightning.safeio import FileLimitError, load_torch_bounded
 
@@ -110,7 +111,7 @@ def resolve_model_path(name: str) -> Path | None:
 
 def network_record(model: torch.nn.Module) -> dict:
     """``{"family", "config"}`` of a network: what a file or checkpoint stores to rebuild it."""
-    cfg = model.cfg
+    cfg = cast(NetConfig, model.cfg)
     family = getattr(cfg, "family", None)
     get_family(family)  # only registered families can be loaded again
     return {"family": family, "config": cfg.to_dict()}
@@ -183,6 +184,7 @@ def load_model(name: str, weights: str = "ema") -> torch.nn.Module:
     if name.startswith("random:"):
         return _random(name)
     path = resolve_model_path(name)
+    assert path is not None  # None only for random:, returned above
     if path.name.endswith(".pb.gz"):
         return lc0.load_lc0(path).eval()
     blob = _safe_load(path)

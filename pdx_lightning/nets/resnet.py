@@ -56,9 +56,10 @@ devices or dtypes take the module path; ``INFERENCE_FAST_PATH = False`` turns th
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, cast
 
 import numpy as np
 import torch
@@ -249,6 +250,8 @@ class ResidualBlock(nn.Module):
 class ConvPolicyHead(nn.Module):
     """POLICY_CONVOLUTION: two 3×3 convolutions to Lc0's move planes, gathered into our layout."""
 
+    index: torch.Tensor  # a buffer (register_buffer)
+
     def __init__(self, cfg: ClassicConfig) -> None:
         super().__init__()
         self.conv1 = nn.Conv2d(cfg.channels, cfg.channels, 3, padding=1)
@@ -294,6 +297,14 @@ class ValueHead(nn.Module):
 
 class MovesLeftHead(nn.Module):
     """Lc0's moves-left head (plies), carried as buffers like the Chessformer's."""
+
+    # buffers (register_buffer)
+    conv_weight: torch.Tensor
+    conv_bias: torch.Tensor
+    fc1_weight: torch.Tensor
+    fc1_bias: torch.Tensor
+    fc2_weight: torch.Tensor
+    fc2_bias: torch.Tensor
 
     def __init__(self, cfg: ClassicConfig) -> None:
         super().__init__()
@@ -356,7 +367,7 @@ class ClassicResNet(nn.Module):
 
     def _conv_weights(self) -> list[torch.Tensor]:
         """Every 3×3/1×1 convolution weight the inference path uses, in a fixed order."""
-        convs = [self.input] + [c for b in self.blocks for c in (b.conv1, b.conv2)]
+        convs = [self.input] + [c for b in cast(Iterable[ResidualBlock], self.blocks) for c in (b.conv1, b.conv2)]
         head = self.policy_head
         convs += [head.conv1, head.conv2] if isinstance(head, ConvPolicyHead) else [head.conv]
         return [c.weight for c in convs + [self.value_head.conv]]
@@ -389,7 +400,7 @@ class ClassicResNet(nn.Module):
         w = iter(self._inference_weights())
         h = act_(F.conv2d(x.contiguous(memory_format=_CHANNELS_LAST), next(w), self.input.bias, padding=1))
         C = self.cfg.channels
-        for block in self.blocks:
+        for block in cast(Iterable[ResidualBlock], self.blocks):
             z = F.conv2d(act_(F.conv2d(h, next(w), block.conv1.bias, padding=1)), next(w), block.conv2.bias, padding=1)
             if block.se is not None:
                 se = block.se
@@ -400,6 +411,7 @@ class ClassicResNet(nn.Module):
             h = act_(z.add_(h))
         head = self.policy_head
         if isinstance(head, ConvPolicyHead):
+            assert head.conv2.bias is not None  # nn.Conv2d's default bias=True
             planes = F.conv2d(
                 act_(F.conv2d(h, next(w), head.conv1.bias, padding=1)),
                 next(w),
@@ -442,7 +454,7 @@ def count_params(cfg: ClassicConfig) -> int:
         return sum(p.numel() for p in ClassicResNet(cfg).parameters())
 
 
-def check_stored(config: dict, state: dict, where: str) -> None:
+def check_stored(config: object, state: dict, where: str) -> None:
     """A stored (config, state dict) pair's depth, before any model is built: a config claiming
     more (or fewer) residual blocks than the tensors hold is refused here (every tensor's shape
     is then checked on the meta device by ``seam.build_network``)."""

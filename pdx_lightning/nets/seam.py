@@ -62,7 +62,8 @@ class NetOutput(NamedTuple):
 class NetConfig(Protocol):
     """A family's hyperparameters: ``type(cfg)(**cfg.to_dict()) == cfg``."""
 
-    family: str
+    @property
+    def family(self) -> str: ...  # a class attribute (ClassVar) of the config class
 
     def to_dict(self) -> dict: ...
 
@@ -79,8 +80,9 @@ class Network(Protocol):
 
 
 # check(config dict, state dict, where): raise ModelLoadError when the stored config cannot
-# describe the stored tensors. It runs before any model is built, even on the meta device.
-StoredCheck = Callable[[dict, dict, str], None]
+# describe the stored tensors. It runs before any model is built, even on the meta device. The
+# config is what the file holds (possibly not a dict, or None).
+StoredCheck = Callable[[object, dict, str], None]
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,7 @@ class Family:
     check: StoredCheck | None = None
     presets: Mapping[str, NetConfig] = field(default_factory=dict)
 
-    def config_from_dict(self, config: dict, where: str) -> NetConfig:
+    def config_from_dict(self, config: object, where: str) -> NetConfig:
         """The family's config from a stored dict (a ``family`` key in it must name this family)."""
         if not isinstance(config, dict):
             raise ModelLoadError(f"{where}: the stored model config is a {type(config).__name__}, not a dict")
@@ -126,9 +128,12 @@ def register_family(
     return FAMILIES[name]
 
 
-def get_family(name: str) -> Family:
-    """The registered family ``name``; ModelLoadError naming the known ones otherwise."""
+def get_family(name: str | None) -> Family:
+    """The registered family ``name``; ModelLoadError naming the known ones otherwise (also for None:
+    a config without a family)."""
     try:
+        if name is None:
+            raise KeyError(name)
         return FAMILIES[name]
     except (KeyError, TypeError):
         raise ModelLoadError(
@@ -154,7 +159,7 @@ def _meta_shapes(family: Family, cfg: NetConfig, where: str) -> dict[str, tuple[
         raise ModelLoadError(f"{where}: unusable stored {family.name} config: {e}") from e
 
 
-def build_network(family: str, config: dict, state: dict | None, where: str) -> nn.Module:
+def build_network(family: str, config: object, state: dict | None, where: str) -> nn.Module:
     """A network of ``family`` from a stored config dict and state dict, in eval mode.
 
     ``state=None`` builds freshly initialized weights. Otherwise nothing is allocated until the

@@ -31,10 +31,10 @@ from __future__ import annotations
 import re
 import sys
 import warnings
-from typing import Any
+from typing import Any, cast
 
 import torch
-from lightning.pytorch.callbacks import Checkpoint, ModelCheckpoint, ProgressBar
+from lightning.pytorch.callbacks import Callback, Checkpoint, ModelCheckpoint, ProgressBar
 from lightning.pytorch.cli import LightningCLI
 from lightning.pytorch.plugins.io import CheckpointIO
 
@@ -170,11 +170,12 @@ class PDXLightningCLI(LightningCLI):
             # steps out of max_steps, ETA, transitions/s (Lightning's default counts an epoch's batches)
             kwargs["callbacks"] = [*callbacks, FitProgressBar()]
         trainer = super().instantiate_trainer(**kwargs)
-        if not any(isinstance(cb, LogContinuity) for cb in trainer.callbacks):
+        # set by Lightning's callback connector in Trainer.__init__, undeclared on the class
+        cbs: list[Callback] = cast(Any, trainer).callbacks
+        if not any(isinstance(cb, LogContinuity) for cb in cbs):
             # Before the first checkpoint callback, explicitly: its on_train_batch_end must run before
             # ModelCheckpoint writes the step's checkpoint (the order Lightning gives checkpoint callbacks,
             # last, is not re-applied to a callback added after the Trainer was built)
-            cbs = trainer.callbacks
             first_checkpoint = next((i for i, cb in enumerate(cbs) if isinstance(cb, Checkpoint)), len(cbs))
             cbs.insert(first_checkpoint, LogContinuity())
         return trainer

@@ -7,12 +7,12 @@ linear warmup from 0 to the peak rates, then constant; and the EMA target's upda
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import torch
 from torch.optim.swa_utils import get_ema_multi_avg_fn
 
-from pdx_lightning.nets import PARAM_GROUPS
+from pdx_lightning.nets import PARAM_GROUPS, Network
 
 
 class LayerwiseHyperparameters(Protocol):
@@ -63,7 +63,7 @@ def layerwise_adamw(net: torch.nn.Module, hp: LayerwiseHyperparameters | Any) ->
         "policy_head": hp.lr_policy_head,
         "value_head": hp.lr_value_head,
     }
-    groups = net.param_groups()
+    groups = cast(Network, net).param_groups()
     if unknown := sorted(set(groups) - set(PARAM_GROUPS)):
         raise ValueError(
             f"layerwise_adamw: {type(net).__name__}.param_groups() returned unknown groups "

@@ -31,10 +31,12 @@ import functools
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict, is_dataclass
+from typing import cast
 
 import chess
 import lightning as L
 import torch
+from lightning.pytorch.utilities.parsing import AttributeDict
 from torch.utils.data import DataLoader, Dataset
 
 from pdx_lightning.chesscore.encoding import encode_boards
@@ -148,6 +150,11 @@ class PuzzleControl(L.LightningModule):
         self.ema = load_model(base).requires_grad_(False).eval()
         self.dataset: SolverPositions | None = None
 
+    @property
+    def settings(self) -> AttributeDict:
+        """``hparams`` as what ``save_hyperparameters`` made it (an AttributeDict: ``.pool``, ``.seed``, ...)."""
+        return cast(AttributeDict, self.hparams)
+
     def train(self, mode: bool = True) -> PuzzleControl:
         super().train(mode)
         self.ema.eval()
@@ -156,7 +163,7 @@ class PuzzleControl(L.LightningModule):
     def setup(self, stage: str) -> None:
         if self.dataset is not None:
             return
-        hp = self.hparams
+        hp = self.settings
         pool = load_suite(hp.pool, sample=hp.pool_sample, seed=hp.seed).puzzles
         suites = [p for spec in hp.exclude for p in SuiteSpec(**spec).load().puzzles]
         kept = disjoint_pool(pool, suites, remove=hp.remove_overlap)
@@ -168,14 +175,15 @@ class PuzzleControl(L.LightningModule):
         self.pool_size = len(kept)
 
     def train_dataloader(self) -> DataLoader:
-        g = torch.Generator().manual_seed(self.hparams.seed)
+        assert self.dataset is not None  # built by setup(), which Lightning runs first
+        g = torch.Generator().manual_seed(self.settings.seed)
         return DataLoader(
             self.dataset,
-            batch_size=self.hparams.batch_size,
+            batch_size=self.settings.batch_size,
             shuffle=True,
             generator=g,
             collate_fn=collate,
-            drop_last=len(self.dataset) >= self.hparams.batch_size,
+            drop_last=len(self.dataset) >= self.settings.batch_size,
         )
 
     def configure_optimizers(self):
@@ -184,7 +192,7 @@ class PuzzleControl(L.LightningModule):
     def configure_callbacks(self):
         from pdx_lightning.callbacks import EMAUpdate  # noqa: PLC0415
 
-        return [EMAUpdate(decay=self.hparams.ema_decay)]
+        return [EMAUpdate(decay=self.settings.ema_decay)]
 
     def training_step(self, batch, batch_idx: int) -> torch.Tensor:
         x, mask, target = batch
@@ -197,12 +205,12 @@ class PuzzleControl(L.LightningModule):
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         """What ``load_model`` needs (model config), and the base by name + hash as PDXModule does."""
-        write_network_meta(checkpoint, self.online, self.hparams.base)
-        checkpoint["pdx_control"] = {"pool": list(self.hparams.pool), "pool_size": getattr(self, "pool_size", None)}
+        write_network_meta(checkpoint, self.online, self.settings.base)
+        checkpoint["pdx_control"] = {"pool": list(self.settings.pool), "pool_size": getattr(self, "pool_size", None)}
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         """A resume (the sweep resumes the control from last.ckpt) refuses a base file that changed."""
-        check_base(checkpoint, self.hparams.base)
+        check_base(checkpoint, self.settings.base)
 
 
 def main(args: list[str] | None = None) -> None:
@@ -214,8 +222,8 @@ def main(args: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    from pdx_lightning.runtime.checkpoint_read import CheckpointLoadError  # noqa: PLC0415
-    from pdx_lightning.runtime.preflight import PreflightError  # noqa: PLC0415
+    from pdx_lightning.runtime.checkpoint_read import CheckpointLoadError
+    from pdx_lightning.runtime.preflight import PreflightError
 
     try:
         main()

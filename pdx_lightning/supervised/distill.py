@@ -16,19 +16,21 @@ import json
 import math
 import os
 from dataclasses import dataclass
+from typing import Any, cast
 
 import chess
 import lightning as L
 import numpy as np
 import torch
 import torch.nn.functional as F
+from lightning.pytorch.utilities.parsing import AttributeDict
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
 from pdx_lightning.chesscore.encoding import GameHistory, PackedRows, encode_packed, pack_rows
 from pdx_lightning.chesscore.moves import POLICY_SIZE, legal_indices
 from pdx_lightning.chesscore.policy import entropy, masked_log_softmax
 from pdx_lightning.errors import UserError
-from pdx_lightning.nets import load_model, save_network
+from pdx_lightning.nets import Network, load_model, save_network
 from pdx_lightning.nets.chessformer import Chessformer, ModelConfig
 from pdx_lightning.nets.resnet import require_wdl_head
 from pdx_lightning.runtime.export_target import check_export_target
@@ -62,11 +64,14 @@ def pack_shard(
 ) -> PackedPositions:
     """Replay each game once (records are sorted by game, ply) and pack its labelled positions."""
     rows, legal, off = [], [], [0]
-    cur_game, board, hist, done = -1, None, None, 0
+    cur_game, done = -1, 0
+    board: chess.Board | None = None
+    hist: GameHistory | None = None
     for g, p in zip(shard.game.tolist(), shard.ply.tolist()):
         if g != cur_game or p < done:
             cur_game, board, done = g, chess.Board(), 0
             hist = GameHistory(board)
+        assert board is not None and hist is not None  # game ids are >= 0: the first record starts a game
         start = int(shard.game_offsets[g])
         for code in shard.game_moves[start + done : start + p].tolist():
             board.push(decode_move(code))
@@ -112,7 +117,9 @@ class PositionDataset(Dataset):
 
     def __getitems__(self, items: list[int]) -> dict[str, torch.Tensor]:
         d, sel = self.data, self.index[np.asarray(items)]
-        x = encode_packed(d.rows[sel])
+        # PackedRows[indices] is PackedRows.__getitem__'s row selection; mypy types any index of a NamedTuple
+        # as one of its fields
+        x = encode_packed(cast(PackedRows, d.rows[sel]))
         mask = torch.zeros(len(sel), POLICY_SIZE, dtype=torch.bool)
         for r, i in enumerate(sel):
             mask[r, torch.from_numpy(d.legal[d.legal_off[i] : d.legal_off[i + 1]].astype(np.int64))] = True
@@ -160,7 +167,8 @@ class ResumableLoader(DataLoader):
         epoch, batches = int(state["epoch"]), int(state["batches"])
         if batches >= len(self):  # saved at the end of an epoch: the next one starts from its beginning
             epoch, batches = epoch + 1, 0
-        self.sampler.resume(epoch, batches * self.batch_size)
+        assert self.batch_size is not None  # built with one (ShardDataModule.train_dataloader)
+        cast(ResumableSampler, self.sampler).resume(epoch, batches * self.batch_size)
 
 
 def excluded_keys(suites: list[str]) -> set[int]:
@@ -219,10 +227,15 @@ class ShardDataModule(L.LightningDataModule):
         self.save_hyperparameters()
         self.data: PackedPositions | None = None
 
+    @property
+    def settings(self) -> AttributeDict:
+        """``hparams`` as what ``save_hyperparameters`` made it (an AttributeDict: ``.shards``, ``.seed``, ...)."""
+        return cast(AttributeDict, self.hparams)
+
     def setup(self, stage: str | None = None) -> None:
         if self.data is not None:
             return
-        hp = self.hparams
+        hp = self.settings
         shard, reader = load_all(hp.shards)
         if hp.max_positions:
             shard = shard.subset(np.arange(min(len(shard), hp.max_positions)))
@@ -235,11 +248,12 @@ class ShardDataModule(L.LightningDataModule):
         self.data = pack_shard(shard, hp.temperature, hp.cp_weight, hp.mate_bonus)
         games = np.unique(self.data.game)
         rng = np.random.default_rng(hp.seed)
-        held = set(rng.choice(games, size=max(1, int(round(len(games) * hp.val_fraction))), replace=False).tolist())
+        held = set(rng.choice(games, size=max(1, round(len(games) * hp.val_fraction)), replace=False).tolist())
         is_val = np.fromiter((g in held for g in self.data.game.tolist()), dtype=bool, count=len(self.data))
         if hp.start_repeats > 1:  # the initial position is trained on, wherever its game fell
             is_val &= self.data.ply != 0
         self.train_index, self.val_index = np.nonzero(~is_val)[0], np.nonzero(is_val)[0]
+        assert self.data.ply is not None  # pack_shard sets it
         self.train_index = weighted_index(
             self.train_index, self.data.ply, hp.opening_plies, hp.opening_repeats, hp.start_repeats
         )
@@ -256,25 +270,28 @@ class ShardDataModule(L.LightningDataModule):
 
     def train_dataloader(self) -> DataLoader:
         trainer = self.trainer
+        assert self.data is not None  # loaded by setup(), which Lightning runs first
         ds = PositionDataset(self.data, self.train_index)
         world, rank = (trainer.world_size, trainer.global_rank) if trainer is not None else (1, 0)
 
         def progress() -> tuple[int, int]:  # (epoch, batches of it done) at checkpoint time
+            assert trainer is not None  # called by the fit loop, when checkpointing
             return trainer.current_epoch, trainer.fit_loop.epoch_loop.batch_progress.current.ready
 
         return ResumableLoader(
             ds,
             progress=progress,
-            sampler=ResumableSampler(ds, self.hparams.seed, world, rank),
-            batch_size=self.hparams.batch_size,
+            sampler=ResumableSampler(ds, self.settings.seed, world, rank),
+            batch_size=self.settings.batch_size,
             drop_last=True,
             collate_fn=lambda b: b,
         )
 
     def val_dataloader(self) -> DataLoader:
+        assert self.data is not None  # loaded by setup(), which Lightning runs first
         return DataLoader(
             PositionDataset(self.data, self.val_index),
-            batch_size=self.hparams.batch_size,
+            batch_size=self.settings.batch_size,
             shuffle=False,
             collate_fn=lambda b: b,
         )
@@ -319,7 +336,7 @@ class DistillModule(L.LightningModule):
         if value_weight > 0:  # the WDL cross-entropy needs a real draw probability
             require_wdl_head(self.model, "distillation's WDL value loss (value_weight > 0)", f"init {init!r}")
         if freeze:
-            groups = self.model.param_groups()
+            groups = cast(Network, self.model).param_groups()
             unknown = sorted(set(freeze) - set(groups))
             if unknown:
                 raise FreezeError(
@@ -328,6 +345,11 @@ class DistillModule(L.LightningModule):
             for name in freeze:
                 for p in groups[name]:
                     p.requires_grad_(False)
+
+    @property
+    def settings(self) -> AttributeDict:
+        """``hparams`` as what ``save_hyperparameters`` made it (an AttributeDict: ``.lr``, ``.export``, ...)."""
+        return cast(AttributeDict, self.hparams)
 
     def forward(self, x):
         return self.model(x)
@@ -340,7 +362,7 @@ class DistillModule(L.LightningModule):
         p = batch["cand_p"]
         policy_ce = -torch.where(p > 0, p * lp, torch.zeros_like(lp)).sum(1).mean()
         value_ce = -(batch["wdl"] * F.log_softmax(out.wdl, -1)).sum(1).mean()
-        loss = policy_ce + self.hparams.value_weight * value_ce
+        loss = policy_ce + self.settings.value_weight * value_ce
         with torch.no_grad():
             top1 = (logp.argmax(1) == cand[:, 0]).float().mean()
             ent = entropy(logp.detach(), batch["mask"]).mean()
@@ -371,7 +393,7 @@ class DistillModule(L.LightningModule):
         self._step(batch, "val")
 
     def configure_optimizers(self):
-        hp = self.hparams
+        hp = self.settings
         # frozen groups (``freeze``) are left out, so weight decay does not move them either
         opt = torch.optim.AdamW(
             [p for p in self.model.parameters() if p.requires_grad], lr=hp.lr, weight_decay=hp.weight_decay
@@ -388,18 +410,18 @@ class DistillModule(L.LightningModule):
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
 
     def on_train_end(self) -> None:
-        if self.hparams.export and self.trainer.is_global_zero:
-            check_export_target(self.hparams.export, self.hparams.overwrite_bundled)
-            os.makedirs(os.path.dirname(os.path.abspath(self.hparams.export)), exist_ok=True)
-            dm = self.trainer.datamodule
+        if self.settings.export and self.trainer.is_global_zero:
+            check_export_target(self.settings.export, self.settings.overwrite_bundled)
+            os.makedirs(os.path.dirname(os.path.abspath(self.settings.export)), exist_ok=True)
+            dm = cast(Any, self.trainer).datamodule  # set by Lightning's data connector, undeclared on Trainer
             meta = {
                 "kind": "search-distilled base",
                 "steps": self.trainer.global_step,
                 "data": getattr(dm, "stats", None),
                 "teacher_temperature": dm.hparams.temperature if dm else None,
             }
-            save_network(self.model.eval(), self.hparams.export, meta=meta)
-            print(f"[pretrain] exported {self.hparams.export}")
+            save_network(self.model.eval(), self.settings.export, meta=meta)
+            print(f"[pretrain] exported {self.settings.export}")
 
 
 def run_pretrain_cli(argv: list[str]) -> None:

@@ -40,6 +40,7 @@ import zipfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
+from typing import Any, cast
 
 import chess
 import numpy as np
@@ -145,10 +146,12 @@ class Shard:
     def boards(self) -> list[chess.Board]:
         """All records' boards (with move stacks), replaying each game once."""
         out: list[chess.Board] = []
-        b, g_cur, done = None, -1, 0
+        b: chess.Board | None = None
+        g_cur, done = -1, 0
         for g, p in zip(self.game.tolist(), self.ply.tolist()):
             if g != g_cur or p < done:
                 b, g_cur, done = chess.Board(), g, 0
+            assert b is not None  # game ids are >= 0: the first record starts a game
             start = int(self.game_offsets[g])
             for c in self.game_moves[start + done : start + p].tolist():
                 b.push(decode_move(c))
@@ -211,7 +214,7 @@ def write_shard(path: str | os.PathLike, shard: Shard) -> Path:
     ``.shard_N.npz.tmp-*`` is what the generators clear on a restart)."""
     path = Path(path)
     _validate(shard)
-    arrays = {name: np.ascontiguousarray(getattr(shard, name), dtype=_DTYPES[name]) for name in _ARRAYS}
+    arrays: dict[str, Any] = {name: np.ascontiguousarray(getattr(shard, name), dtype=_DTYPES[name]) for name in _ARRAYS}
     arrays["meta"] = np.array(json.dumps({"format": FORMAT_VERSION, **shard.meta}, sort_keys=True))
     with atomic_write(path) as f:
         np.savez_compressed(f, **arrays)
@@ -247,7 +250,7 @@ def load_shard(path: str | os.PathLike) -> Shard:
 def list_shards(directory: str | os.PathLike) -> list[Path]:
     """Shard files of ``directory`` in shard-index order (temp files excluded)."""
     paths = [p for p in Path(directory).glob(SHARD_GLOB) if shard_index(p) is not None]
-    return sorted(paths, key=shard_index)
+    return sorted(paths, key=lambda p: cast(int, shard_index(p)))  # None filtered out above
 
 
 class ShardReader:

@@ -60,7 +60,7 @@ import chess.engine
 import numpy as np
 
 from pdx_lightning.chesscore.moves import move_to_index
-from pdx_lightning.engines.stockfish import StockfishNotFound, find_stockfish, open_engine
+from pdx_lightning.engines.stockfish import RestartingEngine, StockfishNotFound, find_stockfish, open_engine
 
 __all__ = [
     "Teacher",
@@ -261,7 +261,7 @@ class Teacher:
         self.temperature, self.cp_weight, self.mate_bonus = temperature, cp_weight, mate_bonus
         self.threads, self.hash_mb = threads, hash_mb
         self.restarts = 0  # crash restarts
-        self._engine: chess.engine.SimpleEngine | None = None
+        self._engine: RestartingEngine | None = None
         self._start()
 
     # -- process management -------------------------------------------------
@@ -289,10 +289,12 @@ class Teacher:
 
     @property
     def engine_id(self) -> str:
+        assert self._engine is not None  # running from __init__ until close()
         return self._engine.id.get("name", "unknown engine")
 
     @property
     def pid(self) -> int:
+        assert self._engine is not None  # running from __init__ until close()
         return self._engine.transport.get_pid()
 
     def restart(self) -> None:
@@ -308,7 +310,7 @@ class Teacher:
         if self._engine is not None:
             try:
                 self._engine.quit()
-            except Exception:  # already dead / hung: just drop the transport
+            except Exception:  # noqa: BLE001  (already dead / hung: just drop the transport)
                 pass
             self._engine.close()
             self._engine = None
@@ -334,6 +336,7 @@ class Teacher:
             pos += " moves " + " ".join(m.uci() for m in board.move_stack)
         go = "go" + (f" nodes {nodes}" if nodes else "") + (f" depth {depth}" if depth else "")
         eng = self._engine
+        assert eng is not None  # running from __init__ until close()
         self._used = True
         coro = asyncio.wait_for(eng.protocol.communicate(lambda p: _Search(p, setup, [pos, go])), _SEARCH_TIMEOUT)
         return asyncio.run_coroutine_threadsafe(coro, eng.protocol.loop).result()

@@ -1,7 +1,8 @@
 """Differential fuzzer: the compiled core's pool (``NativePool``) against the python-chess pool, position by position.
 
     OMP_NUM_THREADS=1 python tests/chesscore/fuzz_core.py --positions 20000 --seed 1
-    OMP_NUM_THREADS=1 python tests/chesscore/fuzz_core.py --positions 1000000 --seed 7 --report-every 100000 --one-thread
+    OMP_NUM_THREADS=1 python tests/chesscore/fuzz_core.py --positions 1000000 --seed 7 --report-every 100000 \\
+        --one-thread
 
 Four pairs of pools (claims off / on, with and without a ply cap; one native pool on two worker threads)
 play random games from random roots (``fuzz_roots.random_root``: en passant, pins, castling, promotions,

@@ -219,7 +219,9 @@ e2e4 = chess.Move.from_uci("e2e4")
 cases = {
     "ep_takes_a_knight": lambda: pool.set_board(0, chess.Board("4k3/8/8/3Pn3/8/8/8/4K3 w - e6 0 1")),
     "ep_on_a1": lambda: pool.set_board(0, chess.Board("4k3/8/8/8/8/8/1p6/4K3 b - a1 0 1")),
-    "queens_with_kings": lambda: pool.set_board(0, chess.Board("QQQQQQQQ/QQQQQQQQ/QQQQQQQQ/QQQQQQQQ/QQQQQQQQ/QQQQQQQQ/QQQQQQQQ/K1k5 w - - 0 1")),
+    "queens_with_kings": lambda: pool.set_board(
+        0, chess.Board("QQQQQQQQ/QQQQQQQQ/QQQQQQQQ/QQQQQQQQ/QQQQQQQQ/QQQQQQQQ/QQQQQQQQ/K1k5 w - - 0 1")
+    ),
     "queens_without_kings": lambda: pool.set_board(0, chess.Board("QQQQQQQQ/" * 7 + "QQQQQQQQ w - - 0 1")),
     "fullmove_2_30": lambda: pool.set_board(0, chess.Board("4k3/8/8/8/8/8/8/4K3 w - - 0 1073741825")),
     "positions_1e7": lambda: pool.positions([10**7]),

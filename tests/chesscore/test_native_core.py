@@ -69,7 +69,7 @@ def _walk(core, i, board, rng, plies, repeat_bias):
         quiet = [m for m in legal if not board.is_capture(m) and board.piece_type_at(m.from_square) != chess.PAWN]
         move = rng.choice(quiet if quiet and rng.random() < repeat_bias else legal)
         # the policy slot, as self-play plays it
-        reason, _ = core.play(np.array([i]), np.array([legal_indices(board, [move])[0]]), False, None)
+        _reason, _ = core.play(np.array([i]), np.array([legal_indices(board, [move])[0]]), False, None)
         board.push(move)
         hist.push(board)
         agree(core, i, board, hist, board.ply() + 3)

@@ -194,7 +194,8 @@ def test_bad_clock_comments_name_the_ply(tmp_path):
         list(read_games(path))
     huge = GOOD[0], f"1. e4 {{ [%clk {'9' * 400}:00:00] }} 1-0"
     stats = ReadStats()
-    assert list(read_games(write_games(tmp_path, huge, GOOD, name="h.pgn"), skip_bad=True, stats=stats))[0].number == 2
+    games = list(read_games(write_games(tmp_path, huge, GOOD, name="h.pgn"), skip_bad=True, stats=stats))
+    assert games[0].number == 2
     assert stats.skipped == reasons(bad_clock=1)
 
 

@@ -117,7 +117,7 @@ def test_expansion_is_batched_lazily_and_cached_across_seeds():
     assert one.calls == [1] * 13
     lazy = FunctionPolicy(lambda path: [0.98, 0.01, 0.01])  # 95% of the mass in the first line
     t = CoverageTree(lazy, 4, expand_batch=2)
-    masses, _ = t.run_seed(0, 1000, target=0.95)
+    _masses, _ = t.run_seed(0, 1000, target=0.95)
     assert t.nodes_expanded < 1 + 3 + 9 + 27  # only what the draws (and the heaviest prefetches) reach
     # the batch size changes only speed: the same seed draws the same lines
     ref = CoverageTree(FunctionPolicy(skewed), 3, 1).run_seed(5, 20)[0]

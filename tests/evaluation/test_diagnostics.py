@@ -188,7 +188,7 @@ def test_cli_diagnostics_json_and_flags(tmp_path, capsys):
 def test_cli_passes_claim_draws_and_micro_batch(tmp_path, monkeypatch):
     seen = {"claim": set(), "mb": set()}
     real_ended, real_eval = diag_cli._ended, diag_cli.evaluate
-    monkeypatch.setattr(diag_cli, "_ended", lambda b, l, h, c: seen["claim"].add(c) or real_ended(b, l, h, c))
+    monkeypatch.setattr(diag_cli, "_ended", lambda b, lg, h, c: seen["claim"].add(c) or real_ended(b, lg, h, c))
     monkeypatch.setattr(diag_cli, "evaluate", lambda m, x, k, mb: seen["mb"].add(mb) or real_eval(m, x, k, mb))
     parser = argparse.ArgumentParser()
     diag_cli.add_arguments(parser)

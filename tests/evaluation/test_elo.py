@@ -217,11 +217,13 @@ def test_gradient_and_hessian_against_finite_differences():
             m = 3 + (adv_fixed is None) + (draw_fixed is None)
             x = rng.normal(0, 0.5, m)
             args = (counts, free, 0.0, model, adv_fixed, draw_fixed, True)
-            f, g, H = _objective(x, *args)
+            _f, g, H = _objective(x, *args)
             np.testing.assert_allclose(
-                g, approx_fprime(x, lambda y: _objective(y, *args)[0], 1e-7), rtol=1e-4, atol=1e-3
+                g, approx_fprime(x, lambda y, args=args: _objective(y, *args)[0], 1e-7), rtol=1e-4, atol=1e-3
             )
-            Hn = np.array([approx_fprime(x, lambda y: _objective(y, *args)[1][i], 1e-7) for i in range(m)])
+            Hn = np.array(
+                [approx_fprime(x, lambda y, args=args, i=i: _objective(y, *args)[1][i], 1e-7) for i in range(m)]
+            )
             np.testing.assert_allclose(H, Hn, rtol=1e-4, atol=1e-3)
 
 

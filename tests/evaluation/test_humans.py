@@ -58,7 +58,10 @@ def reference(model, games, filt):
     return np.array(top1), np.array(top5), np.array(nll)
 
 
-def run_eval(models, path=GAMES20, filt=MoveFilter(skip_plies=10, min_clock=30), **kw):
+MAIA_FILTER = MoveFilter(skip_plies=10, min_clock=30)
+
+
+def run_eval(models, path=GAMES20, filt=MAIA_FILTER, **kw):
     read = ReadStats()
     return evaluate_games(models, read_games(path, stats=read, max_games=kw.pop("max_games", None)), filt, read, **kw)
 

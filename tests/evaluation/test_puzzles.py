@@ -275,7 +275,7 @@ def test_batched_equals_one_at_a_time_on_random_tiny():
         np.testing.assert_allclose(other.log_p_star, full.log_p_star, atol=1e-5)
         assert other.ply_move == full.ply_move and (other.solved == full.solved).all()
     np.testing.assert_allclose([r.log_p_star[0] for r in single], full.log_p_star, atol=1e-5)
-    assert sum((r.ply_move for r in single), []) == full.ply_move
+    assert [m for r in single for m in r.ply_move] == full.ply_move
     assert [r.first_fail[0] for r in single] == full.first_fail.tolist()
 
 
@@ -305,7 +305,7 @@ def test_mean_interval_and_mcnemar():
 
 def test_summarize_and_compare_by_hand():
     puzzles = load_suite(LICHESS).puzzles[:3]  # hm001 (612, depth 1), hm002 (1210, 2), hm003 (1650, 2)
-    hm001, hm002, hm003 = puzzles
+    hm001, hm002, _hm003 = puzzles
     a = TablePolicy().prefer(hm001, 0, {"d1d8": 5.0})
     b = TablePolicy().prefer(hm001, 0, {"d1d8": 5.0}).prefer(hm002, 0, {"b2b7": 5.0}).prefer(hm002, 1, {"a1a8": 5.0})
     ra, rb = score_suite(a, puzzles), score_suite(b, puzzles)

@@ -173,7 +173,7 @@ def test_mates_from_labelled_shards_are_exact_and_stop_when_the_candidates_end(t
         assert any(chess.Board().epd() != board.epd() and _replay(c).epd() == board.epd() for c in finals)
         assert len(moves) == 2 * n and row["Themes"].split()[:2] == ["mate", f"mateIn{n}"]
         assert not (n > 1 and _brute_mates_within(board, n - 1))
-        for i, uci in enumerate(moves[1:]):
+        for uci in moves[1:]:
             board.push_uci(uci)
         assert board.is_checkmate()
     assert common.candidates_file(out).read_text().splitlines() == [" ".join(c) for c in cands]

@@ -64,7 +64,7 @@ def boards(n: int) -> list[chess.Board]:
 def _lc0_name(board: chess.Board, move: chess.Move) -> str:
     """The move as Lc0's 1,858 list names it: side-to-move frame, castling king-takes-rook, the knight
     promotion on the plain square pair (written from the rules, not from the exporter's tables)."""
-    frame = (lambda s: s) if board.turn else (lambda s: chess.square_mirror(s))
+    frame = (lambda s: s) if board.turn else chess.square_mirror
     to = move.to_square
     if board.is_castling(move):
         to = chess.square(7 if chess.square_file(to) == 6 else 0, chess.square_rank(to))
@@ -79,14 +79,13 @@ def run_onnx(data, x: np.ndarray) -> dict[str, np.ndarray]:
 
 def interface(data) -> tuple[list, list]:
     m = onnx.load_from_string(data) if isinstance(data, bytes) else onnx.load(str(data))
-    spec = lambda vs: [
-        (
-            v.name,
-            v.type.tensor_type.elem_type,  # noqa: E731
-            [d.dim_param or d.dim_value for d in v.type.tensor_type.shape.dim],
-        )
-        for v in vs
-    ]
+
+    def spec(vs):
+        return [
+            (v.name, v.type.tensor_type.elem_type, [d.dim_param or d.dim_value for d in v.type.tensor_type.shape.dim])
+            for v in vs
+        ]
+
     return spec(m.graph.input), spec(m.graph.output)
 
 
@@ -227,7 +226,7 @@ def test_the_command_writes_a_checked_file(tmp_path, capsys):
 
 
 def test_a_network_file_exports_as_the_network_it_holds(tmp_path, capsys):
-    from pdx_lightning.nets import save_network  # noqa: PLC0415
+    from pdx_lightning.nets import save_network
 
     model = load_model("random:classic-tiny:5")
     save_network(model, tmp_path / "net.pt")
@@ -388,8 +387,8 @@ def test_lc0s_leela2onnx_of_a_classical_value_network(tmp_path):
 
 @pytest.mark.slow
 def test_lc0s_leela2onnx_of_an_attention_body_network(tmp_path):
-    from pdx_lightning.nets import lc0  # noqa: PLC0415
-    from pdx_lightning.nets.chessformer import Chessformer, ModelConfig  # noqa: PLC0415
+    from pdx_lightning.nets import lc0
+    from pdx_lightning.nets.chessformer import Chessformer, ModelConfig
 
     torch.manual_seed(3)
     model = Chessformer(lc0.lc0_style(ModelConfig.from_name("small", moves_left_dim=8)))

@@ -14,20 +14,20 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 from pdx_lightning.experiments.arms import (
     CONTROL,
     REGULARIZED,
     TEMP_LABEL,
-    TEMPERATURES,  # noqa: E402
+    TEMPERATURES,
     TERM_LABEL,
     UNREGULARIZED,
 )
-from pdx_lightning.experiments.report.recovery_tables import recovery  # noqa: E402
-from pdx_lightning.experiments.report.runs import Runs, by_depth, suite_summary  # noqa: E402
+from pdx_lightning.experiments.report.recovery_tables import recovery
+from pdx_lightning.experiments.report.runs import Runs, by_depth, suite_summary
 
-COLORS = {
+COLORS: dict[str | None, str] = {
     "none": "tab:gray",
     "entropy": "tab:orange",
     "reverse_kl": "tab:blue",
@@ -51,6 +51,7 @@ def figure1(runs: Runs, out: Path) -> str | None:
         return None
     fig, ax = plt.subplots(figsize=(6, 4))
     for r in rows[1:]:
+        assert r.cell is not None  # every row past the base has its sweep cell
         d = by_depth(r)
         depths = [k for k in sorted(d) if k in base and d[k].get("p_star_geo") and base[k].get("p_star_geo")]
         if depths:
@@ -99,6 +100,7 @@ def figure5(runs: Runs, out: Path) -> tuple[str | None, str]:
             for c, s in pts:
                 if c["name"] in sel:
                     ax.plot([c["beta"]], [100 * s["acc"]], marker="*", ms=14, color=COLORS[term], mec="k")
+        assert base is not None  # checked above (suite_summary(runs.base, suite))
         ax.axhline(100 * base["acc"], color="k", ls="--", lw=1, label="frozen base")
         for c in cells:
             if (

@@ -8,6 +8,7 @@ tactics suite stored in the eval JSONs (the same scoring, nothing rerun).
 from __future__ import annotations
 
 import math
+from typing import cast
 
 from pdx_lightning.experiments.arms import PRIOR_ANCHORED
 from pdx_lightning.experiments.report.runs import Runs
@@ -60,8 +61,9 @@ def recovery(runs: Runs) -> tuple[list[tuple[str, dict]], str]:
     from pdx_lightning.evaluation.recovery import recovery_analysis  # noqa: PLC0415
 
     b = suite_result(base)
+    # rows holds only rows with a cell (filtered above): cast(dict, r.cell) drops the None
     return [
-        (r.title(), {"name": r.cell["name"], **recovery_analysis(b, suite_result(t))})
+        (r.title(), {"name": cast(dict, r.cell)["name"], **recovery_analysis(b, suite_result(t))})
         for r in rows
         if r.eval and (t := r.eval["suites"].get("tactics")) and t.get("per_puzzle")
     ], "the per-position arrays of the tactics suite in the eval JSONs (`recovery_analysis`)"

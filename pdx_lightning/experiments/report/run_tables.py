@@ -17,7 +17,7 @@ import numpy as np
 
 from pdx_lightning.evaluation.markdown import markdown_table
 from pdx_lightning.evaluation.match import pentanomial_elo
-from pdx_lightning.evaluation.run_aggregates import N_RESAMPLES, improvement, run_aggregate
+from pdx_lightning.evaluation.run_aggregates import N_RESAMPLES, Interval, improvement, run_aggregate
 from pdx_lightning.experiments.arms import TEMP_LABEL, TERM_LABEL
 from pdx_lightning.experiments.report.runs import NM, Runs
 from pdx_lightning.experiments.report.seeds import SEED_SUITES, SUITE_TITLE, _match, _units, arms
@@ -45,6 +45,7 @@ def per_seed_scores(runs: Runs) -> dict[str, dict[Arm, dict[int, float]]]:
             if label is not None and (m := _match(arena, label, base_label)):
                 out.setdefault("elo", {}).setdefault(arm, {})[seed] = pentanomial_elo(tuple(m["ptn"]))[0]
             for s in suites:
+                assert runs.base is not None  # suites are the base's
                 ids = runs.base["suites"][s]["ids"]
                 base, u = _units(runs.base, s, ids), _units(runs.evals.get(c["name"]), s, ids)
                 if base is None or u is None:
@@ -67,6 +68,10 @@ def _fmt(metric: str, v: float) -> str:
     return f"{math.exp(v):.3f}×" if metric.startswith("logp") else f"{v:+.1f}" if metric == "elo" else f"{v:+.2f}"
 
 
+def _fmt_ci(metric: str, iv: Interval) -> str:
+    return f"{_fmt(metric, iv.value)} [{_fmt(metric, iv.ci[0])}, {_fmt(metric, iv.ci[1])}]"
+
+
 def aggregate_rows(scores: dict[str, dict[Arm, dict[int, float]]]) -> list[list[str]]:
     rows = []
     for metric, by_arm in scores.items():
@@ -74,14 +79,14 @@ def aggregate_rows(scores: dict[str, dict[Arm, dict[int, float]]]) -> list[list[
             if len(per) < 2:
                 continue
             a = run_aggregate([per[s] for s in sorted(per)], reference=0.0)
-            ci = lambda iv: f"{_fmt(metric, iv.value)} [{_fmt(metric, iv.ci[0])}, {_fmt(metric, iv.ci[1])}]"  # noqa: E731
+            assert a.p_above is not None  # reference given
             rows.append(
                 [
                     _metric_title(metric),
                     _arm_label(arm),
                     str(len(per)),
-                    ci(a.mean),
-                    ci(a.iqm),
+                    _fmt_ci(metric, a.mean),
+                    _fmt_ci(metric, a.iqm),
                     f"{a.p_above.value:.2f} [{a.p_above.ci[0]:.2f}, {a.p_above.ci[1]:.2f}]",
                 ]
             )

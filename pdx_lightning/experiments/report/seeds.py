@@ -107,7 +107,11 @@ def table_seeds(runs: Runs, suite: str) -> str:
     for a in suite_aggregates(runs, suite):
         acc: SeedAggregate = a["acc"]
         lp: SeedAggregate | None = a["log_p"]
-        ratio = f"{math.exp(lp.diff):.2f}× [{math.exp(lp.diff_ci[0]):.2f}, {math.exp(lp.diff_ci[1]):.2f}]" if lp else NM
+        assert acc.diff is not None and acc.diff_ci is not None  # aggregated against the base
+        ratio = NM
+        if lp:
+            assert lp.diff is not None and lp.diff_ci is not None  # aggregated against the base
+            ratio = f"{math.exp(lp.diff):.2f}× [{math.exp(lp.diff_ci[0]):.2f}, {math.exp(lp.diff_ci[1]):.2f}]"
         rows.append(
             [
                 TERM_LABEL[a["term"]],
@@ -279,6 +283,7 @@ def sections(runs: Runs) -> list[str]:
         "",
     ]
     for s in suites:
+        assert runs.base is not None  # suites are the base's
         n = runs.base["suites"][s]["n"]
         md += [f"### {SUITE_TITLE.get(s, s)} ({n} puzzles)", "", table_seeds(runs, s), ""]
     if "mates" in suites:

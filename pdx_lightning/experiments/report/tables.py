@@ -8,10 +8,12 @@ Figure 7's coverage numbers, Figure 8's recovery numbers and the human move-matc
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pdx_lightning.evaluation.coverage import draws_cell
 from pdx_lightning.evaluation.markdown import markdown_table
 from pdx_lightning.experiments.arms import REGULARIZED, TEMP_LABEL, TEMPERATURES, TERM_LABEL, UNREGULARIZED
-from pdx_lightning.experiments.report.runs import NM, Runs, by_depth, mate_depths, suite_summary
+from pdx_lightning.experiments.report.runs import NM, Row, Runs, by_depth, mate_depths, suite_summary
 
 # ---------------------------------------------------------------- formatting
 
@@ -40,6 +42,7 @@ def _elo(doc: dict | None, keys: set) -> tuple[str, dict | None]:
     label = _player(doc, keys)
     if label is None or "ratings" not in (doc or {}).get("elo", {}):
         return NM, None
+    assert doc is not None  # _player found the label in it
     r = next((r for r in doc["elo"]["ratings"] if r["player"] == label), None)
     h2h = next((h for h in doc.get("head_to_head", []) if h["player"] == label), None)
     if r is None:  # a player of the match block only (games added after the ladder was fitted)
@@ -97,11 +100,18 @@ def _pstar(s: dict | None) -> tuple[float | None, str]:
 def table4(runs: Runs) -> str:
     rows = runs.rows()
     depths = mate_depths(rows)
-    cols = [lambda r: suite_summary(r.eval, "tactics"), lambda r: suite_summary(r.eval, "hard")]
-    cols += [lambda r, d=d: by_depth(r).get(d) for d in depths]
+    cols: list[Callable[[Row], dict | None]] = [
+        lambda r: suite_summary(r.eval, "tactics"),
+        lambda r: suite_summary(r.eval, "hard"),
+    ]
+
+    def depth_col(d: int) -> Callable[[Row], dict | None]:  # one closure per depth
+        return lambda r: by_depth(r).get(d)
+
+    cols += [depth_col(d) for d in depths]
     cells = [[_pstar(f(r)) for f in cols] for r in rows]
     for j in range(len(cols)):  # bold the best geometric mean per column
-        vals = [c[j][0] for c in cells if c[j][0] is not None]
+        vals = [v for c in cells if (v := c[j][0]) is not None]
         for c in cells:
             if vals and c[j][0] == max(vals):
                 c[j] = (c[j][0], f"**{c[j][1]}**")
@@ -124,7 +134,7 @@ def table_paired(runs: Runs) -> str:
     the argmax puzzles gained/lost with the exact McNemar p."""
     rows = runs.rows()[1:]
     depths = mate_depths(runs.rows())
-    cols = [("tactics", None, "Tactics all"), ("hard", None, "Tactics hard")]
+    cols: list[tuple[str, int | None, str]] = [("tactics", None, "Tactics all"), ("hard", None, "Tactics hard")]
     cols += [("mates", d, f"mate-in-{d}") for d in depths]
 
     def cell(p):
@@ -142,6 +152,7 @@ def table5(runs: Runs) -> str:
     base_name = runs.sweep["base"]["name"]
     cfgs = [("Frozen base", "raw", {"base raw", base_name}, "raw"), ("", "μ", {"base mu"}, "adaptive")]
     for r in runs.rows(control=False)[1:]:
+        assert r.cell is not None  # every row past the base has its sweep cell
         play = "adaptive" if r.cell["temperature"] == "adaptive" else "raw"
         cfgs.append((r.label, "μ" if play == "adaptive" else "raw", r.keys, play))
     out = []
@@ -303,6 +314,7 @@ def table_coverage(runs: Runs) -> str:
     titles = {k: r.title() for r in runs.rows() for k in r.keys}
     out = []
     for res in (cov or {}).get("results", []):
+        assert cov is not None  # it has results
         om = res["omega_at"]
         out.append(
             [

@@ -31,7 +31,7 @@ SUITES = ("selection", "tactics", "hard", "mates", "real", "real_hard")
 # may gain them
 SCORE_ONLY_SUITES = ("real", "real_hard")
 
-Term = Literal[TERMS]  # type: ignore[valid-type]  (the arms' names, one source)
+Term = Literal[TERMS]  # type: ignore[valid-type]  # the arms' names, one source
 Temperature = Literal[TEMPERATURES]  # type: ignore[valid-type]
 Analysis = Literal[ANALYSES]  # type: ignore[valid-type]
 

@@ -23,12 +23,16 @@ import math
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from pdx_lightning.atomicfile import atomic_write_text
 from pdx_lightning.experiments.sweep.config import Cell, SweepConfig
 from pdx_lightning.experiments.sweep.train import train_cell, train_seconds
 from pdx_lightning.runtime.environment import environment
 from pdx_lightning.runtime.jsonio import json_safe
+
+if TYPE_CHECKING:
+    from torch.utils.tensorboard.writer import FileWriter
 
 
 class Evaluator:
@@ -96,7 +100,7 @@ def suite_meta(puzzles: list) -> dict:
 def eval_document(name: str, meta: dict[str, dict], results: dict, base: dict | None) -> dict:
     """The ``pdx_cell_eval/1`` document: per suite ``meta`` (spec, files, n, ids, rating, difficulty, depth)
     plus the summary, the pairing with the base's results and the per-position arrays of ``results``."""
-    from pdx_lightning.evaluation.puzzle_scoring import MULTI_SOLUTION_RULE, compare, per_puzzle, summarize  # noqa
+    from pdx_lightning.evaluation.puzzle_scoring import MULTI_SOLUTION_RULE, compare, per_puzzle, summarize  # noqa: PLC0415
 
     suites = {
         k: {
@@ -166,7 +170,8 @@ def log_hparams(cell_dir: Path, hparams: dict, metrics: dict[str, float], step: 
     writer = SummaryWriter(str(cell_dir / "tb" / "version_0"))
     try:
         for summary in hp_summary({k: v for k, v in hparams.items() if v is not None}, metrics):
-            writer.file_writer.add_summary(summary)
+            # torch types file_writer from its None initialiser; SummaryWriter() has opened it
+            cast("FileWriter", writer.file_writer).add_summary(summary)
         for k, v in metrics.items():
             writer.add_scalar(k, v, step)
     finally:

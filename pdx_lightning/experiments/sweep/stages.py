@@ -2,7 +2,8 @@
 
 ``pdx arena`` (argmax: base + selected cells + control → ``arena.json``; sampled, each model through
 its self-play distribution → ``arena_sampled.json``), ``pdx eval coverage|diagnostics|recovery``
-(``<name>.json``) and ``pdx eval humans`` (``humans.json``, when ``analyses.humans`` is set), each a ``pdx`` subprocess, skipped when its JSON exists or its tool is not installed.
+(``<name>.json``) and ``pdx eval humans`` (``humans.json``, when ``analyses.humans`` is set), each a
+``pdx`` subprocess, skipped when its JSON exists or its tool is not installed.
 A stage added to a finished sweep's config runs when the sweep is rerun (finished cells are skipped).
 """
 
@@ -77,6 +78,7 @@ def run_stages(cfg: SweepConfig, out: Path, doc: dict) -> None:
         if importlib.util.find_spec(f"pdx_lightning.evaluation.{name}") is None:
             print(f"[sweep] {name}: `pdx eval {name}` is not installed, skipped (report: not measured)")
             continue
+        assert cfg.analyses is not None  # the loop runs over cfg.analyses.run only
         extra = cfg.analyses.args.get(name, [])
         run_stage(out, name, ["eval", name, *_analysis_flags(cfg, name, chosen), *extra])
     if cfg.analyses and cfg.analyses.humans:
@@ -111,9 +113,9 @@ def anchor_problems(cfg: SweepConfig) -> list[str]:
     import shutil  # noqa: PLC0415
 
     problems = []
-    for label, spec in (cfg.arena.anchors if cfg.arena else {}).items():
+    for label, given in (cfg.arena.anchors if cfg.arena else {}).items():
         try:
-            spec = anchor_spec(spec, cfg.base)
+            spec = anchor_spec(given, cfg.base)
         except (SweepError, ValueError) as e:  # ModelLoadError is a ValueError
             problems.append(f"arena anchor {label!r}: {e}")
             continue

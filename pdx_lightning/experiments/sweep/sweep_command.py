@@ -179,4 +179,4 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         ns.fit_args = extra
         return ns, []
 
-    parser.parse_known_args = parse_known_args
+    parser.parse_known_args = parse_known_args  # type: ignore[method-assign]  # deliberate per-instance override

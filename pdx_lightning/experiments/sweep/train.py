@@ -18,6 +18,7 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from pdx_lightning.atomicfile import atomic_write_text
@@ -34,7 +35,7 @@ def launch(cmd: list[str], log_path: Path) -> int:
     with open(log_path, "a") as log:
         log.write(f"\n$ {' '.join(cmd)}\n")
         log.flush()
-        return subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode
+        return subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
 
 
 NO_LOGGER = ("false", "none", "null")
@@ -72,7 +73,7 @@ def tracker_args(fit_args: list[str], cell_name: str) -> tuple[bool, list[str]]:
     return replaced, out
 
 
-def fit_config(cfg: SweepConfig, cell: Cell, cell_dir: Path, fit_args: list[str] = ()) -> dict:
+def fit_config(cfg: SweepConfig, cell: Cell, cell_dir: Path, fit_args: Sequence[str] = ()) -> dict:
     """The cell's complete LightningCLI config (the fit_config file, then the sweep's settings on top);
     without TensorBoard when ``fit_args`` choose the tracker (:func:`tracker_args`)."""
     import yaml  # noqa: PLC0415

@@ -71,7 +71,7 @@ def mappings() -> dict[str, ModuleType]:
     return {m.BODY: m for m in (attention, classic)}
 
 
-def _mapping_for_family(family: str) -> ModuleType | None:
+def _mapping_for_family(family: str | None) -> ModuleType | None:
     return next((m for m in mappings().values() if family == m.FAMILY), None)
 
 

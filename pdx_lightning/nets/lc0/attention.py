@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -63,14 +64,17 @@ BODY = "attention"
 FAMILY = "chessformer"
 _POLICY, _VALUE = "policy_heads.vanilla.", "value_heads.winner."  # where export writes the heads
 
+# a field_table part: None (same layout), "T" (transposed) or (i, n) (the i-th of n row blocks)
+Part = Literal["T"] | tuple[int, int] | None
 
-def field_table(cfg: ModelConfig, pol: str, pol_embed: str, val: str) -> list[tuple[str, str, object]]:
+
+def field_table(cfg: ModelConfig, pol: str, pol_embed: str, val: str) -> list[tuple[str, str, Part]]:
     """(net.proto path under ``weights``, state-dict key, part) for every tensor of ``cfg``.
     part: None (same layout), "T" (stored transposed: Lc0's gates are (d, 64)),
     or (i, n): the i-th of n row blocks (Q/K/V inside our fused ``qkv``).
     ``pol``/``pol_embed``/``val``: the path prefixes of the policy, policy embedding and value
     layers (``""`` in single-head files)."""
-    t: list[tuple[str, str, object]] = []
+    t: list[tuple[str, str, Part]] = []
     add = lambda path, key, part=None: t.append((path, key, part))  # noqa: E731
     if cfg.input_dense:
         add("ip_emb_preproc_w", "input_dense.weight")
@@ -173,7 +177,7 @@ def config_from_net(net, fmt: NetFormat, where: str) -> tuple[ModelConfig, str, 
         problems.append(f"value format {enum_name(P.VALUE_NAMES, nf.value)} (need VALUE_WDL)")
     if nf.default_activation not in (P.DEFAULT_ACTIVATION_RELU, P.DEFAULT_ACTIVATION_MISH):
         problems.append(f"unknown default activation {nf.default_activation}")
-    act = "mish" if nf.default_activation == P.DEFAULT_ACTIVATION_MISH else "relu"
+    act: Literal["mish", "relu"] = "mish" if nf.default_activation == P.DEFAULT_ACTIVATION_MISH else "relu"
     act_fn = P.ACTIVATION_MISH if act == "mish" else P.ACTIVATION_RELU
     if nf.ffn_activation not in (P.ACTIVATION_DEFAULT, act_fn):
         problems.append(
@@ -282,7 +286,7 @@ def lc0_style(cfg: ModelConfig, embedding: str = "pe_dense") -> ModelConfig:
     """``cfg`` changed into what Lc0 can express: mish, flatten value head, DeepNorm on the
     sublayer, unscaled promotion offsets, king-takes-rook castling, and the embedding (and its
     LayerNorm eps) of a PE_DENSE (BT4) or PE_MAP (T82) network."""
-    common = dict(
+    common: dict[str, Any] = dict(
         activation="mish",
         value_pool="flatten",
         deepnorm="scale_sublayer",

@@ -116,6 +116,7 @@ def read_net(path: str | os.PathLike):
     """
     path = Path(path)
     limit = NET_BYTES.value()
+    data: bytes | bytearray
     try:
         with open(path, "rb") as f:
             gzipped = f.read(2) == b"\x1f\x8b"
