@@ -1,5 +1,5 @@
 """The PGN values the human-game readers use, parsed defensively: ``TimeControl``, ``WhiteElo`` /
-``BlackElo`` and ``[%clk]`` comments (issue 37).
+``BlackElo`` and ``[%clk]`` comments.
 
 Each parser returns the value, ``None`` where the PGN says "not known", or raises
 :class:`PgnValueError` with a short reason (the reader adds file, line and game). Nothing infinite,
