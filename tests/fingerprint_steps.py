@@ -26,6 +26,8 @@ from pathlib import Path
 
 import torch
 
+from pdx_lightning.runtime.checkpoint_read import read_checkpoint
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tiny_fit import CONF, tiny_fit_args
 
@@ -102,7 +104,7 @@ def fingerprint_arm(flags: list[str], steps: int, work: Path) -> dict:
     if proc.returncode != 0:
         raise RuntimeError(f"pdx fit failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     ckpt_path = next(work.rglob("last.ckpt"))
-    ckpt = torch.load(ckpt_path, map_location="cpu", weights_only=False)
+    ckpt = read_checkpoint(ckpt_path)  # weights_only=True, as pdx reads every checkpoint
     weights = {name: _digest(t) for name, t in sorted(ckpt["state_dict"].items())}
     selfplay = ckpt["pdx_selfplay"]
     games = [{"roots": s["roots"], "moves": s["moves"], "stats": s["stats"]} for s in selfplay]
