@@ -1,5 +1,6 @@
 """The network flags of the command-line tools, written once: ``--model``, ``--weights``, ``--micro-batch``
-and ``--device`` (``pdx eval *``, ``pdx arena``, ``pdx uci``, ``pdx export *``).
+and ``--device`` (``pdx eval *``, ``pdx arena``, ``pdx export *``). ``pdx uci`` keeps its own ``--model``:
+importing ``pdx_lightning.nets`` loads torch, which the engine loads off its protocol thread.
 
 Each tool names its models in its own words (``model_help``) and takes the flags it needs; the defaults,
 choices and dest names are the same everywhere: ``args.model`` (a list when repeatable), ``args.weights``
