@@ -8,7 +8,7 @@ ema(s), online(s) forward + backward, sampling and playing the moves, ema(s'), t
 step) and, right after every step, the **reference**: the same network work alone, on the step's own
 positions — every no-grad evaluation the step made, replayed with the same sizes and the same
 micro-batching (``nets.inference.evaluate``: the forward, the masked log-softmax, the WDL softmax), and the
-online network's forward + the real loss (``pdx_loss_from_log_probs``) + backward per micro-batch + an AdamW
+online network's forward + the real loss (``pdx_loss``) + backward per micro-batch + an AdamW
 step (on copies of the online network and its optimizer, so the run itself is untouched). What the step
 does beyond that is chess (move generation, pushing moves, encoding, game ends), sampling and bookkeeping.
 
@@ -106,7 +106,7 @@ def instrument_chess_side(m, timers: ExclusiveTimers):
     ds._eval = timers.wrap(NETWORK, ds._eval)
     m.online.forward = timers.wrap(NETWORK, m.online.forward)
     m.manual_backward = timers.wrap(NETWORK, m.manual_backward)
-    parts = {"masked_log_softmax": NETWORK, "pdx_loss_terms": NETWORK, "sample_action": CHESS_PARTS[4]}
+    parts = {"masked_log_softmax": NETWORK, "pdx_loss": NETWORK, "sample_action": CHESS_PARTS[4]}
     saved = {a: getattr(step_module, a) for a in parts}
     for attr, fn in saved.items():
         setattr(step_module, attr, timers.wrap(parts[attr], fn))
@@ -133,11 +133,11 @@ class StepProbe:
 
     def __init__(self, m, warmup: int, chess_side: bool = False, profile: bool = False, busy: bool = False) -> None:
         from pdx_lightning.chesscore.policy import masked_log_softmax  # noqa: PLC0415
-        from pdx_lightning.rl.objectives import pdx_loss_from_log_probs  # noqa: PLC0415
+        from pdx_lightning.rl.objectives import pdx_loss  # noqa: PLC0415
         from pdx_lightning.runtime.optim import layerwise_adamw  # noqa: PLC0415
 
         self.m, self.warmup = m, warmup
-        self.masked_log_softmax, self.loss_fn = masked_log_softmax, pdx_loss_from_log_probs
+        self.masked_log_softmax, self.loss_fn = masked_log_softmax, pdx_loss
         self.layerwise_adamw = layerwise_adamw
         self.rows: list[dict] = []
         self.calls: list[tuple[str, int]] = []
@@ -217,7 +217,7 @@ class StepProbe:
         """The step's network work alone (module docstring); ``(wall s, CPU s)``."""
         from pdx_lightning.nets.inference import evaluate  # noqa: PLC0415
 
-        m, mb = self.m, self.m.dataset.cfg.micro_batch
+        m, mb = self.m, self.m.algorithm.micro_batch
         if self.ref_online is None:
             self.ref_online = copy.deepcopy(m.online).train()
             self.ref_online.__dict__.pop("forward", None)  # not --chess-side's timing wrapper of m.online
@@ -245,9 +245,9 @@ class StepProbe:
                 adv[sl],
                 target[sl],
                 batch.log_p_base[sl],
-                exploration=m.hparams.exploration,
+                exploration=m.algorithm.exploration,
                 beta=m.beta,
-                c_v=m.hparams.c_v,
+                c_v=m.algorithm.c_v,
             )
             (loss.total * ((sl.stop - sl.start) / n)).backward()
         self.ref_opt.step()
@@ -273,21 +273,16 @@ def run(
 ) -> dict:
     from pdx_lightning.rl.module import PDXModule  # noqa: PLC0415
     from pdx_lightning.rl.selfplay import SelfPlayConfig  # noqa: PLC0415
+    from pdx_lightning.rl.settings import PDXSettings  # noqa: PLC0415
 
-    sp = SelfPlayConfig(
-        n_games=games,
-        micro_batch=micro_batch,
-        opening_max_moves=opening_max_moves,
-        reuse_successor_eval=reuse,
-        backend=backend,
-        workers=workers,
-    )
+    sp = SelfPlayConfig(n_games=games, opening_max_moves=opening_max_moves, backend=backend, workers=workers)
+    algorithm = PDXSettings(micro_batch=micro_batch, reuse_successor_eval=reuse)
 
     class Probed(PDXModule):
         def training_step(self, dataloader_iter):  # Lightning reads this signature (dataloader_iter mode)
             return probe.step(super().training_step, dataloader_iter)
 
-    m = Probed(base=model, selfplay=sp)
+    m = Probed(base=model, algorithm=algorithm, selfplay=sp)
     probe = StepProbe(m, warmup, chess_side, profile, busy=busy)
     trainer = L.Trainer(
         max_steps=warmup + steps,

@@ -42,7 +42,7 @@ FIT = [
     "false",
     "--model.selfplay.n_games",
     "64",
-    "--model.selfplay.micro_batch",
+    "--model.algorithm.micro_batch",
     "64",
     "--model.warmup_steps",
     "1",
@@ -142,8 +142,8 @@ def sweep_config(work: Path) -> Path:
                 "terms": ["forward_kl"],
                 "temperatures": ["adaptive"],
                 "betas": [0.01],
-                "model": {"warmup_steps": 1},
-                "selfplay": {"micro_batch": 32, "opening_max_moves": 4},
+                "model": {"warmup_steps": 1, "algorithm": {"micro_batch": 32}},
+                "selfplay": {"opening_max_moves": 4},
                 "eval": {"selection": str(DATA / "mates_in_1.csv")},
             }
         )

@@ -38,5 +38,5 @@ class BetaSchedule(L.Callback):
         return self.end + (start - self.end) * 0.5 * (1.0 + math.cos(math.pi * t))
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
-        start = self.start if self.start is not None else pl_module.hparams.beta
+        start = self.start if self.start is not None else pl_module.algorithm.beta
         pl_module.beta = self.value(trainer.global_step, start)

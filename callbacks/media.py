@@ -1,7 +1,8 @@
 """Images and text for whichever experiment trackers a fit logs to (``--trainer.logger``).
 
 Lightning's loggers share ``log_metrics`` and ``log_hyperparameters`` but not images or text; the
-:class:`PolicySnapshot` image and the :class:`SelfPlayGames` text go through :class:`MediaLog`, which
+:class:`~pdx_lightning.callbacks.tensorboard.PolicySnapshot` image and the
+:class:`~pdx_lightning.callbacks.games.SelfPlayGames` text go through :class:`MediaLog`, which
 writes them to every logger of the trainer that can show them:
 
 * ``TensorBoardLogger``: ``SummaryWriter.add_image`` / ``add_text`` (the Images and Text tabs);

@@ -8,8 +8,10 @@ from pathlib import Path
 import lightning as L
 import torch
 from torch.utils.data import DataLoader
+from torchmetrics import Metric
 
 from pdx_lightning.nets import DATA_DIR
+from pdx_lightning.runtime.ranks import rank_world
 
 
 class SuiteBatch:
@@ -27,13 +29,36 @@ class SuiteBatch:
         return len(self.puzzles) + len(self.mates)
 
 
+class SuiteSums(Metric):
+    """The validation sums of each rank's share of the suites, added across ranks on ``compute``
+    (torchmetrics' ``dist_reduce_fx="sum"``: one all-reduce per scoring).
+
+    One row for the puzzles and one per mate depth, each (n, solved, Σ ℓ, Σ p*)
+    (``evaluation.puzzle_scoring.validation_sums``)."""
+
+    full_state_update = False
+    sums: torch.Tensor
+
+    def __init__(self, groups: int) -> None:
+        super().__init__(sync_on_compute=True, compute_with_cache=False)
+        self.add_state("sums", default=torch.zeros(groups, 4, dtype=torch.float64), dist_reduce_fx="sum")
+
+    def update(self, sums: torch.Tensor) -> None:
+        self.sums += sums.to(self.sums)
+
+    def compute(self) -> torch.Tensor:
+        return self.sums
+
+
 class PuzzleValidation(L.Callback):
     """Scores a puzzle suite (and mate suites) with the **EMA** weights every ``every_n_steps``.
 
     Logs ``puzzles/acc``, ``puzzles/p_star_geo``, ``puzzles/p_star_arith``,
     ``puzzles/nll`` and ``mates/acc_N``, ``mates/p_star_geo_N`` per mate depth N
-    (scorer: ``pdx_lightning.evaluation.puzzle_scoring.evaluate_for_validation``).
-    The EMA is identical on every rank, so rank 0 scores and logs alone.
+    (``pdx_lightning.evaluation.puzzle_scoring.validation_sums`` and ``validation_metrics``).
+    Under DDP each rank scores every world_size-th puzzle of the suites (the EMA is identical on
+    every rank) and the sums are added across ranks with torchmetrics (:class:`SuiteSums`): every
+    rank gets the numbers one process scoring the whole suites would, and rank 0 logs them.
 
     It also serves Lightning's validation loop (``pdx validate``): ``PDXModule`` builds one with
     :meth:`of_files` from its ``val_suite``/``val_mates`` and takes its :meth:`val_dataloader`
@@ -96,12 +121,24 @@ class PuzzleValidation(L.Callback):
         return self._suites
 
     def score(self, model: torch.nn.Module, suites: SuiteBatch | None = None) -> dict[str, float]:
-        """The metrics of ``model`` on ``suites`` (default: this callback's, loaded once)."""
-        from pdx_lightning.evaluation.puzzle_scoring import evaluate_for_validation  # noqa: PLC0415
+        """The metrics of ``model`` on ``suites`` (default: this callback's, loaded once). Under DDP every
+        rank must call it: each scores its share and the sums are all-reduced (:class:`SuiteSums`)."""
+        from pdx_lightning.evaluation.puzzle_scoring import (  # noqa: PLC0415
+            mate_depths,
+            validation_metrics,
+            validation_sums,
+        )
 
         suites = suites if suites is not None else self.load()
+        rank, world = rank_world()
+        depths = mate_depths(suites.mates)
+        sums = SuiteSums(1 + len(depths)).to(next(model.parameters()).device)
         with torch.inference_mode():
-            return evaluate_for_validation(model, suites.puzzles, suites.mates, self.micro_batch)
+            share = validation_sums(
+                model, suites.puzzles[rank::world], suites.mates[rank::world], depths, self.micro_batch
+            )
+        sums.update(share)
+        return validation_metrics(sums.compute(), depths, puzzles=bool(suites.puzzles))
 
     def val_dataloader(self) -> DataLoader:
         """The suites as one item, for a module's ``val_dataloader`` (scored batched by :meth:`score`)."""
@@ -113,12 +150,11 @@ class PuzzleValidation(L.Callback):
         self.load()
 
     def _score(self, trainer, pl_module) -> None:
-        if not trainer.is_global_zero:
-            return
-        metrics = self.score(pl_module.ema)
+        metrics = self.score(pl_module.ema)  # every rank its share, summed across ranks
         self.history.append((trainer.global_step, metrics))
-        for logger in trainer.loggers:
-            logger.log_metrics(metrics, step=trainer.global_step)
+        if trainer.is_global_zero:
+            for logger in trainer.loggers:
+                logger.log_metrics(metrics, step=trainer.global_step)
 
     def on_train_start(self, trainer, pl_module) -> None:
         self._score(trainer, pl_module)

@@ -51,7 +51,6 @@ _MATH = {
             "exploration_term",
             "importance_weight",
             "pdx_loss",
-            "pdx_loss_from_log_probs",
             "value_loss",
             "value_target",
         ),

@@ -32,17 +32,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tiny_fit import CONF, tiny_fit_args
 
 ARMS: dict[str, list[str]] = {
-    "none": ["--model.exploration", "none"],
-    "entropy": ["--model.exploration", "entropy"],
-    "forward_kl": ["--model.exploration", "forward_kl"],
-    "reverse_kl": ["--model.exploration", "reverse_kl"],
-    "forward_kl-fixed": ["--model.exploration", "forward_kl", "--model.selfplay.temperature", "fixed"],
+    "none": ["--model.algorithm.exploration", "none"],
+    "entropy": ["--model.algorithm.exploration", "entropy"],
+    "forward_kl": ["--model.algorithm.exploration", "forward_kl"],
+    "reverse_kl": ["--model.algorithm.exploration", "reverse_kl"],
+    "forward_kl-fixed": ["--model.algorithm.exploration", "forward_kl", "--model.algorithm.temperature", "fixed"],
     "forward_kl-reference": [
-        "--model.exploration",
+        "--model.algorithm.exploration",
         "forward_kl",
-        "--model.value_anchor",
+        "--model.algorithm.value_anchor",
         "0.5",
-        "--model.selfplay.temperature_wdl_source",
+        "--model.algorithm.temperature_wdl_source",
         "online",
     ],
 }

@@ -43,6 +43,7 @@ import pdx_lightning.rl.pdx_step as pdx_step_module
 from pdx_lightning.chesscore.policy import TAU_MIN
 from pdx_lightning.rl.module import PDXModule
 from pdx_lightning.rl.selfplay import SelfPlayConfig
+from pdx_lightning.rl.settings import PDXSettings
 
 ARMS = ("none", "entropy", "reverse_kl", "forward_kl")
 TAU_EXTREMES = (0.0, 1e-30, 1e-7, TAU_MIN, 1.01 * TAU_MIN, 1e-3)
@@ -111,17 +112,14 @@ def run_arm(
         seed=seed,
         opening_max_moves=3,
         max_plies=max_plies,
-        micro_batch=n_games,
         restart="openings",
         openings_file=str(openings),
-        temperature="adaptive",
     )
     m = PDXModule(
         base=f"random:tiny:{seed}",
-        exploration=arm,
-        beta=1.0,
-        c_v=1.0,
-        ema_decay=0.9,
+        algorithm=PDXSettings(
+            exploration=arm, beta=1.0, c_v=1.0, ema_decay=0.9, temperature="adaptive", micro_batch=n_games
+        ),
         lr_backbone=lr,
         lr_final_block=lr,
         lr_policy_head=lr,
@@ -156,8 +154,8 @@ def run_arm(
             counts["tau_forced"] += len(rows)
         return batch
 
-    def complete_and_count(games, batch, rows, logp, v, *wdl, **keywords):
-        completion = complete(games, batch, rows, logp, v, *wdl, **keywords)
+    def complete_and_count(games, batch, rows, logp, v, tau, **keywords):
+        completion = complete(games, batch, rows, logp, v, tau, **keywords)
         counts["terminal_one_hot_targets"] += int(completion.terminal.sum())
         return completion
 

@@ -98,5 +98,5 @@ def test_every_tool_option_has_help_text_and_defaults_are_shown():
 def test_pdx_fit_help_lists_the_nested_self_play_options(tmp_path):
     r = _pdx("fit", "--help", cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
-    for opt in ("--model.selfplay.temperature", "--model.selfplay.n_games", "--model.selfplay.max_plies"):
+    for opt in ("--model.algorithm.temperature", "--model.selfplay.n_games", "--model.selfplay.max_plies"):
         assert opt in r.stdout, opt

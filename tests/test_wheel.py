@@ -81,7 +81,7 @@ def test_the_wheel_runs_outside_the_checkout(installed):
             "2",
             "--model.selfplay.n_games",
             "4",
-            "--model.selfplay.micro_batch",
+            "--model.algorithm.micro_batch",
             "4",
             "--model.selfplay.max_plies",
             "10",

@@ -16,7 +16,7 @@ def tiny_fit_args(steps: int, opening_max_moves: int = 1, max_plies: int = 6) ->
         "1",
         "--model.selfplay.n_games",
         "4",
-        "--model.selfplay.micro_batch",
+        "--model.algorithm.micro_batch",
         "4",
         "--model.selfplay.opening_max_moves",
         str(opening_max_moves),

@@ -80,7 +80,9 @@ def checkpoint_play_mode(name: str) -> str:
         blob = load_torch_bounded(name, mmap=True)  # bounded: a hostile file is refused, not inflated
     except Exception:  # noqa: BLE001  (an unreadable file fails later, in load_model, with its own error)
         return "raw"
-    temp = ((blob.get("hyper_parameters") or {}).get("selfplay") or {}).get("temperature")
+    hparams = blob.get("hyper_parameters") or {}
+    # model.algorithm.temperature; model.selfplay.temperature in checkpoints written before it moved
+    temp = (hparams.get("algorithm") or {}).get("temperature", (hparams.get("selfplay") or {}).get("temperature"))
     return "adaptive" if temp == "adaptive" else "raw"
 
 

@@ -263,39 +263,80 @@ def compare(base: SuiteResult, other: SuiteResult, bins: Sequence[float] = RATIN
     return out
 
 
-def evaluate_for_validation(
-    model: torch.nn.Module, puzzles: Sequence[Puzzle], mates: Sequence[Puzzle] | None = None, micro_batch: int = 512
-) -> dict[str, float]:
-    """Scalars for the ``PuzzleValidation`` callback (TensorBoard names).
+SUM_COLUMNS = ("n", "solved", "nll_sum", "p_star_sum")  # per group: puzzles, solved, Σ ℓ, Σ p*
 
-    ``puzzles`` → ``puzzles/acc``, ``puzzles/p_star_geo``, ``puzzles/p_star_arith``,
-    ``puzzles/nll``; ``mates`` (optional, depth = solver moves) →
-    ``mates/acc_N``, ``mates/p_star_geo_N`` per depth N. The model is put in
-    eval mode for the call and its mode restored.
-    """
+
+def validation_sums(
+    model: torch.nn.Module,
+    puzzles: Sequence[Puzzle],
+    mates: Sequence[Puzzle],
+    depths: Sequence[int],
+    micro_batch: int = 512,
+) -> torch.Tensor:
+    """The sums behind the validation scalars, (1 + len(depths), 4) float64: a row for ``puzzles`` and one per
+    mate depth in ``depths`` (solver moves), each (n, solved, Σ ℓ, Σ p*) with ℓ = −log p* (Eq. 9).
+
+    Sums add across shards of the suites (each DDP rank scores its share: ``PuzzleValidation``);
+    :func:`validation_metrics` turns the total into the scalars. The model is put in eval mode for the
+    call and its mode restored."""
+    out = torch.zeros(1 + len(depths), len(SUM_COLUMNS), dtype=torch.float64)
     was_training = model.training
     model.eval()
     try:
-        out: dict[str, float] = {}
         if puzzles:
-            s = _group(r := score_suite(model, puzzles, micro_batch), np.ones(len(r.ids), bool))
-            out.update(
-                {
-                    "puzzles/acc": s["acc"],
-                    "puzzles/p_star_geo": s["p_star_geo"],
-                    "puzzles/p_star_arith": s["p_star_arith"],
-                    "puzzles/nll": s["nll"],
-                }
-            )
+            r = score_suite(model, puzzles, micro_batch)
+            out[0] = _sums(r, np.ones(len(r.ids), bool))
         if mates:
             r = score_suite(model, mates, micro_batch)
-            for d in np.unique(r.depth):
-                s = _group(r, r.depth == d)
-                out[f"mates/acc_{d}"] = s["acc"]
-                out[f"mates/p_star_geo_{d}"] = s["p_star_geo"]
-        return {k: float(v) for k, v in out.items()}
+            for j, d in enumerate(depths):
+                out[1 + j] = _sums(r, r.depth == d)
+        return out
     finally:
         model.train(was_training)
+
+
+def _sums(r: SuiteResult, sel: np.ndarray) -> torch.Tensor:
+    lp = r.log_p_star[sel].astype(np.float64)  # summed in float64, as the means of `pdx eval puzzles`
+    sums = [float(sel.sum()), float(r.solved[sel].sum()), float(-lp.sum()), float(np.exp(lp).sum())]
+    return torch.tensor(sums, dtype=torch.float64)
+
+
+def validation_metrics(sums: torch.Tensor, depths: Sequence[int], *, puzzles: bool = True) -> dict[str, float]:
+    """The ``PuzzleValidation`` scalars (TensorBoard names) from :func:`validation_sums` (added over shards):
+    ``puzzles/acc``, ``puzzles/p_star_geo``, ``puzzles/p_star_arith``, ``puzzles/nll`` (when ``puzzles``),
+    and ``mates/acc_N``, ``mates/p_star_geo_N`` per depth N with puzzles."""
+    out: dict[str, float] = {}
+    rows = sums.to(torch.float64).cpu()
+    if puzzles and rows[0, 0] > 0:
+        n, solved, nll_sum, p_sum = (float(v) for v in rows[0])
+        out.update(
+            {
+                "puzzles/acc": solved / n,
+                "puzzles/p_star_geo": math.exp(-nll_sum / n),
+                "puzzles/p_star_arith": p_sum / n,
+                "puzzles/nll": nll_sum / n,
+            }
+        )
+    for j, d in enumerate(depths):
+        n, solved, nll_sum, _ = (float(v) for v in rows[1 + j])
+        if n > 0:
+            out[f"mates/acc_{d}"] = solved / n
+            out[f"mates/p_star_geo_{d}"] = math.exp(-nll_sum / n)
+    return out
+
+
+def evaluate_for_validation(
+    model: torch.nn.Module, puzzles: Sequence[Puzzle], mates: Sequence[Puzzle] | None = None, micro_batch: int = 512
+) -> dict[str, float]:
+    """The ``PuzzleValidation`` scalars of ``model`` on whole suites, in one process
+    (:func:`validation_sums` then :func:`validation_metrics`)."""
+    depths = mate_depths(mates or [])
+    return validation_metrics(validation_sums(model, puzzles, mates or [], depths, micro_batch), depths)
+
+
+def mate_depths(mates: Sequence[Puzzle]) -> list[int]:
+    """The distinct solver-move counts of ``mates``, ascending (the ``mates/acc_N`` groups)."""
+    return sorted({p.depth for p in mates})
 
 
 # ---------------------------------------------------------------- CLI (shared with `pdx eval mates`)

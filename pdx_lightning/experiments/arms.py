@@ -3,13 +3,13 @@
 An arm is (exploration term, self-play temperature); the sweep crosses them with the β grid, the
 report shows each arm at its selected β*. The names come from where they are defined: the terms
 from ``rl.objectives.EXPLORATION_TERMS`` (paper Section 3.1), the temperatures from
-``rl.selfplay.TEMPERATURE_MODES`` (Eqs. 5-6 vs τ ≡ 1).
+``rl.settings.TEMPERATURE_MODES`` (Eqs. 5-6 vs τ ≡ 1).
 """
 
 from __future__ import annotations
 
 from pdx_lightning.rl.objectives import EXPLORATION_TERMS
-from pdx_lightning.rl.selfplay import TEMPERATURE_MODES
+from pdx_lightning.rl.settings import TEMPERATURE_MODES
 
 TERMS: tuple[str, ...] = tuple(EXPLORATION_TERMS)  # none, entropy, reverse_kl, forward_kl
 TEMPERATURES: tuple[str, ...] = tuple(TEMPERATURE_MODES)  # adaptive, fixed

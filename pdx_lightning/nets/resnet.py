@@ -47,8 +47,8 @@ channels-last memory format (oneDNN's fast layout for these 3×3 convolutions), 
 directly (no module dispatch per layer), applies ReLU in place and computes only the 73 planes of the
 convolutional policy head that Lc0 reads. The channels-last copies of the convolution weights are cached
 and rebuilt whenever a weight changes (tensor versions: optimizer steps, EMA updates, ``load_state_dict``;
-an in-place write through ``.data`` is not versioned by PyTorch: call :meth:`ClassicResNet.
-clear_inference_cache` after one). Measured on Maia (benchmarks/lc0_throughput.py): 10–30 % less CPU per
+an in-place write through ``.data`` is not versioned by PyTorch: call :meth:`ClassicResNet.clear_inference_cache`
+after one). Measured on Maia (benchmarks/lc0_throughput.py): 10–30 % less CPU per
 position than the module path, batch 1 to 256; outputs agree with it to float32 rounding (both paths are
 within 2.5e-5 of a float64 evaluation on Maia's logits, |logit| ≤ 18). Training (autograd on) and other
 devices or dtypes take the module path; ``INFERENCE_FAST_PATH = False`` turns the inference path off.

@@ -1,6 +1,6 @@
 """Numerical guards: a NaN or infinity stops training at once, naming the step and the tensor.
 
-The one finiteness check of the ``rl`` layer. ``PDXModule.training_step`` checks, in order,
+The one finiteness check of the ``rl`` layer. The step (``rl.pdx_step.pdx_step``) checks, in order,
 the inputs of the step (the online network's policy and WDL logits, π_base's log-probabilities,
 τ from the EMA), the stop-gradient constants that sampling produced (A, ρ, p̂), every loss
 component (:func:`check_finite`) and every gradient (:func:`check_finite_gradients`), and

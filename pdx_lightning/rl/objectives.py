@@ -19,7 +19,7 @@ Conventions used by every function here:
   terminal, else the WDL index (``WIN``/``DRAW``/``LOSS``) of the game's result
   from the view of the player who moved at s (so a mating move is ``WIN``).
 
-Stop-gradient constants (ρ, A, p̂, π_base) are detached inside ``pdx_loss``.
+Stop-gradient constants (ρ, A, p̂, π_base) are detached inside :func:`pdx_loss`, the one loss function.
 
 Mixed precision (``--trainer.precision bf16-mixed``): every function here computes in, and
 returns, at least float32 (``at_least_float32``): bfloat16 logits are upcast before the
@@ -42,7 +42,6 @@ from pdx_lightning.chesscore.policy import (
     entropy,
     flip_wdl,
     forward_kl,
-    masked_log_softmax,
     reverse_kl,
 )
 from pdx_lightning.chesscore.rules import LOSS, RESULT_NONE
@@ -58,8 +57,6 @@ __all__ = [
     "exploration_term",
     "importance_weight",
     "pdx_loss",
-    "pdx_loss_from_log_probs",
-    "pdx_loss_terms",
     "value_loss",
     "value_target",
 ]
@@ -178,7 +175,7 @@ class PDXLoss(NamedTuple):
 
 
 def pdx_loss(
-    policy_logits: torch.Tensor,
+    log_p_theta: torch.Tensor,
     wdl_logits: torch.Tensor,
     mask: torch.Tensor,
     action: torch.Tensor,
@@ -195,89 +192,16 @@ def pdx_loss(
 ) -> PDXLoss:
     """L(θ) = −E[ρ·A·log π_θ(a|s)] + β·E_s[R(π_θ, π_base)] + c_v·L_V(θ) [+ c_v·w·E_s[R_V]], Eqs. 7, 14.
 
-    ``policy_logits`` (B, P) and ``wdl_logits`` (B, 3) are the online network's
-    outputs at s (with grad); ``action`` (B,) int policy slots of a;
-    ``rho``, ``advantage`` (B,), ``wdl_target`` p̂ (B, 3) and ``log_p_base``
-    (B, P) are stop-gradient constants and are detached here.
-    The bracketed term is the reference code's base-WDL anchor (:func:`base_wdl_kl`, weight
-    w = ``value_anchor``, 0 = off = Eq. 7); it needs ``wdl_base`` (B, 3), p_base at s.
-    Its direction follows the exploration term as in that code: reverse KL with ``reverse_kl``,
-    forward KL otherwise.
-    """
-    return pdx_loss_from_log_probs(
-        masked_log_softmax(policy_logits, mask),
-        wdl_logits,
-        mask,
-        action,
-        rho,
-        advantage,
-        wdl_target,
-        log_p_base,
-        exploration=exploration,
-        beta=beta,
-        c_v=c_v,
-        wdl_base=wdl_base,
-        value_anchor=value_anchor,
-    )
-
-
-def pdx_loss_from_log_probs(
-    log_p_theta: torch.Tensor,
-    wdl_logits: torch.Tensor,
-    mask: torch.Tensor,
-    action: torch.Tensor,
-    rho: torch.Tensor,
-    advantage: torch.Tensor,
-    wdl_target: torch.Tensor,
-    log_p_base: torch.Tensor,
-    *,
-    exploration: str = "forward_kl",
-    beta: float,
-    c_v: float,
-    wdl_base: torch.Tensor | None = None,
-    value_anchor: float = 0.0,
-) -> PDXLoss:
-    """:func:`pdx_loss` from ``log_p_theta = masked_log_softmax(policy_logits, mask)`` (with grad).
-
-    For a caller that needs log π_θ itself (the self-play step samples from it), so the masked
-    log-softmax is computed once per step. Checks the settings (:func:`check_loss_settings`) first;
-    :func:`pdx_loss_terms` is the same loss for a caller that checked them once (the step).
+    ``log_p_theta`` (B, P) is the online network's masked log-policy at s, with gradient
+    (``chesscore.policy.masked_log_softmax(policy_logits, mask)``: the step computes it once and also
+    samples from it); ``wdl_logits`` (B, 3) its WDL logits at s; ``action`` (B,) int policy slots of a;
+    ``rho``, ``advantage`` (B,), ``wdl_target`` p̂ (B, 3) and ``log_p_base`` (B, P) are stop-gradient
+    constants and are detached here. The bracketed term is the reference code's base-WDL anchor
+    (:func:`base_wdl_kl`, weight w = ``value_anchor``, 0 = off = Eq. 7); it needs ``wdl_base`` (B, 3),
+    p_base at s. Its direction follows the exploration term as in that code: reverse KL with
+    ``reverse_kl``, forward KL otherwise. The settings are checked (:func:`check_loss_settings`).
     """
     check_loss_settings(exploration, beta, c_v, value_anchor)
-    return pdx_loss_terms(
-        log_p_theta,
-        wdl_logits,
-        mask,
-        action,
-        rho,
-        advantage,
-        wdl_target,
-        log_p_base,
-        exploration=exploration,
-        beta=beta,
-        c_v=c_v,
-        wdl_base=wdl_base,
-        value_anchor=value_anchor,
-    )
-
-
-def pdx_loss_terms(
-    log_p_theta: torch.Tensor,
-    wdl_logits: torch.Tensor,
-    mask: torch.Tensor,
-    action: torch.Tensor,
-    rho: torch.Tensor,
-    advantage: torch.Tensor,
-    wdl_target: torch.Tensor,
-    log_p_base: torch.Tensor,
-    *,
-    exploration: str,
-    beta: float,
-    c_v: float,
-    wdl_base: torch.Tensor | None,
-    value_anchor: float,
-) -> PDXLoss:
-    """:func:`pdx_loss_from_log_probs` with settings already checked (:func:`check_loss_settings`)."""
     if value_anchor > 0 and wdl_base is None:
         raise ValueError("value_anchor > 0 needs wdl_base, the base's WDL probabilities at s")
     log_p_theta = at_least_float32(log_p_theta)

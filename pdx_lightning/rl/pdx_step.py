@@ -1,16 +1,19 @@
 """One PDX training step, paper Algorithm 1 lines 6–15, in one file, read top to bottom.
 
 Every input is an argument: :func:`pdx_step` receives the online and EMA networks, the optimizer
-and its scheduler, the backward function, the step's settings (:class:`StepConfig`), β, the sampler's
-generator and the games (:class:`Games`), and returns what changed (:class:`StepResult`: the metrics,
-the transitions' ρ, A and τ, and the new parameter version). ``PDXModule.training_step`` only hands
-them over and logs the result.
+and its scheduler, the backward function, the algorithm's settings (:class:`~pdx_lightning.rl.settings.PDXSettings`),
+β, the sampler's generator and the games (:class:`Games`), and returns what changed (:class:`StepResult`:
+the metrics, the transitions' ρ, A and τ, and the new parameter version). ``PDXModule.training_step``
+only hands them over and logs the result.
 
-Per micro-batch of games: the online pass at s (line 6); then :func:`collect` (lines 7–12): τ(s)
-(:func:`temperature`, Eq. 5), μ and a ~ μ (:func:`sample_action`, Eq. 6), ρ (Eq. 12), s' = T(s, a) and
-the EMA's p_θ̄(s') (the games), p̂ (App. E) and A (Eq. 4); then the loss of Eq. 7 and its backward.
-After the last micro-batch: the optimizer step (line 14; ``grad_clip_norm`` clips inside it, see
-:func:`clip_gradients`) and the EMA update θ̄ ← αθ̄ + (1−α)θ (line 15, Eq. 11), here, where the step ends.
+Per micro-batch of games: the online pass at s (line 6); τ(s) (:func:`temperature`, Eq. 5: from the EMA's
+WDL that came with the batch, or from this pass's online WDL); then :func:`collect` (lines 7–12): μ and
+a ~ μ (:func:`sample_action`, Eq. 6), ρ (Eq. 12), s' = T(s, a) and the EMA's p_θ̄(s') (the games), p̂
+(App. E) and A (Eq. 4); then the loss of Eq. 7 and its backward. After the last micro-batch: gradient
+clipping (:func:`clip_gradients`, when ``grad_clip_norm`` is set) and the optimizer step (line 14).
+Line 15, the EMA update θ̄ ← αθ̄ + (1−α)θ (Eq. 11), is the ``EMAUpdate`` callback
+(``pdx_lightning.callbacks.EMAUpdate``), which Lightning runs right after this step returns, before the
+next batch is begun and before any checkpoint of the step is written; a user's own callback may replace it.
 
 :func:`collect` is its own function because the tests drive it with hand-made online outputs (a
 forced move, a uniform policy); the step calls it exactly once per micro-batch.
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Protocol
 
 import torch
 
@@ -43,10 +46,8 @@ from pdx_lightning.chesscore.policy import (
 from pdx_lightning.chesscore.rules import RESULT_NONE
 from pdx_lightning.rl.errors import SelfPlayError
 from pdx_lightning.rl.guards import check_finite, check_finite_gradients
-from pdx_lightning.rl.objectives import check_loss_settings, importance_weight, pdx_loss_terms, value_target
-from pdx_lightning.runtime.optim import check_ema_decay, ema_update
-
-TemperatureMode = Literal["adaptive", "fixed"]
+from pdx_lightning.rl.objectives import importance_weight, pdx_loss, value_target
+from pdx_lightning.rl.settings import PDXSettings, TemperatureMode
 
 
 # ---- the step's inputs ----------------------------------------------------------------------------
@@ -58,7 +59,7 @@ class PendingBatch:
     x: torch.Tensor  # (n, 112, 8, 8)
     mask: torch.Tensor  # (n, 4288) bool
     log_p_base: torch.Tensor  # (n, 4288)
-    tau: torch.Tensor | None  # (n,); None: τ(s) comes from the online WDL, in the step
+    tau: torch.Tensor | None  # (n,) τ(s) from the EMA's WDL; None when it comes from the online WDL (the step's)
     version: int  # the parameter version that began the batch
     wdl_base: torch.Tensor  # (n, 3) p_base(s), for the base-WDL value anchor
     legal: torch.Tensor  # (n, L) int64 sorted legal policy indices, padded with the row's first
@@ -97,31 +98,6 @@ class Scheduler(Protocol):
     """The learning-rate schedule, stepped once per optimizer step."""
 
     def step(self) -> object: ...
-
-
-@dataclass(frozen=True)
-class StepConfig:
-    """The step's fixed settings, checked once here (β may change per step: :func:`pdx_step`'s argument).
-
-    Attributes:
-        exploration: the exploration term R of Eq. 7 (``rl.objectives.EXPLORATION_TERMS``).
-        c_v: the value-loss weight c_v of Eq. 7.
-        ema_decay: α of the EMA update θ̄ ← αθ̄ + (1−α)θ (Eq. 11).
-        value_anchor: w of the reference code's base-WDL anchor c_v·w·KL (0 = off = Eq. 7).
-        micro_batch: games per online pass (gradients accumulate over the micro-batches).
-    """
-
-    exploration: str
-    c_v: float
-    ema_decay: float
-    value_anchor: float = 0.0
-    micro_batch: int = 256
-
-    def __post_init__(self) -> None:
-        check_loss_settings(self.exploration, 0.0, self.c_v, self.value_anchor)
-        check_ema_decay(self.ema_decay)
-        if self.micro_batch < 1:
-            raise ValueError(f"micro_batch must be >= 1, got {self.micro_batch}")
 
 
 # ---- Eq. 5 and Eq. 6: the sampling temperature and the behaviour policy ----------------------------
@@ -171,7 +147,7 @@ def collect(
     rows: slice,
     log_p_theta: torch.Tensor,
     v_theta: torch.Tensor,
-    wdl_theta: torch.Tensor | None = None,
+    tau: torch.Tensor,
     *,
     generator: torch.Generator,
     version: int,
@@ -179,23 +155,14 @@ def collect(
     """Algorithm 1 lines 7–12 for the micro-batch ``rows`` of ``batch``: sample, play, bootstrap.
 
     ``log_p_theta`` (b, P) and ``v_theta`` (b,) are the online network's masked log-policy and
-    score at s (detached here); ``wdl_theta`` (b, 3) its WDL probabilities, needed only when
-    τ(s) = H(p_θ(s)) (``temperature_wdl_source="online"``). ``generator`` draws a ~ μ; ``version`` is
-    the online parameters' version now. Everything stays on the networks' device except the sampled
-    policy slots, which go to the games.
+    score at s (detached here); ``tau`` (b,) is τ(s) of Eq. 5 (:func:`step_temperature`).
+    ``generator`` draws a ~ μ; ``version`` is the online parameters' version now. Everything stays on
+    the networks' device except the sampled policy slots, which go to the games.
     Raises :class:`SelfPlayError` if the parameters moved since the batch was begun.
     """
     check_fresh(batch, version)
-    logp, v_theta = log_p_theta.detach(), v_theta.detach()
+    logp, v_theta, tau = log_p_theta.detach(), v_theta.detach(), tau.detach()
     idx = range(batch.size)[rows]
-    # Eq. 5, τ(s) = H(p_θ̄(s)): from the EMA's WDL when the batch was begun (τ ≡ 1 in the fixed arm),
-    # or here from the online WDL (temperature_wdl_source="online")
-    if batch.tau is not None:
-        tau = batch.tau[rows]
-    elif wdl_theta is None:
-        raise SelfPlayError("temperature_wdl_source='online' needs the online WDL at s: pass wdl_theta to collect()")
-    else:
-        tau = temperature(wdl_theta.detach(), "adaptive")  # (b,)
     # Eq. 6: μ ∝ π_θ^{1/τ(s)} over the legal moves and a ~ μ (the compact legal layout, one uniform per row)
     action, log_pi_a, log_mu_a = sample_action(logp, batch.legal[rows], batch.legal_count[rows], tau, generator)
     rho = importance_weight(log_pi_a, log_mu_a)  # Eq. 12: ρ = min(1, π_θ/μ)
@@ -206,6 +173,18 @@ def collect(
     advantage = score(target) - v_theta  # Eq. 4: A = (1 − v_θ̄(s')) − v_θ(s) = score(p̂) − v_θ(s)
     games.end_games(idx, results)  # line 12: finished games restart
     return Completion(action, rho, advantage, target, terminal_result != RESULT_NONE, tau)
+
+
+def step_temperature(batch: PendingBatch, rows: slice, wdl_theta: torch.Tensor, settings: PDXSettings) -> torch.Tensor:
+    """τ(s) (b,) of Eq. 5 for the micro-batch ``rows``: H(p_θ(s)) of the online WDL ``wdl_theta`` (b, 3) when
+    ``settings.tau_from_online``, else the batch's τ (H(p_θ̄(s)) of the EMA, or 1 in the fixed arm)."""
+    if settings.tau_from_online:
+        return temperature(wdl_theta.detach(), "adaptive")
+    if batch.tau is None:
+        raise SelfPlayError(
+            "the batch carries no τ(s) and the settings take it from the EMA: dataset and step disagree"
+        )
+    return batch.tau[rows]
 
 
 # ---- lines 6–15 -----------------------------------------------------------------------------------
@@ -225,18 +204,18 @@ def pdx_step(
     batch: PendingBatch,
     *,
     online: torch.nn.Module,
-    ema: torch.nn.Module,
     optimizer: Optimizer,
     scheduler: Scheduler,
     backward: Callable[[torch.Tensor], None],
-    config: StepConfig,
+    settings: PDXSettings,
     beta: float,
     generator: torch.Generator,
     games: Games,
     version: int,
     step: int,
 ) -> StepResult:
-    """Algorithm 1 lines 6–15 on this step's ``batch``: one ply of every game, one AdamW step, one EMA update.
+    """Algorithm 1 lines 6–14 on this step's ``batch``: one ply of every game and one AdamW step (line 15,
+    the EMA update, follows as the ``EMAUpdate`` callback).
 
     ``backward`` back-propagates a loss (Lightning's ``manual_backward``: precision and DDP hooks);
     ``optimizer``/``scheduler`` step θ and its learning rates; β weights the exploration term (a
@@ -245,7 +224,7 @@ def pdx_step(
     """
     device = batch.x.device
     optimizer.zero_grad()
-    n, mb = batch.size, config.micro_batch
+    n, mb = batch.size, settings.micro_batch
     metrics: dict[str, float] = {}
     rhos, advs, taus = [], [], []
     for start in range(0, n, mb):
@@ -268,12 +247,9 @@ def pdx_step(
         )
         log_p = masked_log_softmax(out.policy, mask)  # log π_θ once: it samples a, enters the loss and metrics
         wdl_theta = torch.softmax(at_least_float32(out.wdl), dim=-1)  # (b, 3)
-        # p_θ(s) goes along only when τ(s) comes from it (temperature_wdl_source="online")
-        online_tau = () if batch.tau is not None else (wdl_theta,)
-        # lines 7–12 (collect, above): Eq. 5 τ, Eq. 6 μ and a, Eq. 12 ρ, s' and p_θ̄(s'), App. E p̂, Eq. 4 A
-        completion = collect(
-            games, batch, rows, log_p, score(wdl_theta), *online_tau, generator=generator, version=version
-        )
+        tau = step_temperature(batch, rows, wdl_theta, settings)  # Eq. 5: τ(s), EMA's or online WDL
+        # lines 7–12 (collect, above): Eq. 6 μ and a, Eq. 12 ρ, s' and p_θ̄(s'), App. E p̂, Eq. 4 A
+        completion = collect(games, batch, rows, log_p, score(wdl_theta), tau, generator=generator, version=version)
         check_finite(
             step,
             {
@@ -283,7 +259,7 @@ def pdx_step(
             },
         )
         # Eq. 7: −E[ρ·A·log π_θ(a|s)] + β·E[R(π_θ, π_base)] + c_v·L_V (+ the optional base-WDL anchor)
-        loss = pdx_loss_terms(
+        loss = pdx_loss(
             log_p,
             out.wdl,
             mask,
@@ -292,18 +268,21 @@ def pdx_step(
             advantage=completion.advantage.to(device),
             wdl_target=completion.target.to(device),
             log_p_base=log_p_base,
-            exploration=config.exploration,
+            exploration=settings.exploration,
             beta=beta,
-            c_v=config.c_v,
+            c_v=settings.c_v,
             wdl_base=batch.wdl_base[rows].to(device),
-            value_anchor=config.value_anchor,
+            value_anchor=settings.value_anchor,
         )
         check_finite(step, {f"loss/{name}": value for name, value in loss._asdict().items()})
         frac = (rows.stop - rows.start) / n
         backward(loss.total * frac)  # gradients accumulate over the micro-batches
         terms = loss._asdict()
-        if not config.value_anchor:  # off: Eq. 7's terms only, as the runs before the option logged
+        if not settings.value_anchor:  # off: Eq. 7's terms only, as the runs before the option logged
             del terms["anchor"]
+        if settings.log_value_kl:  # E[ρ·KL(p̂‖p_θ)] = L_V − E[ρ·H(p̂)], the authors' code's logged value loss
+            rho_entropy = (completion.rho.to(device) * wdl_entropy(completion.target.to(device))).mean()
+            terms["value_kl"] = loss.value.detach() - rho_entropy
         step_metrics = {
             **{"loss/" + k: v for k, v in terms.items()},
             **policy_metrics(gather_legal(log_p, legal, valid), gather_legal(log_p_base, legal, valid), valid),
@@ -313,19 +292,23 @@ def pdx_step(
         rhos.append(completion.rho)
         advs.append(completion.advantage)
         taus.append(completion.tau)
-    # line 14: one optimizer step on θ (grad_clip_norm clips inside it: clip_gradients, through Lightning's
-    # on_before_optimizer_step hook, which sees the gradients unscaled under 16-bit AMP)
+    # line 14: one optimizer step on θ, after clipping the gradients' total norm (grad_clip_norm; the
+    # gradients are the true ones: pdx fits in 32-bit or bf16-mixed precision, neither scales the loss)
     check_finite_gradients(step, online)
+    grad_norm = clip_gradients(online, settings.grad_clip_norm)
+    if grad_norm is not None:
+        metrics["optim/grad_norm"] = grad_norm
     optimizer.step()
     scheduler.step()
-    # line 15, Eq. 11: θ̄ ← αθ̄ + (1−α)θ, before any checkpoint of the step and before the next batch is begun
-    ema_update(ema, online, config.ema_decay)
+    # line 15, Eq. 11: θ̄ ← αθ̄ + (1−α)θ is the EMAUpdate callback (callbacks/ema.py), which Lightning runs
+    # as soon as this step returns: before the next batch is begun and before the step's checkpoint
     return StepResult(metrics, torch.cat(rhos), torch.cat(advs), torch.cat(taus), n, version + 1)
 
 
 def clip_gradients(online: torch.nn.Module, max_norm: float | None) -> float | None:
     """Clip the online gradients' total L2 norm to ``max_norm`` (None: no clipping, Table 2); their norm
-    before clipping, or None. Called inside line 14's optimizer step (``on_before_optimizer_step``)."""
+    before clipping, or None. Called by :func:`pdx_step` right before line 14's optimizer step (under DDP
+    the gradients are all-reduced by then, so every rank clips alike)."""
     if max_norm is None:
         return None
     return float(torch.nn.utils.clip_grad_norm_(online.parameters(), max_norm))

@@ -4,7 +4,9 @@
 (:class:`SelfPlayNetworks`: the EMA, the base and the trained parameters' version). Each item it
 yields is a :class:`PendingBatch`: the current positions s, their legal masks, π_base(·|s) and
 p_base(s), and τ(s) from the EMA value head (with ``temperature_wdl_source="online"`` τ(s) is left
-to the step, which takes it from the online value head).
+to the step, which takes it from the online value head). What the step computes is set by the
+algorithm's settings (:class:`~pdx_lightning.rl.settings.PDXSettings`), which the dataset reads for the
+temperature, its WDL source, the cap's scoring, successor reuse and the micro-batch.
 
 The step (:mod:`pdx_lightning.rl.pdx_step`) runs the online network on s *with* gradient, samples
 a ~ μ, computes ρ, p̂ and A itself, and asks this dataset only to play: :meth:`SelfPlayDataset.play`
@@ -15,8 +17,9 @@ gradient-carrying online pass doubles as the sampling pass: four network passes 
 (base(s), ema(s) unless τ comes from the online WDL, ema(s'), online(s) fwd+bwd). The online
 network itself never runs here.
 
-The step works per micro-batch of games (``games`` lists), so the module can accumulate gradients
-over micro-batches without keeping every micro-batch's graph alive.
+The step works per micro-batch of games (the ``games`` index lists of :meth:`SelfPlayDataset.play` and
+the others), so it can accumulate gradients over micro-batches without keeping every micro-batch's
+graph alive.
 
 The games themselves live in a pool (:mod:`pdx_lightning.chesscore.game_pool`): by default the compiled
 chess core, which plays, encodes and masks a whole batch in one call per step (optionally over worker
@@ -31,7 +34,7 @@ import os
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from typing import Literal, get_args
+from typing import Literal
 
 import chess
 import numpy as np
@@ -45,13 +48,10 @@ from pdx_lightning.chesscore.opening_files import read_opening_lines
 from pdx_lightning.chesscore.rules import DRAW, RESULT_NONE, WIN
 from pdx_lightning.nets.inference import evaluate
 from pdx_lightning.rl.errors import SelfPlayError
-from pdx_lightning.rl.pdx_step import PendingBatch, TemperatureMode, sample_action, temperature
+from pdx_lightning.rl.pdx_step import PendingBatch, sample_action, temperature
+from pdx_lightning.rl.settings import PDXSettings
 from pdx_lightning.runtime.progress import progress
 from pdx_lightning.runtime.ranks import rank_world
-
-TEMPERATURE_MODES: tuple[str, ...] = get_args(TemperatureMode)  # the sweep's temperature arms, in this order
-TemperatureSource = Literal["ema", "online"]
-TEMPERATURE_WDL_SOURCES: tuple[str, ...] = get_args(TemperatureSource)
 
 
 @dataclass(frozen=True)
@@ -75,18 +75,14 @@ class SelfPlayNetworks:
 
 @dataclass
 class SelfPlayConfig:
-    """Self-play settings (paper Appendix D and Table 2).
+    """The games of self-play (paper Appendix D): how many, their openings and restarts, the chess engine,
+    the ply cap and draw claims. What the step computes from them is :class:`~pdx_lightning.rl.settings.PDXSettings`.
 
     Attributes:
         n_games: N, games in flight across all ranks (each rank plays N / world_size).
         seed: base seed; rank r uses seed + 1000·r. None (the default): the run's seed, the one
             ``seed_everything`` set (LightningCLI's ``--seed_everything``, or ``lightning.seed_everything``:
             its ``PL_GLOBAL_SEED``), else 0; see :func:`with_run_seed`.
-        temperature: "adaptive" samples μ ∝ π_θ^{1/τ(s)} with τ = H(WDL of the EMA at s) (Eq. 5–6);
-            "fixed" samples π_θ (τ ≡ 1).
-        temperature_wdl_source: whose WDL at s sets the adaptive τ: "ema" (the paper, App. E) or
-            "online" (the online network's, from the same pass that samples; the default of the
-            authors' code, and one EMA pass fewer per step).
         opening_max_moves: at start each game plays k ~ U{0..this} full moves from π_base
             (tempered in the adaptive arm).
         restart: how a finished game starts again: "initial" (the paper), "random_plies"
@@ -96,15 +92,9 @@ class SelfPlayConfig:
         openings_file: for restart="openings": UCI lines from the start position, one per line, EPD
             records with the line in their ``c0`` opcode (``pdx data openings``), or a PGN book (each
             game's mainline); see ``chess.openings.read_opening_lines``.
-        max_plies: game cap; a game reaching it ends.
-        cap_result: "draw" scores a capped game as a draw (the paper); "bootstrap" keeps the EMA's
-            value of s' as the target (truncation, the authors' code).
+        max_plies: game cap; a game reaching it ends (scored as the settings' ``cap_result`` says).
         claim_draws: end games at threefold repetition / fifty moves as soon as claimable (else only
             the automatic fivefold / 75-move rules end them).
-        micro_batch: games per network call (and per gradient micro-batch in the module).
-        reuse_successor_eval: use the EMA's evaluation of s' at step t as its evaluation of s at
-            step t+1 when the game goes on (saves the ema(s) pass for continuing games; an
-            approximation, since the EMA moved by one update in between). Off by default.
         backend: the chess engine of the games: "native" (the compiled core, ``chesscore/pdx_core.c``,
             built by ``pip install -e .``) or "python-chess" (the reference it is tested against; no C
             compiler needed; its chess side costs ~8x the core's: 266 against 34 core-µs per game-ply at
@@ -119,17 +109,12 @@ class SelfPlayConfig:
 
     n_games: int = 256
     seed: int | None = None
-    temperature: TemperatureMode = "adaptive"
-    temperature_wdl_source: TemperatureSource = "ema"
     opening_max_moves: int = 60
     restart: Literal["initial", "random_plies", "openings"] = "initial"
     restart_max_moves: int = 8
     openings_file: str | None = None
     max_plies: int = 512
-    cap_result: Literal["draw", "bootstrap"] = "draw"
     claim_draws: bool = False
-    micro_batch: int = 256
-    reuse_successor_eval: bool = False
     backend: Backend = "native"
     workers: int = 1
     worker_timeout_s: float = 600.0
@@ -139,18 +124,12 @@ class SelfPlayConfig:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
         if self.workers < 1 or (self.backend == "python-chess" and self.workers != 1):
             raise ValueError(f"workers must be >= 1 (and 1 with the python-chess backend), got {self.workers}")
-        if self.n_games < 1 or self.micro_batch < 1 or self.max_plies < 1:
-            raise ValueError("n_games, micro_batch and max_plies must be >= 1")
-        if self.temperature not in TEMPERATURE_MODES:
-            raise ValueError(f"temperature must be 'adaptive' or 'fixed', got {self.temperature!r}")
-        if self.temperature_wdl_source not in TEMPERATURE_WDL_SOURCES:
-            raise ValueError(f"temperature_wdl_source must be 'ema' or 'online', got {self.temperature_wdl_source!r}")
+        if self.n_games < 1 or self.max_plies < 1:
+            raise ValueError("n_games and max_plies must be >= 1")
         if self.restart not in ("initial", "random_plies", "openings"):
             raise ValueError(f"restart must be initial|random_plies|openings, got {self.restart!r}")
         if self.restart == "openings" and not self.openings_file:
             raise ValueError("restart='openings' needs openings_file")
-        if self.cap_result not in ("draw", "bootstrap"):
-            raise ValueError(f"cap_result must be 'draw' or 'bootstrap', got {self.cap_result!r}")
         if self.opening_max_moves < 0 or self.restart_max_moves < 0:
             raise ValueError("opening_max_moves and restart_max_moves must be >= 0")
 
@@ -178,9 +157,10 @@ class SelfPlayDataset(IterableDataset):
     come back to the pool.
     """
 
-    def __init__(self, config: SelfPlayConfig, networks: SelfPlayNetworks) -> None:
+    def __init__(self, config: SelfPlayConfig, networks: SelfPlayNetworks, settings: PDXSettings | None = None) -> None:
         super().__init__()
         self.cfg = with_run_seed(config)
+        self.settings = settings if settings is not None else PDXSettings()
         self.networks = networks
         self.pool: GamePool | None = (
             None  # made when iteration starts (the rank, hence the number of games, is known then)
@@ -233,7 +213,7 @@ class SelfPlayDataset(IterableDataset):
     def _open_pool(self, n: int) -> None:
         if self.pool is not None:
             self.pool.close()
-        cap = self.cfg.max_plies if self.cfg.cap_result == "draw" else None
+        cap = self.cfg.max_plies if self.settings.cap_result == "draw" else None
         self.pool = open_pool(
             self.cfg.backend,
             n,
@@ -248,7 +228,7 @@ class SelfPlayDataset(IterableDataset):
         """Everything needed to continue the same games: move lists, RNG states, stats and, with
         ``reuse_successor_eval``, the EMA's cached evaluations of the current positions (made by
         the EMA before its last update, so they cannot be recomputed after a restart)."""
-        cache = self._ema_cache if self.cfg.reuse_successor_eval else None
+        cache = self._ema_cache if self.settings.reuse_successor_eval else None
         n = 0 if self.pool is None else self.pool.n
         return {
             "roots": [self._live.root_fen(i) for i in range(n)],
@@ -311,7 +291,7 @@ class SelfPlayDataset(IterableDataset):
     def _eval(self, name: str, x: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``evaluate`` with the network ``name`` ("ema" or "base") of :class:`SelfPlayNetworks`; the
         outputs stay on the network's device."""
-        return evaluate(getattr(self.networks, name), x, mask, self.cfg.micro_batch, to_cpu=False)
+        return evaluate(getattr(self.networks, name), x, mask, self.settings.micro_batch, to_cpu=False)
 
     def _positions(self, idx) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """The games' current positions on the networks' device: planes (b, 112, 8, 8), legal mask
@@ -330,8 +310,8 @@ class SelfPlayDataset(IterableDataset):
         return x, mask, legal, count
 
     def _tau(self, wdl: torch.Tensor) -> torch.Tensor:
-        """τ(s) of the config's temperature arm (Eq. 5, :func:`~pdx_lightning.rl.pdx_step.temperature`)."""
-        return temperature(wdl, self.cfg.temperature)
+        """τ(s) of the settings' temperature arm (Eq. 5, :func:`~pdx_lightning.rl.pdx_step.temperature`)."""
+        return temperature(wdl, self.settings.temperature)
 
     def _randomize(self, games: list[int], full_moves: list[int], desc: str | None = None) -> None:
         """Play ``full_moves[j]`` full moves from π_base (tempered in the adaptive arm) in ``games[j]``.
@@ -364,9 +344,9 @@ class SelfPlayDataset(IterableDataset):
         idx = np.arange(n)
         x, mask, legal, count = self._positions(idx)
         logp_base, wdl_base = self._eval("base", x, mask)
-        if self._tau_from_online():
-            wdl = None  # τ(s) from the online pass in `complete`: the EMA is not needed at s
-        elif self.cfg.reuse_successor_eval and self._ema_cache is not None:
+        if self.settings.tau_from_online:
+            wdl = None  # τ(s) from the step's online pass (pdx_step.step_temperature): the EMA is not needed at s
+        elif self.settings.reuse_successor_eval and self._ema_cache is not None:
             wdl = self._ema_cache.clone()
             fresh = torch.isnan(wdl).any(dim=1).nonzero().flatten()
             if len(fresh):
@@ -377,9 +357,6 @@ class SelfPlayDataset(IterableDataset):
         return PendingBatch(
             x, mask, logp_base, None if wdl is None else self._tau(wdl), self.networks.version(), wdl_base, legal, count
         )
-
-    def _tau_from_online(self) -> bool:
-        return self.cfg.temperature == "adaptive" and self.cfg.temperature_wdl_source == "online"
 
     def play(self, games, actions: torch.Tensor) -> torch.Tensor:
         """Play policy slot ``actions[r]`` in game ``games[r]`` (s' = T(s, a)); return the results (b,) on

@@ -100,6 +100,9 @@ def run_lightning(
     A ``--config`` naming a moved shipped config fails first, with its new path (:mod:`.moved_configs`);
     ``--config pdx:<preset>`` reads the preset shipped with the package (:mod:`pdx_lightning.resources`)."""
     args = resolve_config_args(sys.argv[1:] if args is None else list(args))
+    check_settings_args = getattr(model_class, "check_fit_args", None)
+    if check_settings_args is not None:  # a moved setting's key, in one line with its new key
+        check_settings_args(args)
     quiet_known_noise()
     cli = PDXLightningCLI(
         model_class,

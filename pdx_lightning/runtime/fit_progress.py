@@ -10,8 +10,9 @@ at its step; its rate and ETA count this launch's steps only)::
 
 It draws on stderr (stdout keeps the closing summary); when stderr is not a terminal (a log file) it
 redraws at most every ``runtime.progress.LOG_INTERVAL`` s and hides the short validation bars;
-``PDX_PROGRESS=0`` switches it off, as every other pdx bar. :class:`PDXLightningCLI` installs it
-unless the config names a progress bar of its own or ``--trainer.enable_progress_bar false``.
+``PDX_PROGRESS=0`` switches it off, as every other pdx bar.
+:class:`~pdx_lightning.runtime.lightning_cli.PDXLightningCLI` installs it unless the config names a progress
+bar of its own or ``--trainer.enable_progress_bar false``.
 """
 
 from __future__ import annotations

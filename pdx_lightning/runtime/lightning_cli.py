@@ -117,6 +117,9 @@ class PDXLightningCLI(LightningCLI):
             return
         hparams = dict(read_checkpoint(ckpt).get("hyper_parameters") or {})
         hparams.pop("_instantiator", None)
+        migrate = getattr(self.model_class, "migrate_hparams", None)
+        if migrate is not None:  # a checkpoint written before the module's settings moved resumes
+            hparams = migrate(hparams)
         for key in RUN_ONLY_HPARAMS:
             hparams.pop(key, None)
         if not hparams:
@@ -256,8 +259,8 @@ class PDXLightningCLI(LightningCLI):
         if clip and not self.model.automatic_optimization:
             hp = getattr(self.model, "hparams", {})
             own = (
-                f"; clip with --model.grad_clip_norm {clip} instead"
-                if hasattr(hp, "get") and "grad_clip_norm" in hp
+                f"; clip with --model.algorithm.grad_clip_norm {clip} instead"
+                if hasattr(hp, "get") and "grad_clip_norm" in (hp.get("algorithm") or {})
                 else ""
             )
             raise ManualClippingError(

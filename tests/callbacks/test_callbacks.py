@@ -1,5 +1,7 @@
 """Callbacks under a real Trainer on the tiny preset."""
 
+from types import SimpleNamespace
+
 import lightning as L
 import pytest
 import torch
@@ -8,14 +10,17 @@ from lightning.pytorch.loggers import CSVLogger
 from pdx_lightning.callbacks import BetaSchedule, EMAUpdate, PuzzleValidation
 from pdx_lightning.rl.module import PDXModule
 from pdx_lightning.rl.selfplay import SelfPlayConfig
+from pdx_lightning.rl.settings import SETTING_NAMES, PDXSettings
 
 torch.set_num_threads(1)
 FIXTURES = "tests/fixtures"
 
 
 def module(**kw):
-    sp = SelfPlayConfig(n_games=4, opening_max_moves=2, max_plies=20, micro_batch=4)
-    return PDXModule(base="random:tiny", selfplay=sp, warmup_steps=1, **kw)
+    """A tiny PDXModule; ``kw`` naming a ``PDXSettings`` field go to ``algorithm``, the rest to the module."""
+    sp = SelfPlayConfig(n_games=4, opening_max_moves=2, max_plies=20)
+    algorithm = PDXSettings(**{"micro_batch": 4, **{k: kw.pop(k) for k in list(kw) if k in SETTING_NAMES}})
+    return PDXModule(base="random:tiny", algorithm=algorithm, selfplay=sp, warmup_steps=1, **kw)
 
 
 def fit(m, steps, callbacks, logger=False):
@@ -37,9 +42,11 @@ def test_ema_update_matches_hand_formula():
     ema0 = [p.clone() for p in m.ema.parameters()]
     for p in m.online.parameters():
         p.data.add_(1.0)
-    cb.on_train_batch_end(None, m, None, None, 0)
+    m.param_version = 1  # as after the training step's optimizer step, which the callback follows
+    cb.on_train_batch_end(SimpleNamespace(global_step=1), m, None, None, 0)
     for e0, e, o in zip(ema0, m.ema.parameters(), m.online.parameters()):
         torch.testing.assert_close(e, 0.9 * e0 + 0.1 * o)
+    assert m.ema_version == 1  # the step it followed, stamped
     with pytest.raises(ValueError):
         EMAUpdate(decay=1.5)
 
@@ -75,15 +82,15 @@ def test_puzzle_validation_scores_the_ema_and_logs(tmp_path):
     calls = []
     import pdx_lightning.evaluation.puzzle_scoring as P
 
-    orig = P.evaluate_for_validation
+    orig = P.validation_sums  # the scorer PuzzleValidation.score calls (this rank's share of the suites)
     P_eval = lambda model, *a, **k: (calls.append(model), orig(model, *a, **k))[1]  # noqa: E731
-    P.evaluate_for_validation = P_eval
+    P.validation_sums = P_eval
     try:
         fit(m, 3, [cb], logger=CSVLogger(tmp_path))
     finally:
-        P.evaluate_for_validation = orig
+        P.validation_sums = orig
     assert [s for s, _ in cb.history] == [0, 2, 3]
-    assert all(model is m.ema for model in calls)
+    assert len(calls) == 3 and all(model is m.ema for model in calls)
     keys = set(cb.history[-1][1])
     assert {"puzzles/acc", "puzzles/p_star_geo", "mates/acc_1"} <= keys
     assert 0.0 <= cb.history[-1][1]["puzzles/acc"] <= 1.0
@@ -116,13 +123,13 @@ def test_the_modules_validation_loop_scores_the_ema_through_puzzle_validation(mo
 
     m = module(val_suite=f"{FIXTURES}/lichess_sample.csv", val_mates=[f"{FIXTURES}/generated_altmoves.csv"])
     assert isinstance(m.puzzle_validation, PuzzleValidation)
-    calls, orig = [], P.evaluate_for_validation
+    calls, orig = [], P.validation_sums  # the scorer PuzzleValidation.score calls
 
     def recording(model, *a, **k):
         calls.append(model)
         return orig(model, *a, **k)
 
-    monkeypatch.setattr(P, "evaluate_for_validation", recording)
+    monkeypatch.setattr(P, "validation_sums", recording)
     out = L.Trainer(accelerator="cpu", logger=False, enable_progress_bar=False, enable_model_summary=False).validate(
         m, verbose=False
     )[0]

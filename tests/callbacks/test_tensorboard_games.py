@@ -15,6 +15,7 @@ from pdx_lightning.callbacks.tensorboard import flatten_hparams
 from pdx_lightning.nets import load_model
 from pdx_lightning.rl.module import PDXModule
 from pdx_lightning.rl.selfplay import SelfPlayConfig
+from pdx_lightning.rl.settings import PDXSettings
 
 torch.set_num_threads(1)
 
@@ -22,7 +23,7 @@ torch.set_num_threads(1)
 def test_flatten_hparams_nests_with_slashes_and_drops_private_keys():
     flat = flatten_hparams(
         {
-            "beta": 0.01,
+            "algorithm": {"beta": 0.01, "grad_clip_norm": None},
             "selfplay": {"n_games": 8, "openings_file": None},
             "adam_betas": (0.9, 0.98),
             "_instantiator": "x",
@@ -30,7 +31,8 @@ def test_flatten_hparams_nests_with_slashes_and_drops_private_keys():
         }
     )
     assert flat == {
-        "beta": 0.01,
+        "algorithm/beta": 0.01,
+        "algorithm/grad_clip_norm": "None",
         "selfplay/n_games": 8,
         "selfplay/openings_file": "None",
         "adam_betas": "(0.9, 0.98)",
@@ -80,8 +82,8 @@ def test_policy_snapshot_probabilities_kl_and_image():
 
 
 def test_selfplay_games_writes_the_finished_games_of_the_rank(tmp_path):
-    sp = SelfPlayConfig(n_games=6, opening_max_moves=0, max_plies=6, micro_batch=6, seed=3)
-    m = PDXModule(base="random:tiny", selfplay=sp, warmup_steps=1)
+    sp = SelfPlayConfig(n_games=6, opening_max_moves=0, max_plies=6, seed=3)
+    m = PDXModule(base="random:tiny", algorithm=PDXSettings(micro_batch=6), selfplay=sp, warmup_steps=1)
     cb = SelfPlayGames(every_n_steps=4, max_games=5, text_games=1, directory=str(tmp_path / "games"))
     trainer = L.Trainer(
         max_steps=20,

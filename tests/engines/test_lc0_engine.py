@@ -105,7 +105,7 @@ def files(tmp_path_factory) -> dict[str, Path]:
         "false",
         "--model.selfplay.n_games",
         "8",
-        "--model.selfplay.micro_batch",
+        "--model.algorithm.micro_batch",
         "8",
         "--model.selfplay.opening_max_moves",
         "4",

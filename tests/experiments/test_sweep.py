@@ -41,8 +41,8 @@ def write_config(tmp_path: Path, **over) -> Path:
         "terms": ["none", "forward_kl"],
         "temperatures": ["adaptive"],
         "betas": [0.01],
-        "model": {"warmup_steps": 1},
-        "selfplay": {"opening_max_moves": 2, "max_plies": 20, "micro_batch": 4},
+        "model": {"warmup_steps": 1, "algorithm": {"micro_batch": 4}},
+        "selfplay": {"opening_max_moves": 2, "max_plies": 20},
         "trainer": {"accelerator": "cpu", "devices": 1, "enable_model_summary": False},
         "eval": {"selection": SAMPLE, "tactics": SAMPLE, "mates": {"path": MATES}},
         **over,
@@ -187,8 +187,8 @@ def test_unknown_flags_go_to_every_fit_and_dry_run_launches_nothing(tmp_path, la
         line.split()[1] == "train" and line.endswith("--trainer.devices 2") for line in lines
     )
     assert launches.calls == [] and not (tmp_path / "out").exists()
-    sep = cli.build_parser().parse_args(["sweep", "--config", "x", "--", "--model.c_v", "0.5"])
-    assert sep.fit_args == ["--", "--model.c_v", "0.5"]  # run() drops the separator
+    sep = cli.build_parser().parse_args(["sweep", "--config", "x", "--", "--model.algorithm.c_v", "0.5"])
+    assert sep.fit_args == ["--", "--model.algorithm.c_v", "0.5"]  # run() drops the separator
 
 
 def test_changing_the_budget_of_an_existing_sweep_is_refused(tmp_path):

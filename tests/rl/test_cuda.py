@@ -11,14 +11,16 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 
 from pdx_lightning.rl.module import PDXModule
 from pdx_lightning.rl.selfplay import SelfPlayConfig
+from pdx_lightning.rl.settings import PDXSettings
 
 pytestmark = pytest.mark.cuda
 
 
 def _module(**sp) -> PDXModule:
-    cfg = SelfPlayConfig(n_games=16, opening_max_moves=3, max_plies=20, micro_batch=8, seed=1, **sp)
+    cfg = SelfPlayConfig(n_games=16, opening_max_moves=3, max_plies=20, seed=1, **sp)
     return PDXModule(
         base="random:tiny",
+        algorithm=PDXSettings(micro_batch=8),
         selfplay=cfg,
         lr_backbone=1e-3,
         lr_final_block=1e-3,

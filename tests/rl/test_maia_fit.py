@@ -35,7 +35,7 @@ TINY = [
     "false",
     "--model.selfplay.n_games",
     "8",
-    "--model.selfplay.micro_batch",
+    "--model.algorithm.micro_batch",
     "8",
     "--model.selfplay.opening_max_moves",
     "2",

@@ -12,18 +12,18 @@ import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 
 from pdx_lightning.rl.module import PDXModule
-from pdx_lightning.rl.objectives import UnknownExplorationTerm
 from pdx_lightning.rl.selfplay import SelfPlayConfig
+from pdx_lightning.rl.settings import SETTING_NAMES, PDXSettings, SettingsError
 
 torch.set_num_threads(1)
 FAST = dict(lr_backbone=1e-3, lr_final_block=1e-3, lr_policy_head=1e-3, lr_value_head=1e-3, warmup_steps=1)
 
 
 def module(n_games=8, selfplay_kw=None, **kw):
-    sp = SelfPlayConfig(
-        n_games=n_games, opening_max_moves=4, max_plies=30, micro_batch=4, seed=1, **(selfplay_kw or {})
-    )
-    return PDXModule(base="random:tiny", selfplay=sp, **{**FAST, **kw})
+    """A tiny PDXModule; ``kw`` naming a ``PDXSettings`` field go to ``algorithm``, the rest to the module."""
+    sp = SelfPlayConfig(n_games=n_games, opening_max_moves=4, max_plies=30, seed=1, **(selfplay_kw or {}))
+    algorithm = PDXSettings(**{"micro_batch": 4, **{k: kw.pop(k) for k in list(kw) if k in SETTING_NAMES}})
+    return PDXModule(base="random:tiny", algorithm=algorithm, selfplay=sp, **{**FAST, **kw})
 
 
 def trainer(steps, **kw):
@@ -63,7 +63,6 @@ def test_self_play_reads_the_ema_and_the_base_and_the_parameter_version():
 def test_the_online_masked_log_softmax_is_computed_once_per_micro_batch(monkeypatch):
     """log π_θ(·|s) with gradient: one masked log-softmax per micro-batch, shared by sampling
     (collect), the loss and the KL metrics (the EMA/base passes and μ run without gradient)."""
-    import pdx_lightning.rl.objectives as O
     import pdx_lightning.rl.pdx_step as M
 
     calls = []
@@ -75,8 +74,7 @@ def test_the_online_masked_log_softmax_is_computed_once_per_micro_batch(monkeypa
 
         return f
 
-    monkeypatch.setattr(O, "masked_log_softmax", counting(O.masked_log_softmax))
-    monkeypatch.setattr(M, "masked_log_softmax", counting(M.masked_log_softmax))
+    monkeypatch.setattr(M, "masked_log_softmax", counting(M.masked_log_softmax))  # pdx_loss takes log π_θ itself
     m = module()  # 8 games in micro-batches of 4
     trainer(2).fit(m)
     assert calls.count(True) == 2 * 2
@@ -218,9 +216,9 @@ def test_every_arm_trains_and_logs(kind, tmp_path):
 
 
 def test_bad_hyperparameters_are_named_errors():
-    with pytest.raises(UnknownExplorationTerm, match="forward_kl"):
+    with pytest.raises(SettingsError, match=r"model\.algorithm\.exploration .*forward_kl"):
         module(exploration="forward")
-    with pytest.raises(ValueError, match="beta"):
+    with pytest.raises(ValueError, match=r"model\.algorithm\.beta"):
         module(beta=-1.0)
 
 
@@ -243,7 +241,7 @@ def test_resume_continues_the_same_games_and_weights(tmp_path, reuse):
     """A run interrupted after step 3 and resumed from its checkpoint equals an uninterrupted one
     exactly: games, τ at every step, online and EMA weights. With ``reuse_successor_eval`` the
     EMA evaluations cached for step 4 (made before step 3's EMA update) travel in the checkpoint."""
-    kw = dict(selfplay_kw={"reuse_successor_eval": reuse}, lr_value_head=3e-2)
+    kw = dict(reuse_successor_eval=reuse, lr_value_head=3e-2)
     L.seed_everything(0)
     full, full_tau = module(**kw), TauProbe()
     trainer(5, callbacks=[full_tau]).fit(full)
@@ -275,11 +273,12 @@ DDP_SCRIPT = textwrap.dedent("""
     torch.set_num_threads(1)
     from pdx_lightning.rl.module import PDXModule
     from pdx_lightning.rl.selfplay import SelfPlayConfig
+    from pdx_lightning.rl.settings import PDXSettings
     out = sys.argv[1]
     # each rank owns its games and its two chess worker threads
-    sp = SelfPlayConfig(n_games=8, opening_max_moves=4, max_plies=30, micro_batch=4, seed=1, workers=2)
-    m = PDXModule(base="random:tiny", selfplay=sp, lr_backbone=1e-3, lr_final_block=1e-3,
-                  lr_policy_head=1e-3, lr_value_head=1e-3, warmup_steps=1)
+    sp = SelfPlayConfig(n_games=8, opening_max_moves=4, max_plies=30, seed=1, workers=2)
+    m = PDXModule(base="random:tiny", algorithm=PDXSettings(micro_batch=4), selfplay=sp, lr_backbone=1e-3,
+                  lr_final_block=1e-3, lr_policy_head=1e-3, lr_value_head=1e-3, warmup_steps=1)
     t = L.Trainer(max_steps=3, accelerator="cpu", devices=2, strategy="ddp", logger=False,
                   enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
     t.fit(m)

@@ -34,6 +34,7 @@ from pdx_lightning.rl.objectives import (
     value_target,
 )
 from pdx_lightning.rl.selfplay import SelfPlayConfig
+from pdx_lightning.rl.settings import PDXSettings
 
 torch.set_num_threads(1)
 P = 7  # policy slots in the pure-math tests (the objectives work for any P)
@@ -94,7 +95,7 @@ def test_single_legal_move_beta_one_every_term_is_finite_with_zero_kl(kind):
     assert (forward_kl(base, log_p, mask) == 0).all() and (reverse_kl(log_p, base, mask) == 0).all()
     assert (entropy(log_p, mask) == 0).all()
     loss = pdx_loss(
-        logits,
+        log_p,
         wdl_logits,
         mask,
         torch.full((3,), 4),
@@ -168,7 +169,7 @@ def test_loss_and_gradients_are_finite_for_extreme_inputs(inputs):
     v = torch.softmax(wdl_logits.detach(), -1)
     advantage = (target[:, 0] + 0.5 * target[:, 1]) - (v[:, 0] + 0.5 * v[:, 1])
     loss = pdx_loss(
-        logits,
+        log_p,
         wdl_logits,
         mask,
         action,
@@ -201,17 +202,17 @@ def test_short_soak_at_the_extremes(arm, tmp_path):
 # ---------------------------------------------------------------- an injected NaN stops training, named
 
 
-def module(**kw):
-    sp = SelfPlayConfig(n_games=6, opening_max_moves=0, max_plies=30, micro_batch=6, seed=1)
+def module(**algorithm):
+    sp = SelfPlayConfig(n_games=6, opening_max_moves=0, max_plies=30, seed=1)
     return PDXModule(
         base="random:tiny",
+        algorithm=PDXSettings(micro_batch=6, **algorithm),
         selfplay=sp,
         warmup_steps=1,
         lr_backbone=1e-3,
         lr_final_block=1e-3,
         lr_policy_head=1e-3,
         lr_value_head=1e-3,
-        **kw,
     )
 
 

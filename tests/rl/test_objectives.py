@@ -29,7 +29,6 @@ from pdx_lightning.rl.objectives import (
     exploration_term,
     importance_weight,
     pdx_loss,
-    pdx_loss_from_log_probs,
     value_loss,
     value_target,
 )
@@ -316,7 +315,7 @@ def test_value_anchor_matches_loop_and_its_gradient_reaches_only_the_online_head
 
 
 def test_pdx_loss_adds_the_anchor_weighted_by_c_v_times_w_in_the_arms_direction():
-    args = _loss_inputs(13)
+    args = _log_prob_inputs(13)
     g = torch.Generator().manual_seed(13)
     p_base = torch.randn(5, 3, generator=g, dtype=F64).softmax(-1)
     wdl = args[1]
@@ -342,15 +341,22 @@ def _loss_inputs(seed):
     return logits, wdl, mask, action, rho, adv, tgt.softmax(-1), base
 
 
+def _log_prob_inputs(seed):
+    """``_loss_inputs`` with the policy as ``pdx_loss`` takes it: the masked log-policy, not the logits."""
+    logits, wdl, mask, *rest = _loss_inputs(seed)
+    return masked_log_softmax(logits, mask), wdl, mask, *rest
+
+
 def test_pdx_loss_hand():
     # π_θ uniform over 3: log π(a) = −ln3; ρ = ½, A = .2 → policy = −½·.2·(−ln3) = .1 ln3
     # π_base = (½, ½, 0): forward KL = 2·½ln(½/⅓) = ln1.5; value: uniform head, one-hot p̂ → ½·ln3
     # total, β = .1, c_v = 2: .1ln3 + .1ln1.5 + ln3 = 1.24899
     zeros = torch.zeros(1, 3, dtype=F64)  # policy logits, WDL logits
+    every = torch.ones(1, 3, dtype=torch.bool)
     out = pdx_loss(
-        zeros,
+        masked_log_softmax(zeros, every),
         zeros.clone(),
-        torch.ones(1, 3, dtype=torch.bool),
+        every,
         torch.tensor([2]),
         T(0.5),
         T(0.2),
@@ -364,25 +370,49 @@ def test_pdx_loss_hand():
     assert [x.item() for x in out] == pytest.approx(expect, rel=1e-6)
 
 
+def _direct_loss(logits, wdl, mask, action, rho, adv, tgt, base, kind, beta, c_v):
+    """Eq. 7 written directly in the logits, independently of ``chesscore.policy``: log_softmax over the
+    legal moves (illegal logits at −inf), each sum over the legal moves (the double where keeps 0·log 0 = 0
+    and its gradient finite)."""
+    lp = torch.log_softmax(logits.masked_fill(~mask, -INF), -1)
+    lp0, lb0 = torch.where(mask, lp, 0.0), torch.where(mask, base, 0.0)
+    p, pb = lp0.exp() * mask, lb0.exp() * mask
+    explore = {
+        "none": torch.zeros(len(mask), dtype=logits.dtype),
+        "entropy": (p * lp0).sum(-1),
+        "reverse_kl": (p * (lp0 - lb0)).sum(-1),
+        "forward_kl": (pb * (lb0 - lp0)).sum(-1),
+    }[kind]
+    policy = -(rho * adv * lp0.gather(1, action[:, None]).squeeze(1)).mean()
+    value = -(rho * (tgt * torch.log_softmax(wdl, -1)).sum(-1)).mean()
+    return policy + beta * explore.mean() + c_v * value
+
+
 @pytest.mark.parametrize("kind", EXPLORATION_TERMS)
-def test_pdx_loss_from_log_probs_is_pdx_loss_of_the_logits_with_the_same_gradient(kind):
+def test_pdx_loss_of_the_masked_log_policy_has_the_direct_formulas_value_and_gradient_in_the_logits(kind):
+    """``pdx_loss`` takes log π_θ (``masked_log_softmax`` of the logits, as the step computes it once):
+    its total and its gradient w.r.t. the logits and the WDL logits are those of Eq. 7 written directly
+    in the logits."""
     logits, wdl, mask, action, rho, adv, tgt, base = _loss_inputs(3)
-    a, b = logits.clone().requires_grad_(True), logits.clone().requires_grad_(True)
-    ref = pdx_loss(a, wdl, mask, action, rho, adv, tgt, base, exploration=kind, beta=0.3, c_v=0.7)
-    out = pdx_loss_from_log_probs(
-        masked_log_softmax(b, mask), wdl, mask, action, rho, adv, tgt, base, exploration=kind, beta=0.3, c_v=0.7
+    a, wa = logits.clone().requires_grad_(True), wdl.clone().requires_grad_(True)
+    b, wb = logits.clone().requires_grad_(True), wdl.clone().requires_grad_(True)
+    out = pdx_loss(
+        masked_log_softmax(a, mask), wa, mask, action, rho, adv, tgt, base, exploration=kind, beta=0.3, c_v=0.7
     )
-    for x, y in zip(ref, out):
-        assert_close(x, y)
-    ref.total.backward()
+    ref = _direct_loss(b, wb, mask, action, rho, adv, tgt, base, kind, 0.3, 0.7)
+    assert_close(out.total, ref)
     out.total.backward()
+    ref.backward()
+    assert torch.isfinite(a.grad).all() and (a.grad[~mask] == 0).all()
     assert_close(a.grad, b.grad)
+    assert_close(wa.grad, wb.grad)
 
 
 @pytest.mark.parametrize("kind", EXPLORATION_TERMS)
 def test_pdx_loss_matches_loop(kind):
     logits, wdl, mask, action, rho, adv, tgt, base = _loss_inputs(7)
-    out = pdx_loss(logits, wdl, mask, action, rho, adv, tgt, base, exploration=kind, beta=0.3, c_v=0.7)
+    log_p = masked_log_softmax(logits, mask)
+    out = pdx_loss(log_p, wdl, mask, action, rho, adv, tgt, base, exploration=kind, beta=0.3, c_v=0.7)
     pol = ex = val = 0.0
     for i, lp_ in enumerate(masked_log_softmax(logits, mask).tolist()):  # one position at a time
         legal, lb = mask[i].tolist(), base[i].tolist()
@@ -408,7 +438,8 @@ def test_no_gradient_through_constants(kind):
         lg, wl = logits.clone().requires_grad_(), wdl.clone().requires_grad_()
         c = consts if live else [x.detach() for x in consts]
         lb = masked_log_softmax(base_logits, mask) if live else base
-        pdx_loss(lg, wl, mask, action, *c, lb, exploration=kind, beta=0.3, c_v=0.7).total.backward()
+        log_p = masked_log_softmax(lg, mask)
+        pdx_loss(log_p, wl, mask, action, *c, lb, exploration=kind, beta=0.3, c_v=0.7).total.backward()
         assert torch.isfinite(lg.grad).all() and (lg.grad[~mask] == 0).all()
         grads.append((lg.grad, wl.grad))
     assert all(x.grad is None for x in [*consts, base_logits])
@@ -418,7 +449,8 @@ def test_no_gradient_through_constants(kind):
 def test_single_step_ppo_reduction():
     logits, wdl, mask, action, rho, adv, tgt, base = _loss_inputs(9)
     logits.requires_grad_()
-    eq14 = pdx_loss(logits, wdl, mask, action, rho, adv, tgt, base, exploration="none", beta=0.0, c_v=0.0)
+    log_p = masked_log_softmax(logits, mask)
+    eq14 = pdx_loss(log_p, wdl, mask, action, rho, adv, tgt, base, exploration="none", beta=0.0, c_v=0.0)
     (g14,) = torch.autograd.grad(eq14.total, logits)
     log_pi = masked_log_softmax(logits, mask).gather(1, action[:, None]).squeeze(1)  # (5,)
     for eps in (0.01, 0.2):  # r ≡ 1: clip inert, same gradient for every ε
@@ -436,7 +468,7 @@ def test_ppo_clipped_surrogate_hand():
 
 
 def test_every_exploration_kind_changes_the_loss():
-    args = _loss_inputs(10)
+    args = _log_prob_inputs(10)
     base = pdx_loss(*args, exploration="none", beta=0.3, c_v=0.7)
     assert base.explore.item() == 0
     for kind in EXPLORATION_TERMS[1:]:
@@ -447,10 +479,10 @@ def test_every_exploration_kind_changes_the_loss():
 
 
 def test_bad_configuration_raises_named_errors():
-    args = _loss_inputs(11)
-    logits, wdl, mask, _action, *rest = args
+    args = _log_prob_inputs(11)
+    log_p, wdl, mask, _action, *rest = args
     for call in (
-        lambda: exploration_term("kl", logits, rest[-1], mask),
+        lambda: exploration_term("kl", log_p, rest[-1], mask),
         lambda: pdx_loss(*args, exploration="kl", beta=0.1, c_v=1.0),
     ):
         with pytest.raises(UnknownExplorationTerm, match="'kl'; valid terms: none, entropy, reverse_kl"):
@@ -460,7 +492,7 @@ def test_bad_configuration_raises_named_errors():
     with pytest.raises(ValueError, match=r"c_v .* >= 0, got -1"):
         pdx_loss(*args, beta=0.1, c_v=-1.0)
     with pytest.raises(ObjectiveInputError, match="action is illegal"):
-        pdx_loss(logits, wdl, mask, (~mask).int().argmax(1), *rest, beta=0.1, c_v=1.0)
+        pdx_loss(log_p, wdl, mask, (~mask).int().argmax(1), *rest, beta=0.1, c_v=1.0)
     with pytest.raises(ObjectiveInputError, match=r"rows \[1\] have no legal move"):
         masked_log_softmax(torch.zeros(2, 3), torch.tensor([[True, False, False], [False] * 3]))
     for bad in (torch.tensor([0.5, -0.1]), torch.tensor([math.nan, 1.0])):

@@ -17,6 +17,7 @@ from pdx_lightning.chesscore.rules import RESULT_NONE
 from pdx_lightning.rl import objectives as O
 from pdx_lightning.rl.module import PDXModule
 from pdx_lightning.rl.selfplay import SelfPlayConfig
+from pdx_lightning.rl.settings import PDXSettings
 
 torch.set_num_threads(1)
 P = 4288
@@ -66,7 +67,7 @@ def test_every_objective_returns_float32_for_half_precision_inputs(half):
     for kind in O.EXPLORATION_TERMS:
         outs[f"exploration_term[{kind}]"] = O.exploration_term(kind, lp_half, base_half, mask)
         loss = O.pdx_loss(
-            lo,
+            lp_half,  # the masked log-policy, in half precision
             t["wdl"].to(half),
             mask,
             t["action"],
@@ -93,9 +94,10 @@ def test_the_loss_on_bf16_logits_is_the_float32_loss_of_the_rounded_logits():
         args = (t["mask"], t["action"], t["rho"], t["advantage"], t["target"], t["log_p_base"])
         lo16 = t["logits"].bfloat16().requires_grad_(True)
         wdl16 = t["wdl"].bfloat16()
-        half = O.pdx_loss(lo16, wdl16, *args, **kw)
-        rounded = O.pdx_loss(lo16.detach().float(), wdl16.float(), *args, **kw)
-        exact = O.pdx_loss(t["logits"], t["wdl"], *args, **kw)
+        # pdx_loss takes the masked log-policy: log-softmax of the bf16 logits (upcast to float32 first)
+        half = O.pdx_loss(policy.masked_log_softmax(lo16, t["mask"]), wdl16, *args, **kw)
+        rounded = O.pdx_loss(policy.masked_log_softmax(lo16.detach().float(), t["mask"]), wdl16.float(), *args, **kw)
+        exact = O.pdx_loss(policy.masked_log_softmax(t["logits"], t["mask"]), t["wdl"], *args, **kw)
         for name in O.PDXLoss._fields:
             h, r, e = getattr(half, name), getattr(rounded, name), getattr(exact, name)
             assert h.dtype == torch.float32
@@ -128,10 +130,10 @@ def _steps(precision: str, tmp_path) -> list[dict[str, float]]:
 
     def fit(prec: str, steps: int, ckpt: str | None, save: bool) -> list[dict[str, float]]:
         L.seed_everything(0)
-        sp = SelfPlayConfig(n_games=8, opening_max_moves=0, max_plies=30, micro_batch=4, seed=1)
+        sp = SelfPlayConfig(n_games=8, opening_max_moves=0, max_plies=30, seed=1)
         m = PDXModule(
             base="random:tiny",
-            beta=0.1,
+            algorithm=PDXSettings(beta=0.1, micro_batch=4),
             selfplay=sp,
             lr_backbone=1e-2,
             lr_final_block=1e-2,

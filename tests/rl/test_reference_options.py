@@ -1,10 +1,10 @@
 """The options that reproduce the paper's public reference implementation (issue 30 item 1), each
 off by default where the paper's text says otherwise (Eq. 7, Table 2, App. E):
 
-* ``--model.value_anchor`` w: c_v·w·KL(p_base ‖ p_θ), the base-WDL value anchor (off: Eq. 7);
-* ``--model.selfplay.temperature_wdl_source online``: τ from the online WDL (default: the EMA's);
+* ``--model.algorithm.value_anchor`` w: c_v·w·KL(p_base ‖ p_θ), the base-WDL value anchor (off: Eq. 7);
+* ``--model.algorithm.temperature_wdl_source online``: τ from the online WDL (default: the EMA's);
 * ``--model.selfplay.claim_draws``: threefold / fifty moves claimed at once (off: the laws of chess);
-* ``--model.grad_clip_norm``: gradient-norm clipping (none: Table 2).
+* ``--model.algorithm.grad_clip_norm``: gradient-norm clipping (none: Table 2).
 
 The last test computes the loss of a fixed batch as the reference code's per-minibatch step loss
 does, in a slow loop written from reading that code, and matches pdx's loss with the options on.
@@ -34,13 +34,17 @@ from pdx_lightning.rl import pdx_step
 from pdx_lightning.rl.module import PDXModule
 from pdx_lightning.rl.objectives import EXPLORATION_TERMS, pdx_loss
 from pdx_lightning.rl.selfplay import SelfPlayConfig, SelfPlayDataset, SelfPlayError, SelfPlayNetworks
+from pdx_lightning.rl.settings import SETTING_NAMES, PDXSettings, SettingsError
 
 torch.set_num_threads(1)
 
 
-def collect(ds, *args):
-    """``pdx_step.collect`` on the dataset's games, sampler generator and parameter version, as the step passes them."""
-    return pdx_step.collect(ds, *args, generator=ds.gen, version=ds.networks.version())
+def collect(ds, batch, rows, log_p_theta, v_theta, wdl_theta):
+    """``pdx_step.collect`` on the dataset's games, τ(s) as the step takes it (``step_temperature``: the batch's,
+    from the EMA, or H of the online WDL ``wdl_theta``, as the dataset's settings say), sampler generator and
+    parameter version, as the step passes them."""
+    tau = pdx_step.step_temperature(batch, rows, wdl_theta, ds.settings)
+    return pdx_step.collect(ds, batch, rows, log_p_theta, v_theta, tau, generator=ds.gen, version=ds.networks.version())
 
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,10 +53,10 @@ F64 = torch.float64
 
 
 def module(n_games=8, selfplay_kw=None, **kw):
-    sp = SelfPlayConfig(
-        n_games=n_games, opening_max_moves=4, max_plies=30, micro_batch=4, seed=1, **(selfplay_kw or {})
-    )
-    return PDXModule(base="random:tiny", selfplay=sp, **{**FAST, **kw})
+    """A tiny PDXModule; ``kw`` naming a ``PDXSettings`` field go to ``algorithm``, the rest to the module."""
+    sp = SelfPlayConfig(n_games=n_games, opening_max_moves=4, max_plies=30, seed=1, **(selfplay_kw or {}))
+    algorithm = PDXSettings(**{"micro_batch": 4, **{k: kw.pop(k) for k in list(kw) if k in SETTING_NAMES}})
+    return PDXModule(base="random:tiny", algorithm=algorithm, selfplay=sp, **{**FAST, **kw})
 
 
 def trainer(steps, **kw):
@@ -97,7 +101,7 @@ def test_value_anchor_is_logged_changes_training_and_is_absent_by_default():
     value_off = runs[0.0][0].online.value_head.out.weight
     value_on = runs[5.0][0].online.value_head.out.weight
     assert (value_off - value_on).abs().max() > 1e-6  # the anchor's gradient acted
-    with pytest.raises(ValueError, match="value_anchor must be >= 0"):
+    with pytest.raises(SettingsError, match=r"model\.algorithm\.value_anchor .* must be a finite number >= 0"):
         module(value_anchor=-0.1)
 
 
@@ -119,8 +123,9 @@ def test_temperature_wdl_source_online_takes_tau_from_the_online_wdl_and_skips_t
     taus = {}
     for source in ("ema", "online"):
         ds = SelfPlayDataset(
-            SelfPlayConfig(n_games=6, micro_batch=6, opening_max_moves=3, seed=5, temperature_wdl_source=source),
+            SelfPlayConfig(n_games=6, opening_max_moves=3, seed=5),
             SelfPlayNetworks(ema=ema, base=base, version=lambda: 0),
+            PDXSettings(micro_batch=6, temperature_wdl_source=source),
         )
         it = iter(ds)
         first = next(it)  # opening moves (base passes) done
@@ -146,21 +151,23 @@ def test_temperature_wdl_source_online_takes_tau_from_the_online_wdl_and_skips_t
 
 def test_temperature_wdl_source_needs_the_online_wdl_and_is_validated():
     ds = SelfPlayDataset(
-        SelfPlayConfig(n_games=2, micro_batch=2, opening_max_moves=0, temperature_wdl_source="online"),
+        SelfPlayConfig(n_games=2, opening_max_moves=0),
         SelfPlayNetworks(ema=_net(2, (0, 0, 0)), base=_net(3, (0, 0, 0)), version=lambda: 0),
+        PDXSettings(micro_batch=2, temperature_wdl_source="online"),
     )
     batch = next(iter(ds))
-    uniform = torch.log_softmax(torch.where(batch.mask, 0.0, float("-inf")), 1)
-    with pytest.raises(SelfPlayError, match="needs the online WDL"):
-        collect(ds, batch, slice(0, 2), uniform, torch.zeros(2))
-    with pytest.raises(ValueError, match="temperature_wdl_source must be 'ema' or 'online'"):
-        SelfPlayConfig(temperature_wdl_source="base")
+    assert batch.tau is None  # τ(s) is left to the online WDL: no EMA τ comes with the batch
+    wdl = torch.tensor([[0.5, 0.3, 0.2], [0.1, 0.1, 0.8]])
+    assert torch.equal(pdx_step.step_temperature(batch, slice(0, 2), wdl, ds.settings), wdl_entropy(wdl))
+    with pytest.raises(SelfPlayError, match="the batch carries no τ\\(s\\) and the settings take it from the EMA"):
+        pdx_step.step_temperature(batch, slice(0, 2), wdl, PDXSettings(micro_batch=2))  # EMA source: refused
+    with pytest.raises(SettingsError, match="model.algorithm.temperature_wdl_source must be one of ema, online"):
+        PDXSettings(temperature_wdl_source="base")
     # the fixed arm ignores the source: τ ≡ 1 either way
     fixed = SelfPlayDataset(
-        SelfPlayConfig(
-            n_games=2, micro_batch=2, opening_max_moves=0, temperature="fixed", temperature_wdl_source="online"
-        ),
+        SelfPlayConfig(n_games=2, opening_max_moves=0),
         SelfPlayNetworks(ema=_net(2, (0, 0, 0)), base=_net(3, (0, 0, 0)), version=lambda: 0),
+        PDXSettings(micro_batch=2, temperature="fixed", temperature_wdl_source="online"),
     )
     assert torch.equal(next(iter(fixed)).tau, torch.ones(2))
 
@@ -169,7 +176,7 @@ def test_temperature_wdl_source_changes_the_logged_tau_of_a_fit():
     logged = {}
     for source in ("ema", "online"):
         L.seed_everything(0)
-        m, probe = module(selfplay_kw={"temperature_wdl_source": source}, lr_value_head=3e-2), MetricsProbe()
+        m, probe = module(temperature_wdl_source=source, lr_value_head=3e-2), MetricsProbe()
         trainer(4, callbacks=[probe]).fit(m)
         logged[source] = [s["selfplay/tau_mean"] for s in probe.steps]
     # step 1: online = EMA = base, the same τ; then the online value head runs ahead of the EMA
@@ -199,10 +206,9 @@ ENDGAMES = [
 
 def _one_game_dataset(backend: str, claim_draws: bool) -> SelfPlayDataset:
     ds = SelfPlayDataset(
-        SelfPlayConfig(
-            n_games=1, micro_batch=1, opening_max_moves=0, claim_draws=claim_draws, max_plies=10_000, backend=backend
-        ),
+        SelfPlayConfig(n_games=1, opening_max_moves=0, claim_draws=claim_draws, max_plies=10_000, backend=backend),
         SelfPlayNetworks(ema=_net(2, (0, 0, 0)), base=_net(3, (0, 0, 0)), version=lambda: 0),
+        PDXSettings(micro_batch=1),
     )
     next(iter(ds))
     return ds
@@ -255,33 +261,32 @@ def test_claim_draws_ends_games_exactly_where_the_reference_claims_them(backend)
 
 # ---- d. gradient-norm clipping -----------------------------------------------------------------
 class GradProbe(L.Callback):
-    """The online gradients before the module's ``on_before_optimizer_step`` (callbacks' hooks run
-    first) and after it: what AdamW steps on (its closure, which runs these hooks, is evaluated
-    inside ``step`` before any parameter moves)."""
+    """The online gradients right before the step clips them (``pdx_step.clip_gradients``, which the step
+    calls before line 14's optimizer step, wrapped here to record them) and in ``on_before_optimizer_step``:
+    what AdamW steps on (its closure, which runs that hook, is evaluated inside ``step`` before any
+    parameter moves)."""
 
-    def __init__(self):
+    def __init__(self, monkeypatch):
         self.before, self.stepped = [], []
+        clip = pdx_step.clip_gradients
 
-    def on_train_start(self, trainer, pl_module):
-        hook = pl_module.on_before_optimizer_step
+        def recording(online, max_norm):
+            self.before.append([p.grad.clone() for p in online.parameters()])
+            return clip(online, max_norm)
 
-        def after(optimizer):
-            hook(optimizer)
-            self.stepped.append([p.grad.clone() for p in pl_module.online.parameters()])
-
-        pl_module.on_before_optimizer_step = after  # Lightning calls the hook by attribute lookup
+        monkeypatch.setattr(pdx_step, "clip_gradients", recording)  # the step looks it up in its module
 
     def on_before_optimizer_step(self, trainer, pl_module, optimizer):
-        self.before.append([p.grad.clone() for p in pl_module.online.parameters()])
+        self.stepped.append([p.grad.clone() for p in pl_module.online.parameters()])
 
 
 def _norm(grads):
     return torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads])).item()
 
 
-def test_grad_clip_norm_clips_logs_the_norm_before_and_off_leaves_gradients_unchanged():
+def test_grad_clip_norm_clips_logs_the_norm_before_and_off_leaves_gradients_unchanged(monkeypatch):
     L.seed_everything(0)
-    m, grads, probe = module(), GradProbe(), MetricsProbe()
+    m, grads, probe = module(), GradProbe(monkeypatch), MetricsProbe()
     trainer(3, callbacks=[grads, probe]).fit(m)
     assert len(grads.before) == len(grads.stepped) == 3
     for before, stepped in zip(grads.before, grads.stepped):  # off (the paper): untouched
@@ -290,7 +295,7 @@ def test_grad_clip_norm_clips_logs_the_norm_before_and_off_leaves_gradients_unch
 
     clip = 1e-3
     L.seed_everything(0)
-    m, grads, probe = module(grad_clip_norm=clip), GradProbe(), MetricsProbe()
+    m, grads, probe = module(grad_clip_norm=clip), GradProbe(monkeypatch), MetricsProbe()
     trainer(3, callbacks=[grads, probe]).fit(m)
     for before, stepped, logged in zip(grads.before, grads.stepped, probe.steps):
         pre = _norm(before)
@@ -300,7 +305,7 @@ def test_grad_clip_norm_clips_logs_the_norm_before_and_off_leaves_gradients_unch
         assert _norm(stepped) == pytest.approx(clip, rel=1e-4)
         for a, b in zip(before, stepped):  # a rescaling, same direction
             assert_close(b, a * (clip / pre), rtol=1e-4, atol=1e-12)
-    with pytest.raises(ValueError, match="grad_clip_norm must be > 0"):
+    with pytest.raises(SettingsError, match=r"model\.algorithm\.grad_clip_norm .* must be a finite number > 0"):
         module(grad_clip_norm=0.0)
 
 
@@ -334,7 +339,10 @@ def test_trainer_gradient_clip_val_is_refused_with_a_pointer_to_grad_clip_norm(t
     err = r.stderr.strip()
     assert r.returncode == 2 and "Traceback" not in err, err[-3000:]
     last = err.splitlines()[-1]  # after Lightning's own start-up lines (seed, devices)
-    assert last.startswith("pdx fit: error: --trainer.gradient_clip_val 1.0:") and "--model.grad_clip_norm" in last, err
+    assert (
+        last.startswith("pdx fit: error: --trainer.gradient_clip_val 1.0:")
+        and "--model.algorithm.grad_clip_norm" in last
+    ), err
 
 
 def test_fit_help_documents_every_reference_option(tmp_path):
@@ -350,9 +358,9 @@ def test_fit_help_documents_every_reference_option(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     text = " ".join(r.stdout.split())
     for option, phrase in [
-        ("--model.value_anchor", "base-WDL value anchor"),
-        ("--model.grad_clip_norm", "None = no clipping"),
-        ("--model.selfplay.temperature_wdl_source", "whose WDL at s sets the adaptive τ"),
+        ("--model.algorithm.value_anchor", "base-WDL value anchor"),
+        ("--model.algorithm.grad_clip_norm", "None = no clipping"),
+        ("--model.algorithm.temperature_wdl_source", "whose WDL at s sets the adaptive τ"),
         ("--model.selfplay.claim_draws", "threefold repetition"),
     ]:
         assert option in text and phrase in text, option
@@ -484,7 +492,7 @@ def test_pdx_loss_with_the_reference_options_matches_the_reference_step_loss(kin
     total = 0.0
     for sl in (slice(0, 4), slice(4, 8)):
         out = pdx_loss(
-            z[sl],
+            masked_log_softmax(z[sl], mask[sl]),  # log π_θ, as the step computes it from the logits
             w[sl],
             mask[sl],
             action[sl],
@@ -513,7 +521,8 @@ def test_pdx_loss_with_the_reference_options_matches_the_reference_step_loss(kin
     assert_close(w.grad, w_ref.grad, rtol=1e-6, atol=tol)
     # and the anchor is what closes the gap: without it pdx's gradient differs
     w_off = wdl.clone().requires_grad_()
+    log_p = masked_log_softmax(logits, mask)
     pdx_loss(
-        logits, w_off, mask, action, rho, adv, target, base_policy.log(), exploration=kind, beta=beta, c_v=c_v
+        log_p, w_off, mask, action, rho, adv, target, base_policy.log(), exploration=kind, beta=beta, c_v=c_v
     ).total.backward()
     assert (w_off.grad - w.grad).abs().max() > 1e-4

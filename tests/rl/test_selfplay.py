@@ -16,13 +16,16 @@ from pdx_lightning.nets import load_model
 from pdx_lightning.nets.inference import evaluate_boards
 from pdx_lightning.rl import pdx_step
 from pdx_lightning.rl.selfplay import SelfPlayConfig, SelfPlayDataset, SelfPlayError, SelfPlayNetworks
+from pdx_lightning.rl.settings import SETTING_NAMES, PDXSettings, SettingsError
 
 torch.set_num_threads(1)
 
 
-def collect(ds, *args):
-    """``pdx_step.collect`` on the dataset's games, sampler generator and parameter version, as the step passes them."""
-    return pdx_step.collect(ds, *args, generator=ds.gen, version=ds.networks.version())
+def collect(ds, batch, rows, log_p_theta, v_theta):
+    """``pdx_step.collect`` on the dataset's games, τ(s) from the EMA (the batch's), sampler generator and
+    parameter version, as the step passes them."""
+    tau = batch.tau[rows]
+    return pdx_step.collect(ds, batch, rows, log_p_theta, v_theta, tau, generator=ds.gen, version=ds.networks.version())
 
 
 LN3 = math.log(3)
@@ -47,10 +50,13 @@ def nets():
 
 
 def make(nets, n=4, version=lambda: 0, **kw):
+    """A dataset of ``n`` games; ``kw`` naming a ``PDXSettings`` field go to the settings, the rest to the config."""
     kw.setdefault("opening_max_moves", 0)
+    settings = PDXSettings(**{"micro_batch": n, **{k: kw.pop(k) for k in list(kw) if k in SETTING_NAMES}})
     ds = SelfPlayDataset(
-        SelfPlayConfig(n_games=n, micro_batch=n, **kw),
+        SelfPlayConfig(n_games=n, **kw),
         SelfPlayNetworks(ema=nets["ema"], base=nets["base"], version=version),
+        settings,
     )
     return ds, iter(ds)
 
@@ -78,8 +84,8 @@ def online_outputs(online, boards):
 
 
 def test_validates_config():
-    with pytest.raises(ValueError, match="temperature"):
-        SelfPlayConfig(temperature="hot")
+    with pytest.raises(SettingsError, match=r"model\.algorithm\.temperature must be one of adaptive, fixed"):
+        PDXSettings(temperature="hot")
     with pytest.raises(ValueError, match="openings_file"):
         SelfPlayConfig(restart="openings")
 

@@ -12,6 +12,7 @@ import torch
 from pdx_lightning.chesscore import native_core
 from pdx_lightning.rl.module import PDXModule
 from pdx_lightning.rl.selfplay import SelfPlayConfig
+from pdx_lightning.rl.settings import PDXSettings
 
 pytestmark = pytest.mark.skipif(not native_core.available(), reason="compiled chess core not built (pip install -e .)")
 
@@ -28,11 +29,10 @@ class Metrics(L.Callback):
 
 def _fit(backend: str, workers: int, packed_transfer: bool | None = None, **sp) -> tuple[PDXModule, Metrics]:
     L.seed_everything(0)
-    cfg = SelfPlayConfig(
-        n_games=12, opening_max_moves=3, max_plies=14, micro_batch=5, seed=2, backend=backend, workers=workers, **sp
-    )
+    cfg = SelfPlayConfig(n_games=12, opening_max_moves=3, max_plies=14, seed=2, backend=backend, workers=workers, **sp)
     m = PDXModule(
         base="random:tiny",
+        algorithm=PDXSettings(micro_batch=5),
         selfplay=cfg,
         lr_backbone=1e-3,
         lr_final_block=1e-3,

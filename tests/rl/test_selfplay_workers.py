@@ -17,16 +17,16 @@ from pdx_lightning.chesscore.native_core import NativeCore
 from pdx_lightning.chesscore.pool_interface import ChessWorkerError
 from pdx_lightning.rl.module import PDXModule
 from pdx_lightning.rl.selfplay import SelfPlayConfig
+from pdx_lightning.rl.settings import PDXSettings
 
 pytestmark = pytest.mark.skipif(not native_core.available(), reason="compiled chess core not built (pip install -e .)")
 
 
 def _module(timeout: float = 600.0) -> PDXModule:
-    cfg = SelfPlayConfig(
-        n_games=12, opening_max_moves=3, max_plies=16, micro_batch=6, seed=3, workers=2, worker_timeout_s=timeout
-    )
+    cfg = SelfPlayConfig(n_games=12, opening_max_moves=3, max_plies=16, seed=3, workers=2, worker_timeout_s=timeout)
     return PDXModule(
         base="random:tiny",
+        algorithm=PDXSettings(micro_batch=6),
         selfplay=cfg,
         lr_backbone=1e-3,
         lr_final_block=1e-3,

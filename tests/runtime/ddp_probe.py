@@ -92,3 +92,39 @@ class RankProbe(L.Callback):
         )
         if self.sleep:
             time.sleep(self.sleep)
+
+
+class StepProbe(L.Callback):
+    """Per rank and step: the rank's own loss over its games (``training_step``'s output, before any
+    synchronisation), its number of games, and the logged whole-batch values; the callbacks' order."""
+
+    KEYS = ("loss/total", "loss/policy", "kl/forward_to_base", "selfplay/rho_mean", "selfplay/adv_std")
+
+    def __init__(self, out: str) -> None:
+        self.out = out
+
+    def _write(self, trainer, record: dict) -> None:
+        os.makedirs(self.out, exist_ok=True)
+        with open(os.path.join(self.out, f"steps{trainer.global_rank}.jsonl"), "a") as f:
+            f.write(json.dumps({**record, "rank": trainer.global_rank}) + "\n")
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        self._write(trainer, {"event": "callbacks", "names": [type(cb).__name__ for cb in trainer.callbacks]})
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        local = outputs["loss"] if isinstance(outputs, dict) else outputs
+        logged = {k: float(trainer.callback_metrics[k]) for k in self.KEYS if k in trainer.callback_metrics}
+        self._write(
+            trainer,
+            {
+                "event": "step",
+                "step": trainer.global_step,
+                "local_loss": float(local),
+                "n": len(pl_module.dataset.boards),
+                "logged": logged,
+            },
+        )
+
+    def on_train_end(self, trainer, pl_module) -> None:
+        scores = [cb.history[-1] for cb in trainer.callbacks if type(cb).__name__ == "PuzzleValidation"]
+        self._write(trainer, {"event": "validation", "step": scores[0][0], "scores": scores[0][1]} if scores else {})

@@ -112,7 +112,8 @@ def _tiny_fit(work: Path, probe: str, sleep: float = 0.0) -> Path:
             "base": "random:tiny",
             "warmup_steps": 1,
             "lr_value_head": 3e-3,
-            "selfplay": {"n_games": 8, "micro_batch": 4, "opening_max_moves": 2, "max_plies": 20, "workers": 2},
+            "algorithm": {"micro_batch": 4},
+            "selfplay": {"n_games": 8, "opening_max_moves": 2, "max_plies": 20, "workers": 2},
         },
     }  # each rank with its chess worker threads
     path = work / f"tiny_{probe}.yaml"
@@ -391,8 +392,8 @@ def _tiny_sweep(tmp_path: Path, **trainer) -> Path:
         "checkpoint_every": 1,
         "terms": ["none"],
         "temperatures": ["adaptive"],
-        "model": {"warmup_steps": 1},
-        "selfplay": {"micro_batch": 4, "opening_max_moves": 2, "max_plies": 20},
+        "model": {"warmup_steps": 1, "algorithm": {"micro_batch": 4}},
+        "selfplay": {"opening_max_moves": 2, "max_plies": 20},
         "trainer": {"enable_model_summary": False, **trainer},
         "eval": {"selection": str(ROOT / "tests" / "fixtures" / "lichess_sample.csv")},
     }

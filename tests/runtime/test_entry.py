@@ -51,7 +51,7 @@ def test_pdx_fit_under_ddp_on_two_cpu_processes_exits_cleanly_with_one_summary(t
         "1",
         "--model.selfplay.n_games",
         "8",
-        "--model.selfplay.micro_batch",
+        "--model.algorithm.micro_batch",
         "4",
         "--model.selfplay.opening_max_moves",
         "2",

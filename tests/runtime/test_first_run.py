@@ -25,7 +25,7 @@ TINY = [
     "1",
     "--model.selfplay.n_games",
     "4",
-    "--model.selfplay.micro_batch",
+    "--model.algorithm.micro_batch",
     "4",
     "--model.selfplay.opening_max_moves",
     "1",

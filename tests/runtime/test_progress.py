@@ -25,6 +25,7 @@ from pdx_lightning.evaluation.arena_players import NetPlayer
 from pdx_lightning.evaluation.coverage import CoverageTree, FunctionPolicy, coverage
 from pdx_lightning.nets import load_model
 from pdx_lightning.rl.selfplay import SelfPlayConfig, SelfPlayDataset, SelfPlayNetworks
+from pdx_lightning.rl.settings import PDXSettings
 from pdx_lightning.runtime import progress as progress_mod
 from pdx_lightning.runtime.progress import process_rank, progress
 
@@ -109,8 +110,10 @@ def test_pdx_progress_on_and_the_callers_own_switch(no_delay, capsys, monkeypatc
 
 def selfplay(n: int = 4, opening_max_moves: int = 3, seed: int = 5, **kw) -> SelfPlayDataset:
     nets = [load_model(f"random:tiny:{s}").eval() for s in (1, 2)]
-    cfg = SelfPlayConfig(n_games=n, micro_batch=n, opening_max_moves=opening_max_moves, seed=seed, **kw)
-    return SelfPlayDataset(cfg, SelfPlayNetworks(ema=nets[0], base=nets[1], version=lambda: 0))
+    cfg = SelfPlayConfig(n_games=n, opening_max_moves=opening_max_moves, seed=seed, **kw)
+    return SelfPlayDataset(
+        cfg, SelfPlayNetworks(ema=nets[0], base=nets[1], version=lambda: 0), PDXSettings(micro_batch=n)
+    )
 
 
 def test_selfplay_opening_warm_up_shows_its_plies_and_plays_the_same_games(no_delay, capsys, monkeypatch):

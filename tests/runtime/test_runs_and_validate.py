@@ -39,7 +39,7 @@ TINY = [
     "1",
     "--model.selfplay.n_games",
     "4",
-    "--model.selfplay.micro_batch",
+    "--model.algorithm.micro_batch",
     "4",
     "--model.selfplay.opening_max_moves",
     "1",
@@ -138,7 +138,9 @@ def _record_validate(monkeypatch) -> list:
 
 def test_validate_takes_the_command_line_over_an_old_checkpoint_and_writes_no_logs(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    assert _fit("--trainer.max_steps", "1", "--model.exploration", "entropy", "--model.selfplay.seed", "5") == 0
+    assert (
+        _fit("--trainer.max_steps", "1", "--model.algorithm.exploration", "entropy", "--model.selfplay.seed", "5") == 0
+    )
     ckpt = tmp_path / "runs" / "pdx" / "version_0" / "checkpoints" / "last.ckpt"
     blob = torch.load(ckpt, weights_only=True)
     assert "_instantiator" not in blob["hyper_parameters"]
@@ -163,9 +165,9 @@ def test_validate_takes_the_command_line_over_an_old_checkpoint_and_writes_no_lo
                 "--model.val_suite",
                 SUITE,
                 "--model.val_mates+=" + MATES,
-                "--model.beta",
+                "--model.algorithm.beta",
                 "0.5",
-                "--model.selfplay.temperature",
+                "--model.algorithm.temperature",
                 "fixed",
             ]
         )
@@ -173,8 +175,11 @@ def test_validate_takes_the_command_line_over_an_old_checkpoint_and_writes_no_lo
     )
     model, out, trainer = calls[0]
     assert {"puzzles/acc", "mates/acc_1"} <= set(out[0])  # the suites were scored
-    assert model.hparams.beta == 0.5 and model.hparams.selfplay["temperature"] == "fixed"  # command line wins
-    assert model.hparams.exploration == "entropy"  # over conf/fit/pdx.yaml's forward_kl: the checkpoint's
+    algorithm = model.hparams["algorithm"]
+    assert algorithm["beta"] == 0.5 and algorithm["temperature"] == "fixed"  # command line wins
+    assert model.algorithm.beta == 0.5 and model.algorithm.temperature == "fixed"  # and the settings the run uses
+    assert algorithm["exploration"] == "entropy"  # over conf/fit/pdx.yaml's forward_kl: the checkpoint's
+    assert model.algorithm.exploration == "entropy"  # beside the flags' nested keys
     assert model.hparams.selfplay["seed"] == 5  # the checkpoint's, beside the flag's nested key
     assert trainer.logger is None
     stdout = capsys.readouterr().out
@@ -218,8 +223,8 @@ def test_default_fit_event_file_has_hparams_learning_rates_image_and_text_and_no
     content = ea.PluginTagToContent("hparams")
     start = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/session_start_info"])
     hparams = dict(start.session_start_info.hparams)
-    assert hparams["selfplay/temperature"].string_value == "adaptive"
-    assert hparams["selfplay/n_games"].number_value == 4 and hparams["beta"].number_value == 0.01
+    assert hparams["algorithm/temperature"].string_value == "adaptive"
+    assert hparams["selfplay/n_games"].number_value == 4 and hparams["algorithm/beta"].number_value == 0.01
     assert not any(k.startswith("_") for k in hparams)
     exp = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/experiment"]).experiment
     assert {"puzzles/acc", "policy/entropy", "kl/forward_to_base"} <= {m.name.tag for m in exp.metric_infos}
@@ -231,7 +236,7 @@ def test_default_fit_event_file_has_hparams_learning_rates_image_and_text_and_no
     assert texts
     assert '[Event "pdx self-play"]' in ea.Tensors(texts[0])[0].tensor_proto.string_val[0].decode()
     saved = yaml.safe_load((run / "hparams.yaml").read_text())
-    assert saved["selfplay"]["temperature"] == "adaptive" and "_instantiator" not in saved
+    assert saved["algorithm"]["temperature"] == "adaptive" and "_instantiator" not in saved
     pgn = (run / "selfplay" / "games_rank0.pgn").read_text()
     assert pgn.count('[Event "pdx self-play"]') >= 1
 

@@ -102,7 +102,8 @@ def test_mlflow_logged_fit_has_metrics_params_the_policy_image_and_the_games_tex
     (run,) = client.search_runs([exp.experiment_id])
     history = client.get_metric_history(run.info.run_id, "loss/total")
     assert sorted(m.step for m in history) == list(range(8))  # steps 0..7
-    assert run.data.params["exploration"] == "forward_kl" and run.data.params["beta"] == "0.01"
+    params = run.data.params  # the hyperparameters, flattened with "/"
+    assert params["algorithm/exploration"] == "forward_kl" and params["algorithm/beta"] == "0.01"
     root = Path(client.download_artifacts(run.info.run_id, ""))
     files = [p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()]
     assert any(f.startswith("images/policy~snapshot") and f.endswith(".png") for f in files), files
@@ -150,8 +151,8 @@ def test_sweep_with_mlflow_keeps_its_record_and_names_each_cells_run(tmp_path, m
         "terms": ["none"],
         "temperatures": ["adaptive"],
         "betas": [0.01],
-        "model": {"warmup_steps": 1},
-        "selfplay": {"opening_max_moves": 2, "max_plies": 20, "micro_batch": 4},
+        "model": {"warmup_steps": 1, "algorithm": {"micro_batch": 4}},
+        "selfplay": {"opening_max_moves": 2, "max_plies": 20},
         "trainer": {"accelerator": "cpu", "devices": 1, "enable_model_summary": False},
         "eval": {"selection": sample, "tactics": sample, "mates": {"path": mates}},
     }

@@ -33,7 +33,7 @@ Models are matched to rows by arena label, model string or checkpoint path (the 
 checkpoint paths and cell names).
 
 Modules: :mod:`.runs` (reading the directory, Table 1's rows), :mod:`.tables` (Markdown tables),
-:mod:`.recovery` (Figure 8's numbers), :mod:`.seeds` (arms across seeds: each seed and the aggregate),
-:mod:`.real` (Table 1 on real Lichess puzzles, Figure 6 right), :mod:`.figures` (PNGs), :mod:`.command`
+:mod:`.recovery_tables` (Figure 8's numbers), :mod:`.seeds` (arms across seeds: each seed and the aggregate),
+:mod:`.real` (Table 1 on real Lichess puzzles, Figure 6 right), :mod:`.figures` (PNGs), :mod:`.report_command`
 (``pdx report``).
 """

@@ -13,7 +13,7 @@ Modules, in the order a run uses them:
 * :mod:`.evaluate` a cell's EMA scored on every suite, paired with the base;
 * :mod:`.record`   β* per arm, ``sweep.json``, ``table6.md`` (a table of :mod:`..report`);
 * :mod:`.stages`   the optional arena and analysis stages;
-* :mod:`.command`  ``pdx sweep``: arguments, checks before training, the run.
+* :mod:`.sweep_command`  ``pdx sweep``: arguments, checks before training, the run.
 
 Layout of ``<out>`` (what :mod:`pdx_lightning.experiments.report` reads)::
 

@@ -127,8 +127,10 @@ class SweepConfig:
     temperatures: list[Temperature] = field(default_factory=lambda: list(TEMPERATURES))
     betas: list[float] = field(default_factory=lambda: list(PAPER_BETAS))
     cells: list[str] | None = None  # name globs: run only these cells of the grid (null: every cell)
-    model: dict[str, Any] = field(default_factory=dict)  # further PDXModule arguments (learning rates...)
-    selfplay: dict[str, Any] = field(default_factory=dict)  # further SelfPlayConfig fields
+    # further PDXModule arguments (learning rates, algorithm settings: either model.algorithm.<key> or, as
+    # the sweep YAMLs written before it existed, model.<key> / selfplay.<key>; rl.settings.MOVED_KEYS)
+    model: dict[str, Any] = field(default_factory=dict)
+    selfplay: dict[str, Any] = field(default_factory=dict)  # further SelfPlayConfig fields (and moved settings)
     trainer: dict[str, Any] = field(default_factory=dict)  # further Trainer arguments, every cell
     control: ControlConfig = field(default_factory=ControlConfig)
     arena: ArenaConfig | None = None
@@ -140,7 +142,11 @@ class SweepConfig:
         if min(self.steps, self.games, self.checkpoint_every) < 1:
             raise ValueError("steps, games and checkpoint_every must be >= 1")
         for key, owned in OWNED.items():
-            if clash := sorted(set(getattr(self, key)) & set(owned)):
+            given = set(getattr(self, key))
+            if key == "model":  # today's layout: the algorithm's settings in model.algorithm (rl.settings)
+                given |= set(self.model.get("algorithm") or {}) & {"exploration", "beta", "temperature"}
+            owned_here = set(owned) | ({"temperature"} if key == "model" else set())
+            if clash := sorted(given & owned_here):
                 raise ValueError(
                     f"{key}: {clash} are set by the sweep itself (from base, terms, betas, "
                     f"games, temperatures, seed, steps, out)"

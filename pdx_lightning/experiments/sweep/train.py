@@ -24,6 +24,7 @@ from pathlib import Path
 from pdx_lightning.atomicfile import atomic_write_text
 from pdx_lightning.experiments.sweep.config import Cell, SweepConfig, eval_suites
 from pdx_lightning.resources import resolve_path
+from pdx_lightning.rl.settings import migrate_hparams
 
 
 class SweepError(RuntimeError):
@@ -148,12 +149,22 @@ def fit_config(cfg: SweepConfig, cell: Cell, cell_dir: Path, fit_args: Sequence[
             **cfg.control.model,
         }
     else:
-        model = {**(doc.get("model") or {}), **cfg.model, "base": cfg.base, "exploration": cell.term, "beta": cell.beta}
-        model["selfplay"] = {
-            **(model.get("selfplay") or {}),
-            **cfg.selfplay,
-            "n_games": cfg.games,
+        # the fit config's and the sweep's settings in today's layout (the algorithm's settings in
+        # model.algorithm, the games in model.selfplay: rl.settings), the sweep's over the fit config's
+        fit_model = migrate_hparams(doc.get("model") or {})
+        sweep_model = migrate_hparams({**cfg.model, "selfplay": dict(cfg.selfplay)})
+        model = {**fit_model, **sweep_model, "base": cfg.base}
+        model["algorithm"] = {
+            **(fit_model.get("algorithm") or {}),
+            **(sweep_model.get("algorithm") or {}),
+            "exploration": cell.term,
+            "beta": cell.beta,
             "temperature": cell.temperature,
+        }
+        model["selfplay"] = {
+            **(fit_model.get("selfplay") or {}),
+            **(sweep_model.get("selfplay") or {}),
+            "n_games": cfg.games,
             "seed": cell.seed,
         }
     return {**doc, "seed_everything": cell.seed, "trainer": trainer, "model": model}
