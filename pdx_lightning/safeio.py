@@ -14,6 +14,7 @@ The limits, each overridable by an environment variable, are listed in :data:`LI
 
 from __future__ import annotations
 
+import bz2
 import io
 import math
 import os
@@ -408,24 +409,34 @@ class BoundedLines:
 class PgnGameLines(BoundedLines):
     """PGN lines with the per-game length bound (``PGN_GAME_BYTES``) on top of the line bound: call
     ``start()`` before each game; ``game_line`` is the line where the game's first non-blank line was
-    read (what error messages name). Both PGN readers (openings, human games) read through it."""
+    read (what error messages name). ``unread(line)`` hands the last line read back to the next
+    game (a reader that found it begins another game). Both PGN readers (openings, human games)
+    read through it."""
 
     def __init__(self, stream, path: str | os.PathLike, *, error: type[FileLimitError] = FileLimitError) -> None:
         super().__init__(stream, path, error=error)
         self.max_game = PGN_GAME_BYTES.value()
         self.game_chars = self.game_line = 0
+        self.returned: str | None = None
 
     def start(self) -> None:
         self.game_chars = self.game_line = 0
 
+    def unread(self, line: str) -> None:
+        """The next ``readline`` returns ``line`` again (``line_no`` stays that line's number)."""
+        self.returned = line
+
     def readline(self, size: int = -1) -> str:
-        line = super().readline(size)
+        if self.returned is not None:
+            line, self.returned = self.returned, None
+        else:
+            line = super().readline(size)
         self.game_chars += len(line)
         if not self.game_line and line.strip():
             self.game_line = self.line_no
         if self.game_chars > self.max_game:
             raise self.error(
-                f"{self.path}:{self.game_line}",
+                f"{self.path}:{self.game_line or self.line_no}",
                 f"a PGN game longer than {self.max_game:,} characters",
                 PGN_GAME_BYTES.shown(self.max_game),
                 PGN_GAME_BYTES.override(),
@@ -445,6 +456,9 @@ class _ZstdReader(io.RawIOBase):
     def __init__(self, path, dctx, max_bytes: int, max_ratio: float | None, error: type[FileLimitError]):
         self.path, self.dctx, self.error = path, dctx, error
         self.max_bytes, self.guard = max_bytes, _RatioGuard(path, max_ratio, error)
+        import zstandard  # noqa: PLC0415  (only readers of .zst files need it)
+
+        self.zstd_error = zstandard.ZstdError
         self.f = open(path, "rb")  # noqa: SIM115  (the stream's source; closed by close())
         self.d = dctx.decompressobj()
         self.pending = memoryview(b"")
@@ -465,7 +479,10 @@ class _ZstdReader(io.RawIOBase):
             return False
         if self.d.eof:  # the next frame (multi-frame files: pzstd, concatenation)
             self.d = self.dctx.decompressobj()
-        data = self.d.decompress(chunk)
+        try:
+            data = self.d.decompress(chunk)
+        except self.zstd_error as e:  # a damaged frame, trailing garbage, a later frame's window past the limit
+            raise self.error(self.path, f"corrupt zstd stream at compressed byte ~{self.consumed:,} ({e})") from None
         self.in_frame = not self.d.eof
         if self.d.eof:
             self.tail = self.d.unused_data
@@ -526,6 +543,175 @@ def open_zstd_bounded(
         )
     dctx = zstandard.ZstdDecompressor(max_window_size=max_window)  # guards the later frames too
     return io.BufferedReader(_ZstdReader(path, dctx, max_bytes, max_ratio, error), CHUNK)
+
+
+# Leading bytes of the compressed formats a user may hand pdx as a text file (:func:`compression_of`).
+MAGIC: tuple[tuple[str, bytes], ...] = (
+    ("zstd", b"\x28\xb5\x2f\xfd"),
+    ("gzip", b"\x1f\x8b"),
+    ("bzip2", b"BZh"),
+    ("xz", b"\xfd7zXZ\x00"),
+    ("zip", b"PK\x03\x04"),
+)
+
+
+def compression_of(path: str | os.PathLike) -> str | None:
+    """The compressed format a file's first bytes name (:data:`MAGIC`), None for anything else
+    (plain text). A bzip2 file is recognised by its stream header and first block (or empty-stream)
+    marker, not by ``BZh`` alone, which a text file may begin with."""
+    with open(path, "rb") as f:
+        head = f.read(10)
+    for kind, magic in MAGIC:
+        if head.startswith(magic):
+            if kind == "bzip2" and not (
+                head[3:4].isdigit() and head[4:10] in (b"1AY&SY", b"\x17rE8P\x90")  # block / end-of-stream magic
+            ):
+                continue
+            return kind
+    return None
+
+
+class _Inflate:
+    """One gzip member through zlib (which checks its header and CRC), output capped per call."""
+
+    def __init__(self) -> None:
+        self.d = zlib.decompressobj(wbits=31)
+        self.tail, self.full = b"", False
+
+    @property
+    def eof(self) -> bool:
+        return self.d.eof
+
+    @property
+    def unused(self) -> bytes:
+        return self.d.unused_data
+
+    def wants_input(self) -> bool:  # no input held back and no output pending from the last capped call
+        return not self.tail and not self.full
+
+    def step(self, data: bytes, cap: int) -> bytes:
+        out = self.d.decompress(self.tail + data, cap)
+        self.tail, self.full = self.d.unconsumed_tail, len(out) == cap
+        return out
+
+
+class _Bunzip:
+    """One bzip2 stream, output capped per call (a few bytes of bzip2 can stand for ~45 MB)."""
+
+    def __init__(self) -> None:
+        self.d = bz2.BZ2Decompressor()
+
+    @property
+    def eof(self) -> bool:
+        return self.d.eof
+
+    @property
+    def unused(self) -> bytes:
+        return self.d.unused_data
+
+    def wants_input(self) -> bool:
+        return self.d.needs_input
+
+    def step(self, data: bytes, cap: int) -> bytes:
+        return self.d.decompress(data, cap)
+
+
+_CODECS: dict[str, type[_Inflate] | type[_Bunzip]] = {"gzip": _Inflate, "bzip2": _Bunzip}
+
+
+class _StreamReader(io.RawIOBase):
+    """A gzip or bzip2 file's content as a raw binary stream, with the bounds of :class:`_ZstdReader`:
+    at most :data:`CHUNK` of output per decoder call, refused past ``max_bytes`` or ``max_ratio``,
+    and a file that ends inside a member/stream refused as truncated. Concatenated members or
+    streams (``pigz``, ``pbzip2``, ``cat``) are read in turn; zero padding after a gzip member is
+    skipped (gzip allows it); anything else after the last one is refused as corrupt, where the
+    standard library's bzip2 reader would drop it in silence."""
+
+    def __init__(self, path, kind: str, max_bytes: int, max_ratio: float | None, error: type[FileLimitError]):
+        self.path, self.kind, self.new, self.error = path, kind, _CODECS[kind], error
+        self.max_bytes, self.guard = max_bytes, _RatioGuard(path, max_ratio, error)
+        self.f = open(path, "rb")  # noqa: SIM115  (the stream's source; closed by close())
+        self.codec: _Inflate | _Bunzip | None = None
+        self.rest = b""  # input read past the end of the last member/stream
+        self.pending = memoryview(b"")
+        self.consumed = self.out = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def _read(self) -> bytes:
+        data = self.f.read(64 * 1024)
+        self.consumed += len(data)
+        return data
+
+    def _more(self) -> bool:
+        while True:
+            if self.codec is None or self.codec.eof:
+                if self.codec is not None:
+                    self.rest, self.codec = self.codec.unused + self.rest, None
+                if self.kind == "gzip":
+                    self.rest = self.rest.lstrip(b"\0")
+                if not self.rest:
+                    self.rest = self._read()
+                    if not self.rest:
+                        return False  # the end, between members
+                    continue
+                self.codec, data, self.rest = self.new(), self.rest, b""
+            elif self.codec.wants_input():
+                data = self._read()
+                if not data:
+                    raise self.error(self.path, f"truncated {self.kind} stream (the download or copy did not finish?)")
+            else:
+                data = b""
+            try:
+                out = self.codec.step(data, CHUNK)
+            except (OSError, EOFError, ValueError, zlib.error) as e:  # zlib.error, bz2's OSError("Invalid data stream")
+                raise self.error(
+                    self.path, f"corrupt {self.kind} stream at compressed byte ~{self.consumed:,} ({e})"
+                ) from None
+            self.out += len(out)
+            if self.out > self.max_bytes:
+                raise self.error(
+                    self.path, "decompresses to more than the limit", human(self.max_bytes), SUITE_BYTES.override()
+                )
+            self.guard.check(self.out, self.consumed - len(self.rest))
+            if out:
+                self.pending = memoryview(out)
+                return True
+
+    def readinto(self, b) -> int:
+        while not self.pending:
+            if not self._more():
+                return 0
+        n = min(len(b), len(self.pending))
+        b[:n] = self.pending[:n]
+        self.pending = self.pending[n:]
+        return n
+
+    def close(self) -> None:
+        try:
+            self.f.close()
+        finally:
+            super().close()
+
+
+def open_decompressed(
+    path: str | os.PathLike,
+    kind: str,
+    max_bytes: int | None = None,
+    *,
+    max_ratio: float | None = None,
+    error: type[FileLimitError] = FileLimitError,
+) -> io.BufferedReader:
+    """A binary stream of a ``kind`` (``zstd``, ``gzip`` or ``bzip2``: :func:`compression_of`) file's
+    content, decompressed as it is read under the bounds of :func:`open_zstd_bounded` (size
+    ``max_bytes``, default :data:`SUITE_BYTES`; ratio; truncation; a corrupt stream is one
+    ``error`` line)."""
+    if kind == "zstd":
+        return open_zstd_bounded(path, max_bytes, max_ratio=max_ratio, error=error)
+    max_bytes = SUITE_BYTES.value() if max_bytes is None else max_bytes
+    max_ratio = COMPRESSION_RATIO.value() if max_ratio is None else max_ratio
+    return io.BufferedReader(_StreamReader(path, kind, max_bytes, max_ratio, error), CHUNK)
 
 
 # ---------------------------------------------------------------- torch files

@@ -116,3 +116,121 @@ def test_skip_bad_help_says_what_it_skips(capsys):
             main([*command, "--help"])
         text = " ".join(capsys.readouterr().out.split())
         assert "impossible TimeControl/WhiteElo/BlackElo values" in text and "comment left open" in text
+
+
+# ---------------------------------------------------------------- every numeric flag checked before any work
+
+GAMES20 = FIX / "lichess_games_20.pgn"
+BAD_FLAGS = [
+    (("--rating-min", "nan"), r"--rating-min nan: not a finite number"),
+    (("--rating-max", "nan"), r"--rating-max nan: not a finite number"),
+    (("--min-clock", "nan"), r"--min-clock nan: not a finite number"),
+    (("--rating-min", "inf"), r"--rating-min inf: not a finite number"),
+    (("--rating-max=-inf",), r"--rating-max -inf: not a finite number"),
+    (("--min-clock", "inf"), r"--min-clock inf: not a finite number"),
+    (("--min-clock", "-1"), r"--min-clock -1: must be in 0\.\.604800 \(seconds: a week at most\)"),
+    (("--min-clock", "1e9"), r"--min-clock 1e\+09: must be in 0\.\.604800"),
+    (("--rating-min", "-5"), r"--rating-min -5: must be in 0\.\.4000 \(a rating\)"),
+    (("--rating-max", "1e23"), r"--rating-max 1e\+23: must be in 0\.\.4000"),
+    (("--rating-min", "2000", "--rating-max", "1000"), r"--rating-min 2000 is above --rating-max 1000"),
+    (("--skip-plies", "-1"), r"--skip-plies -1: must be >= 0"),
+    (("--max-games", "0"), r"--max-games 0: must be >= 1"),
+    (("--max-games", "-1"), r"--max-games -1: must be >= 1"),
+]
+HUMANS_ONLY = [
+    (("--bins", "nan"), r"--bins nan: not a finite number"),
+    (("--bins", "1000,inf"), r"--bins inf: not a finite number"),
+    (("--bins", "1000,9000"), r"--bins 9000: must be in 0\.\.4000 \(rating edges\)"),
+    (("--bins", "2000,1000"), r"--bins: bin edges must be strictly increasing"),
+    (("--batch", "0"), r"--batch 0: must be in 1\.\.65536"),
+    (("--batch", str(10**12)), r"--batch 1000000000000: must be in 1\.\.65536"),
+    (("--micro-batch", "0"), r"--micro-batch 0: must be >= 1"),
+]
+DATA_ONLY = [
+    (("--shard-size", "0"), r"--shard-size 0: must be in 1\.\.1048576"),
+    (("--shard-size", str(10**12)), r"--shard-size 1000000000000: must be in 1\.\.1048576"),
+    (("--holdout-every", "-1"), r"--holdout-every -1: must be >= 0"),
+]
+
+
+@pytest.mark.parametrize("flags,why", BAD_FLAGS + HUMANS_ONLY)
+def test_eval_humans_refuses_bad_numbers_in_one_line_before_loading_a_model(capsys, flags, why):
+    # a model that does not exist: the flag is refused before any model is looked at
+    rc = main(["eval", "humans", "--model", "no-such-model.pt", "--pgn", str(GAMES20), *flags])
+    one_line(capsys, rc, "eval humans", why)
+
+
+@pytest.mark.parametrize("flags,why", BAD_FLAGS + DATA_ONLY)
+def test_data_pgn_refuses_bad_numbers_in_one_line_before_writing(tmp_path, capsys, flags, why):
+    out = tmp_path / "out"
+    rc = main(["data", "pgn", "--pgn", str(GAMES20), "--out", str(out), *flags])
+    one_line(capsys, rc, "data pgn", why)
+    assert not out.exists()
+
+
+# ---------------------------------------------------------------- no usable game: one line, exit 2
+
+
+def test_no_usable_game_is_one_line_in_both_commands(tmp_path, capsys):
+    empty = tmp_path / "empty.pgn"
+    empty.write_text("")
+    bad = pgn(tmp_path, "bad.pgn", {"w": "-1"}, {"tc": "nan"})
+    rc = main([*HUMANS, "--pgn", str(empty)])
+    one_line(capsys, rc, "eval humans", r"no positions to score in .*empty\.pgn: 0 games read, 0 empty")
+    rc = main([*HUMANS, "--pgn", str(bad), "--skip-bad"])
+    one_line(capsys, rc, "eval humans", r"2 games read, 0 empty, 2 skipped as bad \(bad_header 2\), 0 used")
+    rc = main([*HUMANS, "--pgn", str(GAMES20), "--rating-min", "3900"])
+    one_line(capsys, rc, "eval humans", r"20 games read, .* 20 used; positions the filters skipped: rating \d+")
+    out = tmp_path / "d"
+    rc = main(["data", "pgn", "--pgn", str(bad), "--out", str(out), "--skip-bad"])
+    one_line(capsys, rc, "data pgn", r"no training records from .*bad\.pgn: 2 games read, 0 empty, 2 skipped")
+    rc = main(["data", "pgn", "--pgn", str(GAMES20), "--out", str(out), "--rating-min", "3900", "--holdout-every", "2"])
+    one_line(capsys, rc, "data pgn", r"no training records .* games_heldout 10, games_no_move_kept 10$")
+    assert list(out.iterdir()) == []  # no settings file or heldout.pgn left: a rerun with other flags is not refused
+    assert main(["data", "pgn", "--pgn", str(GAMES20), "--out", str(out), "--max-games", "2"]) == 0
+
+
+def test_header_only_games_null_moves_and_truncation_are_counted_with_skip_bad(tmp_path, capsys):
+    path = tmp_path / "mixed.pgn"
+    ok = GAME.format(w="1500", b="1500", tc="180+0")
+    path.write_text(
+        '[Event "lone"]\n[WhiteElo "2900"]\n\n'  # headers only, then the next game's headers after one blank line
+        + ok
+        + ok.replace("2. Nf3", "2. -- Nc6")  # a null move
+        + ok.replace(" 1-0\n\n", "\n")  # the file ends before the result
+    )
+    rc = main([*HUMANS, "--pgn", str(path), "--skip-bad", "--json", str(tmp_path / "h.json")])
+    doc = json.loads((tmp_path / "h.json").read_text())
+    assert rc == 0 and doc["games"]["read"] == 4 and doc["games"]["used"] == 1
+    assert {k: v for k, v in doc["games"]["skipped_bad"].items() if v} == {
+        "headers_only": 1,
+        "null_move": 1,
+        "truncated": 1,
+    }
+    assert doc["models"][0]["overall"]["positions"] == 3 and not [  # game 2's own moves, rated 1500: not 2900
+        b for b in doc["models"][0]["by_rating"] if b["bin"] != "1500-1600"
+    ]
+    capsys.readouterr()
+    rc = main(["data", "pgn", "--pgn", str(path), "--out", str(tmp_path / "d"), "--skip-bad", "--skip-plies", "0"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["games_trained"] == 1 and out["records"] == 3
+    assert {k: v for k, v in out["games_skipped_bad"].items() if v} == {
+        "headers_only": 1,
+        "null_move": 1,
+        "truncated": 1,
+    }
+
+
+def test_gzip_and_bzip2_pgn_through_the_commands(tmp_path, capsys):
+    import bz2
+    import gzip
+
+    raw = GAMES20.read_bytes()
+    (tmp_path / "g.pgn.gz").write_bytes(gzip.compress(raw))
+    (tmp_path / "g.pgn.bz2").write_bytes(bz2.compress(raw)[:-30])  # truncated
+    rc = main(["data", "pgn", "--pgn", str(tmp_path / "g.pgn.gz"), "--out", str(tmp_path / "d")])
+    assert rc == 0 and json.loads(capsys.readouterr().out)["games_trained"] == 20
+    rc = main([*HUMANS, "--pgn", str(tmp_path / "g.pgn.bz2"), "--skip-bad"])
+    one_line(
+        capsys, rc, "eval humans", r"g\.pgn\.bz2: truncated bzip2 stream \(the download or copy did not finish\?\)$"
+    )

@@ -1,8 +1,9 @@
 """``pdx data pgn``: training shards from human games, in the format ``pdx pretrain`` reads.
 
-Every move of every game (``chess.pgn_games``: streamed; malformed games, variants, SetUp/FEN
-games, impossible header or clock values and games that ran into the next one's headers refused in
-one line, or skipped and counted with ``--skip-bad``) that the move filter keeps
+Every move of every game (``chess.pgn_games``: streamed, plain or compressed; malformed games,
+null moves, variants, SetUp/FEN games, impossible header or clock values, games that ran into the
+next one's headers, header-only and truncated games refused in one line, or skipped and counted
+with ``--skip-bad``) that the move filter keeps
 (``--skip-plies``, ``--min-clock``, ``--rating-min/--rating-max``, ``--time-control``: the same
 filters as ``pdx eval humans``) becomes one record of a ``supervised.shards`` shard:
 
@@ -19,9 +20,11 @@ A shard holds whole games, closed once it has ``--shard-size`` records (the last
 ``<out>/heldout.pgn`` instead (headers, moves and clocks), for ``pdx eval humans`` on games the
 network never trained on.
 
-Resumable: the settings are written to ``<out>/pgn.json`` and a rerun with other settings is
-refused; shards already written (and readable) are kept, the rest are made, so rerunning the
-same command continues an interrupted run or does nothing.
+Resumable: the settings are written to ``<out>/pgn.json`` (with the first shard) and a rerun with
+other settings is refused; shards already written (and readable) are kept, the rest are made, so
+rerunning the same command continues an interrupted run or does nothing. Every flag is checked
+before any game is read (one line naming the flag), and a run that yields no training record is
+one line (exit 2) that leaves no file in ``--out``.
 """
 
 from __future__ import annotations
@@ -40,12 +43,22 @@ import numpy as np
 
 from pdx_lightning.atomicfile import atomic_write, remove_stale_temps
 from pdx_lightning.chesscore.moves import move_to_index
-from pdx_lightning.chesscore.pgn_games import HumanGame, MoveFilter, ReadStats, add_filter_arguments, read_games
+from pdx_lightning.chesscore.pgn_games import (
+    HumanGame,
+    MoveFilter,
+    ReadStats,
+    add_filter_arguments,
+    check_flag,
+    filter_from_args,
+    read_games,
+    skip_bad_help,
+)
 from pdx_lightning.errors import UserError
 from pdx_lightning.supervised.shards import CorruptShard, Shard, encode_move, load_shard, shard_path, write_shard
 
 SETTINGS_FILE = "pgn.json"
 HELDOUT_FILE = "heldout.pgn"
+MAX_SHARD_SIZE = 1 << 20  # records a shard holds in memory before it is written (~0.2 KB each as Python objects)
 
 
 class PgnDataError(UserError, ValueError):
@@ -132,18 +145,23 @@ def pgn_text(game: HumanGame) -> str:
     return str(g)
 
 
-def _check_settings(out: Path, settings: dict) -> None:
+def _check_settings(out: Path, settings: dict) -> bool:
+    """Refuse an output directory made with other settings; True if its settings file exists."""
     path = out / SETTINGS_FILE
-    if path.exists():
-        have = json.loads(path.read_text())
-        diff = {k: (have.get(k), v) for k, v in settings.items() if have.get(k) != v}
-        if diff:
-            raise PgnDataError(
-                f"{out} was made with other settings (key: (on disk, now)): {diff}; use a new --out directory"
-            )
-    else:
-        with atomic_write(path, "w") as f:  # a kill while writing must not leave a torn settings file
-            f.write(json.dumps(settings, indent=1, sort_keys=True) + "\n")
+    if not path.exists():
+        return False
+    have = json.loads(path.read_text())
+    diff = {k: (have.get(k), v) for k, v in settings.items() if have.get(k) != v}
+    if diff:
+        raise PgnDataError(
+            f"{out} was made with other settings (key: (on disk, now)): {diff}; use a new --out directory"
+        )
+    return True
+
+
+def _write_settings(out: Path, settings: dict) -> None:
+    with atomic_write(out / SETTINGS_FILE, "w") as f:  # a kill while writing must not leave a torn settings file
+        f.write(json.dumps(settings, indent=1, sort_keys=True) + "\n")
 
 
 def _present(path: Path) -> bool:
@@ -161,7 +179,8 @@ def generate(out: str | os.PathLike, cfg: PgnDataConfig, skip_bad: bool = False)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     settings = cfg.to_json()
-    _check_settings(out, settings)
+    settings_written = _check_settings(out, settings)  # written with the first shard: a run that makes
+    # nothing leaves nothing behind (a rerun with other filters is not refused for a directory left empty)
     for tmp in out.glob(".shard_*.npz.tmp-*"):  # left by a killed run (atomic_write's temporary files)
         tmp.unlink()
     remove_stale_temps(out / HELDOUT_FILE)
@@ -180,7 +199,10 @@ def generate(out: str | os.PathLike, cfg: PgnDataConfig, skip_bad: bool = False)
     n_pending = index = 0
 
     def close_shard() -> None:
-        nonlocal pending, n_pending, index
+        nonlocal pending, n_pending, index, settings_written
+        if not settings_written:
+            _write_settings(out, settings)
+            settings_written = True
         path = shard_path(out, index)
         if _present(path):
             counts["shards_kept"] += 1
@@ -216,16 +238,20 @@ def generate(out: str | os.PathLike, cfg: PgnDataConfig, skip_bad: bool = False)
                     close_shard()
         if pending:
             close_shard()
-    return {
-        "out": str(out),
-        "shards": index,
-        **counts,
-        "games_read": read.games,
-        "games_empty": read.empty,
-        "games_skipped_bad": read.skipped,
-        "games_bad_first": read.bad,
-        "heldout_pgn": str(out / HELDOUT_FILE) if cfg.holdout_every else None,
-    }
+        summary = {
+            "out": str(out),
+            "shards": index,
+            **counts,
+            "games_read": read.games,
+            "games_empty": read.empty,
+            "games_skipped_bad": read.skipped,
+            "games_bad_first": read.bad,
+            "heldout_pgn": str(out / HELDOUT_FILE) if cfg.holdout_every else None,
+        }
+        if not counts["records"]:  # raised inside: heldout.pgn (atomic_write) is not left behind either
+            others = "".join(f", {k} {v}" for k, v in counts.items() if k.startswith("games_") and v)
+            raise PgnDataError(f"no training records from {', '.join(cfg.pgn)}: {read.summary()}{others}")
+    return summary
 
 
 # ---------------------------------------------------------------- CLI
@@ -238,7 +264,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         dest="pgn_files",
         action="append",
         required=True,
-        help="PGN file of human games (.pgn or .pgn.zst); repeatable",
+        help="PGN file of human games (.pgn, or compressed: .pgn.zst, .pgn.gz, .pgn.bz2); repeatable",
     )
     parser.add_argument(
         "--out", required=True, help="output directory of shards (rerun the same command to resume or do nothing)"
@@ -263,29 +289,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--skip-bad",
         action="store_true",
-        help="skip and count unusable games instead of failing on the first: malformed or "
-        "illegal moves, variants, SetUp/FEN games, impossible TimeControl/WhiteElo/BlackElo "
-        "values, bad [%%clk] comments, a { comment left open into the next game (counts by "
-        "reason in games_skipped_bad)",
+        help=skip_bad_help("games_skipped_bad"),
     )
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.shard_size < 1 or args.holdout_every < 0:
-        raise PgnDataError("--shard-size must be >= 1 and --holdout-every >= 0")
+    check_flag("--shard-size", args.shard_size, 1, MAX_SHARD_SIZE, "records held in memory until a shard is written")
+    check_flag("--holdout-every", args.holdout_every, 0)
+    filt = filter_from_args(args)
     missing = [p for p in args.pgn_files if not Path(p).is_file()]
     if missing:
         raise PgnDataError(f"PGN file {missing[0]} not found")
-    try:
-        filt = MoveFilter(
-            skip_plies=args.skip_plies,
-            min_clock=args.min_clock or None,
-            rating_min=args.rating_min,
-            rating_max=args.rating_max,
-            time_controls=tuple(args.time_control) if args.time_control else None,
-        )
-    except ValueError as e:
-        raise PgnDataError(str(e)) from None
     cfg = PgnDataConfig(tuple(args.pgn_files), filt, args.shard_size, args.holdout_every, args.max_games)
     print(json.dumps(generate(args.out, cfg, skip_bad=args.skip_bad), indent=1))
     return 0

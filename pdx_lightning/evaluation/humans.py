@@ -23,7 +23,9 @@ after the first is paired with the first on the same positions: exact McNemar on
 it matches and the first does not, and the reverse) and the mean NLL difference. Header and clock
 values are checked as read (``chesscore.pgn_values``): a rating is an integer 0..4000, a
 ``TimeControl`` finite seconds up to a week, so an impossible value refuses the game (one line) or,
-with ``--skip-bad``, skips and counts it; it is never placed in a bin.
+with ``--skip-bad``, skips and counts it; it is never placed in a bin. Every flag is checked before
+a model loads (a NaN, an infinity, a value out of range, an inverted rating range: one line naming
+the flag), and an input that leaves no position to score is one line too (exit 2).
 
 Protocol defaults follow Maia's evaluation as it is commonly described (McIlroy-Young et al., KDD 2020,
 "Aligning Superhuman AI with Human Behavior"; the 10-ply opening cut was not checked against the
@@ -35,7 +37,8 @@ rule drops single moves, and games without clocks keep every move.
 JSON (``--json``)::
 
     {"command": "eval humans", "pgn": [...], "filters": MoveFilter.to_dict(), "games": {read, used,
-     empty, skipped_bad{malformed, variant, setup, bad_header, bad_clock, merged}, bad[...]},
+     empty, skipped_bad{malformed, variant, setup, bad_header, bad_clock, merged, headers_only, truncated,
+     null_move}, bad[...]},
      "positions_skipped": {opening, clock, rating, time_control}, "bins": [...],
      "models": [{"name", "label", "weights", "overall": {positions, top1, top1_ci, top3, top3_ci,
                  top5, top5_ci, nll, nll_ci}, "by_rating": [{bin, lo, hi, ...}], "by_time_control": [...],
@@ -51,6 +54,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import chess
 import numpy as np
@@ -64,8 +68,12 @@ from pdx_lightning.chesscore.pgn_games import (
     MoveFilter,
     ReadStats,
     add_filter_arguments,
+    check_flag,
+    filter_from_args,
     read_games,
+    skip_bad_help,
 )
+from pdx_lightning.chesscore.pgn_values import MAX_RATING
 from pdx_lightning.errors import UserError
 from pdx_lightning.evaluation.markdown import markdown_table
 from pdx_lightning.evaluation.stats import bin_edges_labels, mcnemar_exact, mean_interval_moments, wilson_interval
@@ -80,6 +88,7 @@ CLOCK_LABELS = ("<30 s", "30-120 s", ">=120 s", "none")
 PHASE_EDGES = (20, 40, 60)
 TOP_K = (1, 3, 5)
 SKIP_PLIES, MIN_CLOCK = 10, 30.0  # Maia's evaluation protocol (module docstring)
+MAX_BATCH = 65536  # positions encoded at once: ~7 KB each (112 planes), ~0.5 GB at this bound
 
 
 class HumansArgumentError(UserError, ValueError):
@@ -417,7 +426,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--pgn",
         action="append",
         required=True,
-        help="PGN file (.pgn or .pgn.zst, e.g. a Lichess monthly dump); repeatable",
+        help="PGN file (.pgn, or compressed: .pgn.zst as Lichess's monthly dumps, .pgn.gz, .pgn.bz2); repeatable",
     )
     add_filter_arguments(
         parser,
@@ -431,10 +440,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--skip-bad",
         action="store_true",
-        help="skip and count unusable games instead of failing on the first: malformed or "
-        "illegal moves, variants, SetUp/FEN games, impossible TimeControl/WhiteElo/BlackElo "
-        "values, bad [%%clk] comments, a { comment left open into the next game (counts by "
-        "reason in the summary line and JSON games.skipped_bad)",
+        help=skip_bad_help("the summary line and JSON games.skipped_bad"),
     )
     parser.add_argument(
         "--bins",
@@ -451,25 +457,36 @@ def _games(args: argparse.Namespace, read: ReadStats):
         yield from read_games(path, skip_bad=args.skip_bad, stats=read, max_games=args.max_games)
 
 
-def run(args: argparse.Namespace) -> int:
-    from pdx_lightning.nets import load_model  # noqa: PLC0415
-
+def check_arguments(args: argparse.Namespace) -> MoveFilter:
+    """Every flag checked before any model loads or game is read (one line naming the flag); the
+    move filter."""
     labels = args.label or list(args.model)
     if len(labels) != len(args.model):
         raise HumansArgumentError(f"--label given {len(labels)} times for {len(args.model)} --model")
-    if args.batch < 1 or args.micro_batch < 1:
-        raise HumansArgumentError("--batch and --micro-batch must be >= 1")
+    check_flag("--batch", args.batch, 1, MAX_BATCH, "positions held at once")
+    check_flag("--micro-batch", args.micro_batch, 1)
+    for edge in args.bins:
+        check_flag("--bins", edge, 0, MAX_RATING, "rating edges")
     try:
-        filt = MoveFilter(
-            skip_plies=args.skip_plies,
-            min_clock=args.min_clock or None,
-            rating_min=args.rating_min,
-            rating_max=args.rating_max,
-            time_controls=tuple(args.time_control) if args.time_control else None,
-        )
         bin_edges_labels(args.bins)
     except ValueError as e:
-        raise HumansArgumentError(str(e)) from None
+        raise HumansArgumentError(f"--bins: {e}") from None
+    filt = filter_from_args(args)
+    missing = [p for p in args.pgn if not Path(p).is_file()]
+    if missing:
+        raise HumansArgumentError(f"PGN file {missing[0]} not found")
+    return filt
+
+
+class NoPositionsError(UserError, ValueError):
+    """Nothing to score: no game of the input was usable, or the filters kept no move."""
+
+
+def run(args: argparse.Namespace) -> int:
+    from pdx_lightning.nets import load_model  # noqa: PLC0415
+
+    filt = check_arguments(args)
+    labels = args.label or list(args.model)
     device = device_of(args.device)
     models = [load_model(name, weights=args.weights).to(device).eval() for name in args.model]
     read = ReadStats()
@@ -483,8 +500,11 @@ def run(args: argparse.Namespace) -> int:
         f"{res.skipped}"
     )
     if not res.positions:
-        print("no positions to score")
-        return 1
+        filtered = ", ".join(f"{k} {v}" for k, v in res.skipped.items() if v) or "none"
+        raise NoPositionsError(
+            f"no positions to score in {', '.join(args.pgn)}: {read.summary()}, {res.games_used} used; "
+            f"positions the filters skipped: {filtered}"
+        )
     summaries = [res.tally.summary(m) for m in range(len(models))]
     paired = [
         {"baseline": labels[0], "model": args.model[m], "label": labels[m], **res.tally.compare(m)}

@@ -183,6 +183,9 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
         "bad_header": 0,
         "bad_clock": 0,
         "merged": 0,
+        "headers_only": 0,
+        "truncated": 0,
+        "null_move": 0,
     }
     assert doc["games"]["used"] == 2
     rc = main(["eval", "humans", "--model", "random:tiny", "--pgn", str(tmp_path / "missing.pgn")])
