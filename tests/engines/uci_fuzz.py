@@ -14,7 +14,7 @@ The invariants checked for every session:
 * every line written starts as a UCI answer; the peak resident memory stays under ``MEM_LIMIT``.
 
 Engine lines are derived from the bytes sent with the same reader the engine uses (``io.TextIOWrapper``,
-universal newlines, invalid UTF-8 replaced), so what counts as a ``go`` or a ``quit`` is exactly what the
+lines ending at ``\n``, invalid UTF-8 replaced), so what counts as a ``go`` or a ``quit`` is exactly what the
 engine sees.
 
 Sessions run in processes forked from a *zygote*: one interpreter that has already imported torch and
@@ -238,7 +238,7 @@ def invalid_position(rng: random.Random) -> str:
         return "position fen " + rng.choice(
             ["4k3/8/8/8/8/8/8/4KK2 w - - 0 1", "P3k3/8/8/8/8/8/8/4K3 w - - 0 1", "4k3/8/8/8/8/8/8/4K3 w KQkq - 0 1"]
         )
-    return "position startpos moves " + " ".join(rng.choice(["e2e4", "e7e5", "g1f3"]) for _ in range(3))
+    return "position startpos moves " + rng.choice(["e2e4 e2e4", "e2e4 e7e5 e7e5", "g1f3 g8f6 g1f3", "e7e5"])
 
 
 def junk_bytes(rng: random.Random, n: int) -> bytes:
@@ -326,8 +326,9 @@ def session_items(rng: random.Random, n: int, long_lines: int, huge: bool = Fals
 
 
 def engine_lines(data: bytes) -> list[str]:
-    """``data`` split into lines exactly as the engine's stdin reader splits them."""
-    return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace").readlines()
+    """``data`` split into lines exactly as the engine's stdin reader splits them: Python's ``sys.stdin``
+    on POSIX ends lines at ``\n`` only (``newline="\n"``; a ``\r`` stays inside, as whitespace)."""
+    return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace", newline="\n").readlines()
 
 
 # ---------------------------------------------------------------- the session
