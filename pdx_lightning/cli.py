@@ -74,7 +74,9 @@ def _available(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The ``pdx`` parser; ``only``: just that command's (or group's) tools, whose modules alone are imported
+    (``pdx uci`` answers a GUI in a fraction of a second instead of after every tool's imports)."""
     parser = argparse.ArgumentParser(
         prog="pdx",
         description="Prior-directed self-play fine-tuning of searchless chess networks.",
@@ -98,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_parser(name, help=help_, add_help=False)
     groups: dict[str, argparse._SubParsersAction] = {}
     for name, (module, help_) in TOOLS.items():
-        if not _available(module):
+        if (only is not None and name.split()[0] != only) or not _available(module):
             continue
         parts = name.split()
         target = sub
@@ -196,7 +198,8 @@ def main(argv: list[str] | None = None) -> int:
         if argv and argv[0] in LIGHTNING:
             _lightning(argv[0], argv[1:])
             return 0
-        parser = build_parser()
+        known = {n.split()[0] for n in TOOLS}
+        parser = build_parser(only=argv[0] if argv and argv[0] in known else None)
         args = parser.parse_args(argv)
         if not getattr(args, "_module", None):
             parser.print_help()

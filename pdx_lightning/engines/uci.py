@@ -15,25 +15,49 @@ win-probability model s = 1 / (1 + exp(−0.00368208·cp)), i.e.
 ``cp = ln(s / (1 − s)) / 0.00368208`` (s clipped to [1e-6, 1 − 1e-6], so
 |cp| ≤ 3752): +100 cp ≈ 59 % expected score.
 
-``go infinite`` / ``go ponder`` hold ``bestmove`` until ``stop`` /
-``ponderhit``, as the protocol requires. Malformed or illegal input never
-stops the engine: it answers ``info string error: …`` and keeps its state —
-except for an illegal move inside ``position … moves …``, where (like
-Stockfish) the moves before it are kept. ``d`` prints the current FEN.
-The model loads in a background thread, so ``uci`` is answered at once;
-``isready`` and ``go`` wait for it.
+What a GUI or a bot can rely on:
+
+* every ``go`` is answered by exactly one ``bestmove``. ``go infinite`` / ``go ponder`` hold it
+  until ``stop``, ``ponderhit``, the next ``go``, ``ucinewgame``, ``quit`` or the end of input.
+  When there is nothing to play — no legal move, a refused position, an internal error — the answer
+  is ``bestmove 0000`` after an ``info string`` that says why;
+* a ``position`` python-chess's ``Board.status()`` rejects (e.g. the side not to move in check),
+  with a halfmove clock above ``MAX_HALFMOVE_CLOCK``, or with an illegal move in ``moves`` is refused
+  as a whole: ``info string error: …``, the last good position stays (``d`` shows it), and every
+  ``go`` answers ``bestmove 0000`` until a ``position`` or ``ucinewgame`` is accepted — the engine
+  never answers a position the GUI did not mean;
+* any other malformed input gets ``info string error: …`` and changes nothing; a line longer than
+  ``MAX_LINE_CHARS`` is skipped without being held in memory (a ``go`` so long still gets its
+  ``bestmove 0000``); bytes that are not UTF-8 read as U+FFFD;
+* ``quit``, the end of input (the GUI or bot died) and SIGTERM / SIGHUP end the process with exit 0 at
+  any moment, during the model load too; SIGINT (Ctrl-C) ends it at once with 130, without a traceback;
+* flags and options are bounded alike (``--threads`` = ``Threads``, ``--seed`` = ``Seed``, as advertised
+  in answer to ``uci``); a bad flag or a ``--model`` file that does not exist is one line on stderr and
+  exit 2 before anything is answered. A model that fails to load (a corrupt file, an unknown
+  ``base:`` name) is reported at ``isready`` / ``go`` as an ``info string`` and one line on stderr, and
+  the process exits 2.
+
+The model loads in a background thread, so ``uci`` is answered at once; ``isready`` and ``go`` wait
+for it. ``d`` prints the current FEN.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
+import re
+import signal
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, TextIO
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn, TextIO
 
 import chess
+
+from pdx_lightning.errors import UserError
+from pdx_lightning.resources import resolve_path
 
 if TYPE_CHECKING:
     import torch
@@ -41,8 +65,33 @@ if TYPE_CHECKING:
 LICHESS_K = 0.00368208  # Lichess's cp -> win-probability logistic slope
 GO_INT_KEYS = ("wtime", "btime", "winc", "binc", "movestogo", "depth", "nodes", "mate", "movetime")
 GO_FLAGS = ("infinite", "ponder")
+_GO_INT = re.compile(r"-?[0-9]{1,18}")  # go's limits are ignored, only checked: no int() of a 5000-digit token
 _LOAD_LOCK = threading.Lock()
 SPIN_BOUNDS = {"Seed": (0, 2147483647), "Threads": (1, 256)}  # as advertised in answer to `uci`
+# A command line is read at most this long; the rest of a longer line is read in chunks and dropped.
+# The longest legal game under FIDE's 75-move rule is under 17,700 plies (~90 KB as a `position` line).
+MAX_LINE_CHARS = 1 << 20
+_DISCARD_CHUNK = 1 << 16
+# FIDE's 75-move rule ends a game at a halfmove clock of 150; far above that is not a game, and a huge
+# clock (python-chess takes any integer) overflows the network's rule-50 input.
+MAX_HALFMOVE_CLOCK = 10_000
+NULL_MOVE = "bestmove 0000"
+
+
+class UciOptionError(UserError, ValueError):
+    """A bad ``pdx uci`` flag or ``setoption`` value (the ``pdx`` command prints it as one line, exit 2)."""
+
+
+class ModelUnavailable(Exception):
+    """The model failed to load; the engine answers what it must and exits with ``code``."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class PeerGone(Exception):
+    """Writing to the GUI failed: its end of the pipe is closed; nothing is left to answer."""
 
 
 def score_to_cp(s: float) -> int:
@@ -51,18 +100,65 @@ def score_to_cp(s: float) -> int:
     return round(math.log(s / (1.0 - s)) / LICHESS_K)
 
 
+def check_spin(key: str, value: object, flag: str | None = None) -> int:
+    """A spin option's value (``Seed``, ``Threads``) within its advertised bounds, or UciOptionError."""
+    lo, hi = SPIN_BOUNDS[key]
+    text = str(value).strip()
+    if not (text.isascii() and text.isdigit() and len(text) <= 10 and lo <= int(text) <= hi):
+        raise UciOptionError(f"{flag or key} must be an integer in [{lo}, {hi}], got {str(value)[:40]!r}")
+    return int(text)
+
+
+def check_temperature(value: str, flag: str = "Temperature") -> str:
+    """``adaptive`` or a finite number ≥ 0 (as given), or UciOptionError."""
+    if value == "adaptive":
+        return value
+    try:
+        ok = math.isfinite(float(value)) and float(value) >= 0
+    except ValueError:
+        ok = False
+    if not ok:
+        raise UciOptionError(f"{flag} must be 'adaptive' or a finite number >= 0, got {value[:40]!r}")
+    return value
+
+
+def check_model_name(name: str) -> None:
+    """Refuse, before anything is answered, a ``--model`` that names a file that is not there (what can be
+    told without importing torch; ``random:`` presets and wheel ``base:`` networks are checked by the load)."""
+    if name.startswith(("random:", "base:")):
+        return
+    if not Path(resolve_path(name)).is_file():
+        raise UciOptionError(
+            f"--model {name!r}: no such file (expected base:<name>, random:<preset>, a .ckpt, a .pt or an Lc0 .pb.gz)"
+        )
+
+
+def _short(token: str) -> str:
+    return repr(token[:20] + ("…" if len(token) > 20 else ""))
+
+
 class UciEngine:
     """Protocol state machine; ``handle(line)`` returns False on ``quit``."""
 
     def __init__(
-        self, model_name: str, out: TextIO = sys.stdout, temperature: str = "0", seed: int = 0, threads: int = 1
+        self,
+        model_name: str,
+        out: TextIO = sys.stdout,
+        temperature: str = "0",
+        seed: int | str = 0,
+        threads: int | str = 1,
     ) -> None:
         self.model_name, self.out = model_name, out
-        self.options = {"Temperature": temperature, "Seed": str(seed), "Threads": str(threads), "UCI_ShowWDL": "true"}
-        self._check_temperature(temperature)
+        self.options = {
+            "Temperature": check_temperature(temperature, "--temperature"),
+            "Seed": str(check_spin("Seed", seed, "--seed")),
+            "Threads": str(check_spin("Threads", threads, "--threads")),
+            "UCI_ShowWDL": "true",
+        }
         self.root = chess.STARTING_FEN
         self.board = chess.Board()
         self.pending: str | None = None  # bestmove held back by go infinite / ponder
+        self.refused: str | None = None  # why the last position command was refused (go answers 0000)
         self._threads_set = False
         # set by the loader thread: every attribute exists before it starts
         self.model: torch.nn.Module | None = None
@@ -72,6 +168,11 @@ class UciEngine:
         self._loader.start()
 
     # -- model ------------------------------------------------------------------------------
+    @property
+    def loading(self) -> bool:
+        """The loader thread is still running (inside torch: see ``run`` for why that matters at exit)."""
+        return self._loader.is_alive()
+
     def _load(self) -> None:
         try:
             import torch  # noqa: PLC0415  (heavy: imported off the protocol thread)
@@ -84,26 +185,45 @@ class UciEngine:
         except BaseException as e:  # noqa: BLE001  (reported on the protocol thread)
             self.load_error = e
 
-    def _ready(self) -> bool:
+    def _ready(self) -> None:
+        """Wait for the model; ModelUnavailable if it failed to load."""
         if self._loader.is_alive() or self.load_error is not None:
             self._loader.join()
-            if self.load_error is not None:
-                self.send(f"info string error: cannot load model {self.model_name!r}: {self.load_error}")
-                raise SystemExit(1)
+            e = self.load_error
+            if e is not None:
+                why = " ".join(str(e).split()) or type(e).__name__
+                raise ModelUnavailable(
+                    f"cannot load model {self.model_name!r}: {why}", 2 if isinstance(e, UserError) else 1
+                )
         if not self._threads_set:  # on the protocol thread, which runs the forward (OpenMP threads are per thread)
             import torch  # noqa: PLC0415
 
             torch.set_num_threads(int(self.options["Threads"]))
             self._threads_set = True
-        return True
+
+    def _unavailable(self, e: ModelUnavailable, answer: str | None = None) -> NoReturn:
+        self.error(str(e))
+        if answer:
+            self.send(answer)
+        print(f"pdx uci: error: {e}", file=sys.stderr, flush=True)
+        raise SystemExit(e.code)
 
     # -- output -----------------------------------------------------------------------------
     def send(self, line: str) -> None:
-        self.out.write(line + "\n")
-        self.out.flush()
+        try:
+            self.out.write(line + "\n")
+            self.out.flush()
+        except (OSError, ValueError) as e:  # a broken pipe, a closed stream: the GUI is gone
+            raise PeerGone(str(e)) from None
 
     def error(self, msg: str) -> None:
         self.send(f"info string error: {msg}")
+
+    def flush_pending(self) -> None:
+        """Answer a held ``go infinite`` / ``go ponder`` now (each ``go`` gets exactly one ``bestmove``)."""
+        if self.pending:
+            line, self.pending = self.pending, None
+            self.send(line)
 
     # -- commands ---------------------------------------------------------------------------
     def handle(self, line: str) -> bool:
@@ -112,6 +232,7 @@ class UciEngine:
             return True
         cmd, args = tokens[0], tokens[1:]
         if cmd == "quit":
+            self.flush_pending()
             return False
         method = getattr(self, f"cmd_{cmd}", None)
         if method is None:
@@ -119,18 +240,31 @@ class UciEngine:
             return True
         try:
             method(args)
-        except SystemExit:
+        except ModelUnavailable as e:
+            self._unavailable(e)
+        except (SystemExit, PeerGone):
             raise
         except Exception as e:  # noqa: BLE001  (never die on input)
-            self.error(f"{cmd}: {type(e).__name__}: {e}")
+            self.error(f"{cmd}: {type(e).__name__}: {' '.join(str(e).split())[:300]}")
         return True
+
+    def handle_overlong(self, head: str, length: int) -> None:
+        """A line longer than MAX_LINE_CHARS (``head``: its first MAX_LINE_CHARS characters) is refused."""
+        tokens = head.split(maxsplit=1)
+        cmd = tokens[0] if tokens else ""
+        self.error(f"line of {length} characters (more than {MAX_LINE_CHARS}) starting {cmd[:20]!r} ignored")
+        if cmd == "go":  # a GUI waits for its bestmove
+            self.flush_pending()
+            self.send(NULL_MOVE)
+        elif cmd == "position":  # the GUI meant another position: do not answer the last one
+            self.refused = f"its line was longer than {MAX_LINE_CHARS} characters"
 
     def cmd_uci(self, args: list[str]) -> None:
         self.send(f"id name pdx_lightning ({self.model_name})")
         self.send("id author pdx_lightning")
         self.send("option name Temperature type string default 0")
-        self.send("option name Seed type spin default 0 min 0 max 2147483647")
-        self.send("option name Threads type spin default 1 min 1 max 256")
+        for key, (lo, hi) in SPIN_BOUNDS.items():
+            self.send(f"option name {key} type spin default {0 if key == 'Seed' else 1} min {lo} max {hi}")
         self.send("option name UCI_ShowWDL type check default true")
         self.send("uciok")
 
@@ -141,21 +275,16 @@ class UciEngine:
     def cmd_debug(self, args: list[str]) -> None:
         pass
 
+    def cmd_register(self, args: list[str]) -> None:
+        pass  # nothing to register
+
     def cmd_ucinewgame(self, args: list[str]) -> None:
-        self.root, self.board, self.pending = chess.STARTING_FEN, chess.Board(), None
+        self.flush_pending()
+        self.root, self.board, self.refused = chess.STARTING_FEN, chess.Board(), None
 
     def cmd_d(self, args: list[str]) -> None:
-        self.send(f"info string fen {self.board.fen()} moves {len(self.board.move_stack)}")
-
-    @staticmethod
-    def _check_temperature(value: str) -> None:
-        if value != "adaptive":
-            try:
-                ok = float(value) >= 0
-            except ValueError:
-                ok = False
-            if not ok:
-                raise ValueError(f"Temperature must be 'adaptive' or a number >= 0, got {value!r}")
+        state = f"; the last position command was refused: {self.refused}" if self.refused else ""
+        self.send(f"info string fen {self.board.fen()} moves {len(self.board.move_stack)}{state}")
 
     def cmd_setoption(self, args: list[str]) -> None:
         if not args or args[0] != "name":
@@ -164,36 +293,41 @@ class UciEngine:
         name, value = " ".join(args[1:k]), " ".join(args[k + 1 :])
         key = next((o for o in self.options if o.lower() == name.lower()), None)
         if key is None:
-            raise ValueError(f"no such option {name!r}")
+            raise ValueError(f"no such option {name[:40]!r}")
         if key == "Temperature":
-            self._check_temperature(value)
+            check_temperature(value)
         elif key == "UCI_ShowWDL":
             if value.lower() not in ("true", "false"):
-                raise ValueError(f"UCI_ShowWDL must be true or false, got {value!r}")
+                raise ValueError(f"UCI_ShowWDL must be true or false, got {value[:40]!r}")
             value = value.lower()
         else:  # spin options: the advertised bounds (a huge Threads would ask torch for that many threads)
-            lo, hi = SPIN_BOUNDS[key]
-            if not (value.isascii() and value.isdigit()) or not lo <= int(value) <= hi:
-                raise ValueError(f"{key} must be an integer in [{lo}, {hi}], got {value!r}")
+            value = str(check_spin(key, value))
         self.options[key] = value
-        if key in ("Seed", "Threads"):
+        if key == "Seed":
             self._ready()
-            if key == "Seed":
-                assert self.gen is not None  # _ready(): loaded
-                self.gen.manual_seed(int(value))
-            else:
-                self._threads_set = False
-                self._ready()
+            assert self.gen is not None  # _ready(): loaded
+            self.gen.manual_seed(int(value))
+        elif key == "Threads":
+            self._threads_set = False
+            self._ready()
 
     def cmd_position(self, args: list[str]) -> None:
+        try:
+            self._position(args)
+        except ValueError as e:
+            self.refused = " ".join(str(e).split())[:300]
+            raise ValueError(f"{self.refused}; position refused, the last good one kept ({self.board.fen()})") from None
+        self.refused = None
+
+    def _position(self, args: list[str]) -> None:
         k = args.index("moves") if "moves" in args else len(args)
         head, moves = args[:k], args[k + 1 :]
         if head == ["startpos"]:
             root = chess.STARTING_FEN
         elif head and head[0] == "fen" and len(head) > 1:
-            board = chess.Board(" ".join(head[1:]))  # ValueError → error, position unchanged
-            if not board.is_valid():
-                raise ValueError(f"invalid position {board.fen()!r} ({board.status()!r})")
+            fen = " ".join(head[1:])
+            board = chess.Board(fen)  # ValueError: not a FEN
+            self._check_board(board, f"the FEN {fen[:120]!r}")
             root = board.fen()
         else:
             raise ValueError("usage: position startpos|fen <fen> [moves <m1> ...]")
@@ -202,28 +336,50 @@ class UciEngine:
             board, start = self.board, len(known)  # the same game, extended: replay only the new moves
         else:
             board, start = chess.Board(root), 0
-        for n, uci in enumerate(moves[start:], start + 1):
-            try:
-                move = chess.Move.from_uci(uci)
-            except ValueError:
-                move = None
-            if move is None or not board.is_legal(move):
-                self.root, self.board = root, board
-                raise ValueError(
-                    f"illegal move {uci!r} (move {n} of the position command) in {board.fen()}; "
-                    f"position set to the {n - 1} moves before it"
-                )
-            board.push(move)
+        pushed = 0
+        try:
+            for n, uci in enumerate(moves[start:], start + 1):
+                try:
+                    move = chess.Move.from_uci(uci)
+                except ValueError:
+                    move = None
+                if move is None or not board.is_legal(move):
+                    raise ValueError(f"illegal move {_short(uci)} (move {n} of the position command) in {board.fen()}")
+                board.push(move)
+                pushed += 1
+            self._check_board(board, f"the position after the moves, {board.fen()[:120]!r},")
+        except ValueError:
+            if board is self.board:  # extended in place: back to the last good position
+                for _ in range(pushed):
+                    board.pop()
+            raise
         self.root, self.board = root, board
 
+    @staticmethod
+    def _check_board(board: chess.Board, what: str) -> None:
+        status = board.status()
+        if status != chess.STATUS_VALID:
+            flags = ", ".join(str(f.name) for f in chess.Status if f in status)
+            raise ValueError(f"{what} is not a valid position ({flags})")
+        if board.halfmove_clock > MAX_HALFMOVE_CLOCK:
+            raise ValueError(
+                f"{what} has a halfmove clock of {str(board.halfmove_clock)[:20]}, above {MAX_HALFMOVE_CLOCK}"
+            )
+
     def _parse_go(self, args: list[str]) -> tuple[dict, list[chess.Move]]:
-        limits, searchmoves, i = {}, [], 0
+        """The flags (``infinite``, ``ponder``) and the legal ``searchmoves``; one ``info string`` for each
+        kind of bad token (a count and the first few, however many there are)."""
+        flags: dict[str, bool] = {}
+        searchmoves: list[chess.Move] = []
+        malformed: list[str] = []
+        not_legal: list[str] = []
+        i = 0
         while i < len(args):
             tok = args[i]
-            if tok in GO_INT_KEYS and i + 1 < len(args) and args[i + 1].lstrip("-").isdigit():
-                limits[tok], i = int(args[i + 1]), i + 2
+            if tok in GO_INT_KEYS and i + 1 < len(args) and _GO_INT.fullmatch(args[i + 1]):
+                i += 2  # limits are accepted and ignored: one forward pass
             elif tok in GO_FLAGS:
-                limits[tok], i = True, i + 1
+                flags[tok], i = True, i + 1
             elif tok == "searchmoves":
                 i += 1
                 while i < len(args) and args[i] not in GO_INT_KEYS + GO_FLAGS:
@@ -232,31 +388,44 @@ class UciEngine:
                     except ValueError:
                         m = None
                     if m is None or not self.board.is_legal(m):
-                        self.error(f"searchmoves: {args[i]!r} is not legal here; ignored")
-                    else:
+                        not_legal.append(args[i])
+                    elif m not in searchmoves:
                         searchmoves.append(m)
                     i += 1
             else:
-                self.error(f"go: ignoring malformed token {tok!r}")
+                malformed.append(tok)
                 i += 1
-        return limits, searchmoves
+        for what, bad in (("go: ignoring malformed", malformed), ("searchmoves: ignoring, not legal here,", not_legal)):
+            if bad:
+                more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+                self.error(f"{what} token{'s' if len(bad) > 1 else ''} {', '.join(map(_short, bad[:3]))}{more}")
+        return flags, searchmoves
 
     def cmd_go(self, args: list[str]) -> None:
-        self._ready()
-        if self.pending:  # a GUI that skipped stop: answer the previous search first
-            self.send(self.pending)
-            self.pending = None
-        limits, searchmoves = self._parse_go(args)
-        line = self._search(searchmoves)
-        if limits.get("infinite") or limits.get("ponder"):
+        self.flush_pending()  # a GUI that skipped stop: answer the previous search first
+        flags: dict[str, bool] = {}
+        try:
+            self._ready()
+            flags, searchmoves = self._parse_go(args)
+            if self.refused:
+                self.error(f"no position to search: the last position command was refused ({self.refused})")
+                line = NULL_MOVE
+            else:
+                line = self._search(searchmoves)
+        except ModelUnavailable as e:
+            self._unavailable(e, NULL_MOVE)
+        except PeerGone:
+            raise
+        except Exception as e:  # noqa: BLE001  (a bestmove for every go, even after an internal error)
+            self.error(f"go: internal error, no move: {type(e).__name__}: {' '.join(str(e).split())[:300]}")
+            line = NULL_MOVE
+        if flags.get("infinite") or flags.get("ponder"):
             self.pending = line
         else:
             self.send(line)
 
     def cmd_stop(self, args: list[str]) -> None:
-        if self.pending:
-            self.send(self.pending)
-            self.pending = None
+        self.flush_pending()
 
     cmd_ponderhit = cmd_stop
 
@@ -275,13 +444,17 @@ class UciEngine:
         board = self.board
         legal = searchmoves or list(board.legal_moves)
         if not legal:
-            self.send("info depth 0 score " + ("mate 0" if board.is_check() else "cp 0"))
-            return "bestmove (none)"
+            mated = board.is_check()
+            self.send(f"info string no legal move: {'checkmate' if mated else 'stalemate'}")
+            self.send("info depth 0 score " + ("mate 0" if mated else "cp 0"))
+            return NULL_MOVE
         mask = legal_mask([board], [legal])  # (1, 4288)
         assert self.model is not None  # _ready(): loaded
         with torch.inference_mode():
             out = self.model(torch.from_numpy(encode_boards([board])))
         logits, wdl = out.policy.float(), torch.softmax(out.wdl.float(), dim=-1)
+        if not (bool(torch.isfinite(logits[mask]).all()) and bool(torch.isfinite(wdl).all())):
+            raise ArithmeticError(f"the network's output is not finite in {board.fen()}")
         temp = self.options["Temperature"]
         tau = wdl_entropy(wdl) if temp == "adaptive" else float(temp)
         if temp != "adaptive" and tau == 0:
@@ -300,35 +473,95 @@ class UciEngine:
         return f"bestmove {move.uci()}"
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", required=True, help="base:small, a .ckpt/.pt file, an Lc0 .pb.gz, random:tiny")
-    parser.add_argument("--temperature", default="0", help="0 = argmax (default), a number, or 'adaptive'")
-    parser.add_argument("--seed", type=int, default=0, help="sampling seed (UCI option Seed)")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (UCI option Threads)")
+def read_command(stream: TextIO) -> tuple[str, int]:
+    """The next line, at most MAX_LINE_CHARS long: ``(line, 0)``, ``("", 0)`` at the end of input, or
+    ``(its first MAX_LINE_CHARS characters, its full length)`` for a longer line, whose rest is read
+    in chunks and dropped (a 50 MB line never sits in memory)."""
+    line = stream.readline(MAX_LINE_CHARS)
+    if len(line) < MAX_LINE_CHARS or line.endswith("\n"):
+        return line, 0
+    length = len(line)
+    while True:
+        rest = stream.readline(_DISCARD_CHUNK)
+        length += len(rest)
+        if not rest or rest.endswith("\n"):
+            return line, length
 
 
-def run(args: argparse.Namespace, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
-    stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
-    if hasattr(stdin, "reconfigure"):  # a byte that is not UTF-8 must not kill the engine: it becomes U+FFFD
-        stdin.reconfigure(errors="replace")
-    try:
-        engine = UciEngine(args.model, stdout, args.temperature, args.seed, args.threads)
-    except ValueError as e:
-        print(f"pdx uci: {e}", file=sys.stderr)
-        return 2
+def serve(engine: UciEngine, stdin: TextIO) -> int:
+    """The command loop: 0 at ``quit`` or the end of input, the load failure's code if the model failed."""
     try:
         while True:
-            line = stdin.readline()
+            line, overlong = read_command(stdin)
+            if overlong:
+                engine.handle_overlong(line, overlong)
+                continue
             if not line or not engine.handle(line):  # EOF or quit
+                engine.flush_pending()
                 return 0
     except SystemExit as e:
         return int(e.code or 0)
+    except PeerGone:
+        return 0  # the GUI closed its end: nobody is left to answer
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", required=True, help="base:small, a .ckpt/.pt file, an Lc0 .pb.gz, random:tiny")
+    parser.add_argument("--temperature", default="0", help="0 = argmax (default), a finite number >= 0, or 'adaptive'")
+    lo, hi = SPIN_BOUNDS["Seed"]
+    parser.add_argument("--seed", default="0", help=f"sampling seed, {lo}..{hi} (UCI option Seed)")
+    lo, hi = SPIN_BOUNDS["Threads"]
+    parser.add_argument("--threads", default="1", help=f"torch threads, {lo}..{hi} (UCI option Threads)")
+
+
+def _exit_now(code: int) -> NoReturn:
+    """Flush what was answered and end the process without interpreter finalisation (see ``run``)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001  (a closed pipe or a write interrupted by the signal: nothing to save)
+            pass
+    os._exit(code)
+
+
+def _install_signal_handlers() -> None:
+    # SIGTERM / SIGHUP: the GUI or the terminal ends the engine: like quit. SIGINT: quietly, no traceback.
+    # Handlers run on the main thread between bytecodes, also while it waits on stdin or on the loader.
+    for sig, code in ((signal.SIGTERM, 0), (getattr(signal, "SIGHUP", None), 0), (signal.SIGINT, 130)):
+        if sig is not None:
+            signal.signal(sig, lambda *_, c=code: _exit_now(c))
+
+
+def run(args: argparse.Namespace, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:
+    """``pdx uci``. With the process's own stdin/stdout (no stream given) this never returns: it ends the
+    process with ``os._exit`` after flushing. At interpreter exit Python (≤ 3.13) ends a daemon thread
+    that is still running — the loader, inside torch's C++ import or model load after a quick ``quit``
+    or end of input — with ``pthread_exit``, whose forced unwinding through C++ frames aborts the
+    process ("terminate called without an active exception", SIGABRT). The engine holds no files or
+    other state that finalisation would save."""
+    process = stdin is None and stdout is None
+    if process:
+        _install_signal_handlers()
+    stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
+    if hasattr(stdin, "reconfigure"):  # a byte that is not UTF-8 must not kill the engine: it becomes U+FFFD
+        stdin.reconfigure(errors="replace")
+    check_model_name(args.model)
+    engine = UciEngine(args.model, stdout, args.temperature, args.seed, args.threads)
+    rc = serve(engine, stdin)
+    if process:
+        _exit_now(rc)
+    return rc
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="pdx uci", description="the network as a UCI engine")
     add_arguments(parser)
-    return run(parser.parse_args(argv))
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except UserError as e:
+        print(f"pdx uci: error: {' '.join(str(e).split())}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

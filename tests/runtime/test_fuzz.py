@@ -627,13 +627,15 @@ def _fuzz_uci_command_loop(uci_model, commands):
                     and engine.pending is None
                     and not ({"infinite", "ponder"} & set(cmd.split()))
                 )
-                board = engine.board.copy()
+                board, refused = engine.board.copy(), engine.refused
                 assert engine.handle(cmd) is True  # never dies on input
                 assert engine.board.is_valid() or engine.board.status() == chess.STATUS_VALID
                 replies = out.getvalue()[before:].splitlines()
                 assert all(r.startswith(UCI_REPLIES) for r in replies), replies
                 best = [r for r in replies if r.startswith("bestmove ")]
-                if immediate and best and any(board.generate_legal_moves()):
+                if immediate and refused:  # after a refused position: no move, and why
+                    assert best == ["bestmove 0000"] and replies[0].startswith("info string error:"), replies
+                elif immediate and best and any(board.generate_legal_moves()):
                     assert board.is_legal(chess.Move.from_uci(best[-1].split()[1])), (cmd, best, board.fen())
             assert engine.handle("quit") is False
     finally:
