@@ -3,8 +3,55 @@
 # a virtualenv in .venv, a CPU build of torch where there is no GPU, and this package
 # with its test extras at the tested versions (requirements/lock.txt, pip's -c; PDX_UNLOCKED=1
 # installs the newest versions pyproject.toml allows instead). Safe to rerun.
+#
+#   bash setup.sh                 set up (every run checks and repairs the whole set-up)
+#   bash setup.sh --fit [ARGS]    set up if needed, then the default fine-tune:
+#                                 .venv/bin/pdx fit --config conf/fit/pdx.yaml [ARGS]
+#   bash setup.sh --test [ARGS]   set up if needed, then the default tests: .venv/bin/python -m pytest -q [ARGS]
+#   bash setup.sh --dry-run --fit|--test [ARGS]   say whether set-up is needed and what would run; run nothing
+#
+# "If needed": .venv/.pdx-setup records a hash of what the set-up installs from (this script,
+# pyproject.toml, requirements/lock.txt, the chess core's C source, PDX_UNLOCKED); a change to any
+# of them, or no record, runs the set-up first.
 set -euo pipefail
 cd "$(dirname "$0")"
+
+usage() { sed -n '/^#   bash setup.sh /,/^#$/{/^#$/d;s/^# //p}' "$0"; }
+DRY_RUN=0
+MODE=setup
+if [ "${1:-}" = "--dry-run" ]; then DRY_RUN=1; shift; fi
+case "${1:-}" in
+  --fit) MODE=fit; shift ;;
+  --test) MODE=test; shift ;;
+  -h|--help) usage; exit 0 ;;
+  "") ;;
+  *) echo "setup.sh: unknown option '$1' (--fit, --test, --dry-run, --help)" >&2; exit 2 ;;
+esac
+if [ "$MODE" = setup ] && { [ "$DRY_RUN" = 1 ] || [ $# -gt 0 ]; }; then
+  echo "setup.sh: --dry-run and extra arguments go with --fit or --test" >&2; exit 2
+fi
+case "$MODE" in
+  fit) THEN=(.venv/bin/pdx fit --config conf/fit/pdx.yaml "$@") ;;
+  test) THEN=(.venv/bin/python -m pytest -q "$@") ;;
+  *) THEN=() ;;
+esac
+STAMP=.venv/.pdx-setup
+setup_hash() {
+  { cat setup.sh pyproject.toml requirements/lock.txt pdx_lightning/chesscore/pdx_core.c 2>/dev/null
+    echo "PDX_UNLOCKED=${PDX_UNLOCKED:-0}"; } | sha256sum | cut -c1-64
+}
+if [ "$MODE" != setup ] && [ -x .venv/bin/python ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$(setup_hash)" ]; then
+  NEEDED="up to date ($STAMP)"
+else
+  NEEDED="needed"
+fi
+if [ "$DRY_RUN" = 1 ]; then
+  echo "set-up: $NEEDED"
+  printf -v shown ' %q' "${THEN[@]}"
+  echo "then:$shown"
+  exit 0
+fi
+if [ "$NEEDED" != needed ]; then exec "${THEN[@]}"; fi
 
 SUDO=""
 if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
@@ -127,4 +174,10 @@ if [ "${PDX_LC0_ORACLE:-1}" != "0" ] && ! lc0_033_ok; then
       || { rm -rf .venv-lc0-033; echo "   (attention-body oracle not installed: its test will skip)"; }
   done
 fi
+setup_hash > "$STAMP"
 echo "== ready: $(.venv/bin/pdx --help | head -1) =="
+if [ "$MODE" != setup ]; then
+  printf -v shown ' %q' "${THEN[@]}"
+  echo "==$shown =="
+  exec "${THEN[@]}"
+fi

@@ -9,7 +9,8 @@ The page holds the marker ``<!-- pdx-cli-reference -->``; at build time it is re
   validate``) print their help from their own parser, so they run as ``python -m
   pdx_lightning.cli <command> --help`` subprocesses (in parallel, one torch thread each).
 
-A command whose help cannot be produced fails the build, so the page never goes stale silently.
+A command whose help cannot be produced, or a usage line that does not start with ``pdx``, fails the
+build, so the page never goes stale silently.
 Help is wrapped at 100 columns (``COLUMNS``) so the page does not depend on the terminal.
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -45,7 +47,10 @@ def _env() -> dict[str, str]:
 
 
 def _lightning_help(words: tuple[str, ...]) -> str:
-    cmd = [sys.executable, "-m", "pdx_lightning.cli", *words, "--help"]
+    # LightningCLI names the program after sys.argv[0] (``cli.py`` under ``-m``): the name typed instead
+    prog = "pdx pretrain" if words[0] == "pretrain" else "pdx"
+    code = f"import sys; sys.argv[0] = {prog!r}; from pdx_lightning.cli import main; sys.exit(main())"
+    cmd = [sys.executable, "-c", code, *words, "--help"]
     r = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=600, check=False)
     if r.returncode != 0:
         raise PluginError(f"cli_reference: `pdx {' '.join(words)} --help` exited {r.returncode}:\n{r.stderr[-2000:]}")
@@ -89,7 +94,10 @@ def generate() -> str:
             out.append(_section(words, summary, sub.format_help()))
         if missing:
             raise PluginError(f"cli_reference: `pdx` has no parser for {missing} (a module failed to import)")
-        return "\n".join(out)
+        text = "\n".join(out)
+        if wrong := [u for u in re.findall(r"^usage: (.*)$", text, re.M) if not u.startswith("pdx ")]:
+            raise PluginError(f"cli_reference: usage lines not naming `pdx`: {wrong}")
+        return text
     finally:
         if saved is None:
             os.environ.pop("COLUMNS", None)

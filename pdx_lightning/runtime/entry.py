@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
+import shutil
 import sys
 import warnings
 from collections.abc import Sequence
@@ -131,21 +133,42 @@ def _close_process_group() -> None:
         dist.destroy_process_group()
 
 
+def tool_command(name: str) -> str:
+    """How to start the console script ``name`` as typed in the shell ``pdx`` runs in.
+
+    The tools (``tensorboard``, ``mlflow``, ``wandb``) are installed next to this interpreter, in
+    ``.venv/bin`` after setup.sh, which is not on ``PATH`` unless the venv is activated: the bare
+    name where ``PATH`` finds that very script, else its path (relative below the working directory,
+    as ``.venv/bin/tensorboard``), else the bare name (a tool installed elsewhere on ``PATH``)."""
+    here = os.path.join(os.path.dirname(sys.executable), name)
+    if not os.access(here, os.X_OK):
+        return name
+    found = shutil.which(name)
+    if found and os.path.realpath(found) == os.path.realpath(here):
+        return name
+    rel = os.path.relpath(here)
+    path = rel if not rel.startswith(os.pardir) else os.path.abspath(here)
+    return shlex.quote(path)
+
+
 def tracker_line(logger: Any, log_dir: str | None) -> str | None:
-    """How to look at a run logged by ``logger`` (one line of the closing summary), by logger class."""
+    """How to look at a run logged by ``logger`` (one line of the closing summary), by logger class;
+    the viewer's command works as typed from the working directory (:func:`tool_command`)."""
     name = type(logger).__name__
     if name == "TensorBoardLogger" and log_dir:
-        return f"TensorBoard: tensorboard --logdir {os.path.dirname(log_dir.rstrip('/'))}"
+        logdir = shlex.quote(os.path.dirname(log_dir.rstrip("/")))
+        return f"TensorBoard: {tool_command('tensorboard')} --logdir {logdir}"
     if name == "CSVLogger" and log_dir:
         return f"metrics:     {os.path.join(log_dir, 'metrics.csv')}"
     if name == "MLFlowLogger":
         uri = getattr(logger, "_tracking_uri", None) or "./mlruns"
-        return f"MLflow:      mlflow ui --backend-store-uri {uri}  (run {getattr(logger, 'run_id', None)})"
+        run = getattr(logger, "run_id", None)
+        return f"MLflow:      {tool_command('mlflow')} ui --backend-store-uri {shlex.quote(uri)}  (run {run})"
     if name == "WandbLogger":
         offline = bool(getattr(logger, "_offline", False)) or os.environ.get("WANDB_MODE") in ("offline", "dryrun")
         where = getattr(logger, "save_dir", None) or "."
         return (
-            f"W&B:         wandb sync {os.path.join(where, 'wandb', 'offline-run-*')}"
+            f"W&B:         {tool_command('wandb')} sync {os.path.join(where, 'wandb', 'offline-run-*')}"
             if offline
             else f"W&B:         run {getattr(logger, 'version', None)}"
         )

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -85,8 +87,7 @@ def test_default_fit_prints_no_third_party_warning_and_a_step_bar(tmp_path):
     bar = [s for s in re.split(r"[\r\n]", r.stderr) if s.startswith("fit: 4/4 steps")]
     assert bar and "transitions/s=" in bar[-1] and "step/s" in bar[-1] and "<00:00" in bar[-1], r.stderr[-2000:]
     assert "fit: 0/4 steps" in r.stderr  # the total from the start
-    assert r.stdout.rstrip().splitlines()[-3:] == [
-        "logs:        runs/pdx/version_0",
-        "checkpoints: runs/pdx/version_0/checkpoints",
-        "TensorBoard: tensorboard --logdir runs/pdx",
-    ]
+    *summary, viewer = r.stdout.rstrip().splitlines()[-3:]
+    assert summary == ["logs:        runs/pdx/version_0", "checkpoints: runs/pdx/version_0/checkpoints"]
+    tensorboard, *args = shlex.split(viewer.removeprefix("TensorBoard: "))
+    assert args == ["--logdir", "runs/pdx"] and shutil.which(tensorboard, path=env.get("PATH")), viewer

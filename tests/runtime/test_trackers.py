@@ -14,7 +14,7 @@ import torch
 
 from pdx_lightning import cli
 from pdx_lightning.experiments.sweep.train import tracker_args
-from pdx_lightning.runtime.entry import tracker_line
+from pdx_lightning.runtime.entry import tool_command, tracker_line
 from tiny_fit import CONF, tiny_fit_args
 
 torch.set_num_threads(1)
@@ -28,7 +28,7 @@ def test_tracker_line_names_each_loggers_viewer():
 
     assert (
         tracker_line(TensorBoardLogger("runs", name="pdx"), "runs/pdx/version_3")
-        == "TensorBoard: tensorboard --logdir runs/pdx"
+        == f"TensorBoard: {tool_command('tensorboard')} --logdir runs/pdx"  # runs as typed: tests/test_quickstart.py
     )
     assert (
         tracker_line(CSVLogger("runs", name="csv"), "runs/csv/version_0")
@@ -112,7 +112,7 @@ def test_mlflow_logged_fit_has_metrics_params_the_policy_image_and_the_games_tex
     run_dir = tmp_path / "mlruns" / exp.experiment_id / run.info.run_id
     assert (run_dir / "checkpoints" / "last.ckpt").is_file()  # the run's own directory
     assert (run_dir / "selfplay" / "games_rank0.pgn").is_file()
-    assert f"MLflow:      mlflow ui --backend-store-uri {uri}" in out
+    assert f"MLflow:      {tool_command('mlflow')} ui --backend-store-uri {uri}" in out
 
 
 def test_sweep_tracker_flags_replace_tensorboard_keep_the_csv_record_and_name_the_run():

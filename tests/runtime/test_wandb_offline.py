@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from pdx_lightning import cli
+from pdx_lightning.runtime.entry import tool_command
 from tiny_fit import CONF, tiny_fit_args
 
 wandb = pytest.importorskip("wandb", reason="wandb (the test extras) is not installed")
@@ -162,4 +163,4 @@ def test_offline_wandb_fit_logs_the_tensorboard_runs_scalars_image_and_text(tmp_
     assert len(tb["loss/total"]) == 6
     media = media_keys(run_file)
     assert {"policy/snapshot", "selfplay/games"} <= media, media  # PolicySnapshot's image, the games' table
-    assert "W&B:         wandb sync wb/wandb/offline-run-*" in out  # offline by WANDB_MODE too
+    assert f"W&B:         {tool_command('wandb')} sync wb/wandb/offline-run-*" in out  # offline by WANDB_MODE too
