@@ -6,8 +6,8 @@ nothing of pdx. It sets up exactly as their ``train.main`` does (three networks 
 AdamW groups, N games, the warm-start), then reads one command per line on stdin and answers one JSON
 line on stdout:
 
-    warmstart      -> {"seconds": ...}            the opening warm-start (``selfplay.warmstart``)
-    step           -> {"seconds": ..., "metrics": {...}}   one training step, as ``train.main``'s loop body
+    warmstart      -> {"seconds": ..., "cpu_s": ...}   the opening warm-start (``selfplay.warmstart``)
+    step           -> {"seconds": ..., "cpu_s": ..., "metrics": {...}}   one step, as ``train.main``'s loop body
     profile        -> {"seconds": ..., "profile": "..."}   one more step under cProfile (top 10, cumulative)
     quit
 
@@ -87,7 +87,7 @@ def main() -> int:
     answer({"ready": True, "threads": torch.get_num_threads()})
     for line in sys.stdin:
         cmd = line.strip()
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         if cmd == "warmstart":
             sp.warmstart(
                 games,
@@ -98,10 +98,10 @@ def main() -> int:
                 args.sample_with_wdl_entropy_temperature,
                 args.forward_batch_size,
             )
-            answer({"seconds": time.perf_counter() - t})
+            answer({"seconds": time.perf_counter() - t, "cpu_s": time.process_time() - c})
         elif cmd == "step":
             metrics = one_step()
-            answer({"seconds": time.perf_counter() - t, "metrics": metrics})
+            answer({"seconds": time.perf_counter() - t, "cpu_s": time.process_time() - c, "metrics": metrics})
         elif cmd == "profile":
             prof = cProfile.Profile()
             prof.enable()
