@@ -174,6 +174,33 @@ if [ "${PDX_LC0_ORACLE:-1}" != "0" ] && ! lc0_033_ok; then
       || { rm -rf .venv-lc0-033; echo "   (attention-body oracle not installed: its test will skip)"; }
   done
 fi
+# The paper authors' own code as an oracle (developers and CI only; MIT, never copied into this
+# repository): ../shared/reference runs in a venv of its own, .venv-ref, as its README says: the torch
+# pdx uses (the CPU build where there is no GPU), numpy, onnx, python-chess, and onnx2torch without its
+# torchvision (the PyPI wheels need a CUDA torch; the stand-in beside the code is put on the path by a
+# .pth file: Lc0 networks use none of its ops). tests/rl/test_reference_oracle.py and
+# benchmarks/reference.py use it and skip / say so without it. PDX_REF_ORACLE=0 skips.
+ref_oracle_ok() { .venv-ref/bin/python -c "import chess, onnx2torch, torch" >/dev/null 2>&1; } 2>/dev/null
+ref_oracle_install() {
+  local rpip=.venv-ref/bin/pip site
+  { [ -x .venv-ref/bin/python ] || "$PY" -m venv .venv-ref; } || return 1
+  if ! .venv-ref/bin/python -c "import torch" >/dev/null 2>&1; then
+    if command -v nvidia-smi >/dev/null 2>&1; then
+      $rpip install -q "torch==2.13.0" || return 1
+    else
+      $rpip install -q --retries 0 --timeout 15 "torch==2.13.0" --index-url https://download.pytorch.org/whl/cpu \
+        || $rpip install -q "torch==2.13.0" || return 1
+    fi
+  fi
+  $rpip install -q numpy "onnx==1.20.1" "python-chess==1.999" || return 1
+  $rpip install -q --no-deps "onnx2torch==1.5.15" || return 1
+  site=$(.venv-ref/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])") || return 1
+  (cd ../shared/reference/torchvision_stub && pwd) > "$site/00-torchvision-stub.pth" && ref_oracle_ok
+}
+if [ -d ../shared/reference ] && [ "${PDX_REF_ORACLE:-1}" != "0" ] && ! ref_oracle_ok; then
+  echo "== installing the reference oracle (the authors' code, ../shared/reference, in .venv-ref) =="
+  ref_oracle_install || { rm -rf .venv-ref; echo "   (reference oracle not installed: its test will skip)"; }
+fi
 setup_hash > "$STAMP"
 echo "== ready: $(.venv/bin/pdx --help | head -1) =="
 if [ "$MODE" != setup ]; then
