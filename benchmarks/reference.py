@@ -151,6 +151,7 @@ def run(pb: Path, onnx: Path, games: int, steps: int, micro_batch: int, seed: in
     """One size: the warm-starts, then ``1 + steps`` alternating steps, then one profiled step each."""
     from pdx_lightning.rl.module import PDXModule  # noqa: PLC0415
     from pdx_lightning.rl.selfplay import SelfPlayConfig  # noqa: PLC0415
+    from pdx_lightning.rl.settings import PDXSettings  # noqa: PLC0415
 
     ref = Reference(onnx, games, micro_batch, seed)
     rows: list[dict] = []
@@ -205,17 +206,14 @@ def run(pb: Path, onnx: Path, games: int, steps: int, micro_batch: int, seed: in
 
     m = Alternating(
         base=str(pb),
-        value_anchor=0.1,
-        selfplay=SelfPlayConfig(
-            n_games=games,
-            seed=seed,
+        algorithm=PDXSettings(
+            value_anchor=0.1,
             temperature="adaptive",
             temperature_wdl_source="online",
-            claim_draws=True,
             cap_result="bootstrap",
             micro_batch=micro_batch,
-            opening_max_moves=60,
         ),
+        selfplay=SelfPlayConfig(n_games=games, seed=seed, claim_draws=True, opening_max_moves=60),
     )
     openings = m.dataset._randomize  # the warm-start before step 1 (it passes a progress-bar title)
 

@@ -47,7 +47,7 @@ from pdx_lightning.chesscore.policy import masked_log_softmax, score, tempered_l
 from pdx_lightning.chesscore.rules import RESULT_NONE, game_end
 from pdx_lightning.nets import lc0, load_model
 from pdx_lightning.nets.chessformer import Chessformer, ModelConfig
-from pdx_lightning.rl.objectives import importance_weight, pdx_loss, pdx_loss_from_log_probs, value_target
+from pdx_lightning.rl.objectives import importance_weight, pdx_loss, value_target
 
 pytestmark = pytest.mark.slow  # two network conversions and the reference's ONNX graphs: ~1 minute
 
@@ -343,12 +343,12 @@ def loss_terms(net: torch.nn.Module, side: dict, rows: list[int], log_p_fn=None)
         value_anchor=ANCHOR,
     )
     if log_p_fn is None:
-        loss = pdx_loss(
-            out.policy, out.wdl, side["mask"][sl], side["action"][sl], log_p_base=side["log_p_base"][sl], **common
-        )
+        mask = side["mask"][sl]
+        log_p = masked_log_softmax(out.policy, mask)
+        loss = pdx_loss(log_p, out.wdl, mask, side["action"][sl], log_p_base=side["log_p_base"][sl], **common)
     else:
         log_p, log_p_base, mask, action = log_p_fn(out.policy, sl)
-        loss = pdx_loss_from_log_probs(log_p, out.wdl, mask, action, log_p_base=log_p_base, **common)
+        loss = pdx_loss(log_p, out.wdl, mask, action, log_p_base=log_p_base, **common)
     loss.total.backward()
     grads = {n: p.grad.detach().clone() for n, p in net.named_parameters() if p.grad is not None}
     return {k: float(v.detach()) for k, v in loss._asdict().items()}, grads
