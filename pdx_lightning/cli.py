@@ -20,6 +20,7 @@ import importlib
 import importlib.util
 import os
 import sys
+from typing import NoReturn
 
 # name -> (module implementing add_arguments/run, one-line help)
 TOOLS: dict[str, tuple[str, str]] = {
@@ -70,6 +71,14 @@ class DefaultsHelpFormatter(argparse.HelpFormatter):
         return f"{text} (default: %(default)s)"
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with one-line errors (``pdx arena: error: argument --games: ...``) instead of the usage
+    text above them; its subcommands' parsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
+
+
 def _available(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
@@ -77,7 +86,7 @@ def _available(module: str) -> bool:
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The ``pdx`` parser; ``only``: just that command's (or group's) tools, whose modules alone are imported
     (``pdx uci`` answers a GUI in a fraction of a second instead of after every tool's imports)."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="pdx",
         description="Prior-directed self-play fine-tuning of searchless chess networks.",
         epilog="Run `pdx <command> --help` for a command's options.",
@@ -116,6 +125,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def _lightning(command: str, argv: list[str]) -> None:
+    from pdx_lightning.runtime.moved_configs import check_config_files  # noqa: PLC0415
+
+    check_config_files(argv)  # size, text, alias expansion: a hostile config costs no Lightning import
     if command == "pretrain":
         from pdx_lightning.supervised.distill import run_pretrain_cli  # noqa: PLC0415  (Lightning loads only here)
 
@@ -174,10 +186,14 @@ def _global_options(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
 
 def _user_error_types() -> tuple[type[BaseException], ...]:
     from pdx_lightning.errors import UserError  # noqa: PLC0415
-    from pdx_lightning.runtime.checkpoint_read import CheckpointLoadError  # noqa: PLC0415
-    from pdx_lightning.runtime.preflight import PreflightError  # noqa: PLC0415
 
-    return UserError, PreflightError, CheckpointLoadError
+    # an error class of a module never imported cannot have been raised; importing it here would load
+    # torch (checkpoint_read) just to print a config file's one-line refusal
+    named = (
+        ("pdx_lightning.runtime.checkpoint_read", "CheckpointLoadError"),
+        ("pdx_lightning.runtime.preflight", "PreflightError"),
+    )
+    return (UserError, *(getattr(sys.modules[m], n) for m, n in named if m in sys.modules))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -207,6 +223,9 @@ def main(argv: list[str] | None = None) -> int:
         name = " ".join(filter(None, [args.command, getattr(args, "tool", None)]))
         from pdx_lightning.runtime.preflight import check_tool_outputs  # noqa: PLC0415
 
+        check_args = getattr(importlib.import_module(args._module), "check_args", None)
+        if check_args is not None:  # flags that must agree (a range, a pair), before anything is created
+            check_args(args)
         check_tool_outputs(args._module, args)  # unwritable or full output locations fail now, not after the work
         rc = importlib.import_module(args._module).run(args)
         return int(rc or 0)

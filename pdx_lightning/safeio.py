@@ -18,6 +18,7 @@ import bz2
 import io
 import math
 import os
+import re
 import zipfile
 import zlib
 from collections.abc import Iterator
@@ -132,6 +133,13 @@ SHARD_BYTES = Limit(
     GiB,
     "arrays of one .npz position shard (by their .npy headers; read by supervised/shards.py)",
 )
+CONFIG_BYTES = Limit("PDX_MAX_CONFIG_BYTES", MiB, "one YAML/JSON config file (the shipped ones are < 4 KiB)")
+CONFIG_NODES = Limit(
+    "PDX_MAX_CONFIG_NODES",
+    100_000,
+    "YAML nodes of one config with its aliases expanded (a 342-byte file of nested anchors expands to 10^9)",
+    unit="count",
+)
 LIMITS = (
     NET_BYTES,
     CHECKPOINT_BYTES,
@@ -143,7 +151,10 @@ LIMITS = (
     OPENINGS,
     OPENING_PLIES,
     SHARD_BYTES,
+    CONFIG_BYTES,
+    CONFIG_NODES,
 )
+MAX_CONFIG_DEPTH = 200  # nesting of one YAML config (PyYAML composes and constructs recursively)
 RATIO_AFTER = MiB  # output below this is never refused for its compression ratio
 MAX_ZIP_MEMBERS = 200_000
 MAX_OBJECTS = 10_000_000  # objects a torch file's pickle may expand to (counting shared ones each time)
@@ -826,3 +837,104 @@ def load_torch_bounded(
     check_torch_structure(meta, path, max_bytes, override, error=error)
     del meta
     return torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
+
+
+# ---------------------------------------------------------------- YAML configs
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # what no text config holds (YAML refuses them too)
+
+
+def check_yaml_text(text: str, source: str | os.PathLike, *, syntax: bool = True) -> None:
+    """Refuse a YAML (or JSON) document before it is composed or constructed: more than
+    :data:`CONFIG_BYTES` characters, NUL or other binary control characters, nesting deeper than
+    :data:`MAX_CONFIG_DEPTH`, or more than :data:`CONFIG_NODES` nodes once its aliases are expanded
+    (the "billion laughs": anchors nested in anchors, a few hundred bytes that expand to 10^9 nodes;
+    PyYAML shares aliased objects, but every consumer that walks or copies the config pays them all).
+
+    The document is read as a stream of parser events (PyYAML's parser keeps no tree), so this costs
+    a constant amount of memory whatever the input; each anchor's expanded size is recorded when its
+    node ends and an alias adds it. A syntax error raises :class:`FileLimitError` with PyYAML's
+    position (``syntax=False``: a document that is not YAML passes, for a reader that takes plain text
+    too)."""
+    import yaml  # noqa: PLC0415  (only config readers need it)
+
+    max_chars, max_nodes = CONFIG_BYTES.value(), CONFIG_NODES.value()
+    if len(text) > max_chars:
+        raise FileLimitError(
+            source, f"a config of {human(len(text))}", CONFIG_BYTES.shown(max_chars), CONFIG_BYTES.override()
+        )
+    if _CONTROL.search(text):
+        raise FileLimitError(source, "not a text YAML config (binary or control characters)")
+    sizes: dict[str, int] = {}  # anchor -> expanded nodes of its (finished) node
+    stack: list[list] = []  # open collections: [expanded nodes so far, anchor]
+    expanded = 0
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        for event in yaml.parse(text, Loader=loader):
+            if isinstance(event, yaml.DocumentStartEvent):
+                sizes.clear()
+                continue
+            if isinstance(event, yaml.AliasEvent):
+                if event.anchor not in sizes:  # an alias inside its own anchor: a cycle (or undefined)
+                    raise FileLimitError(
+                        source, f"alias *{event.anchor} refers to a node that contains it or is undefined"
+                    )
+                n = sizes[event.anchor]
+            elif isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                stack.append([1, event.anchor])
+                expanded += 1
+                if len(stack) > MAX_CONFIG_DEPTH:
+                    raise FileLimitError(source, f"nested deeper than {MAX_CONFIG_DEPTH} levels")
+                continue
+            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                n, anchor = stack.pop()
+                if anchor is not None:
+                    sizes[anchor] = n
+                if stack:
+                    stack[-1][0] += n
+                continue
+            elif isinstance(event, yaml.ScalarEvent):
+                n = 1
+                if event.anchor is not None:
+                    sizes[event.anchor] = 1
+            else:
+                continue
+            expanded += n
+            if stack:
+                stack[-1][0] += n
+            if expanded > max_nodes:
+                raise FileLimitError(
+                    source,
+                    f"its YAML expands to more than {max_nodes:,} nodes through aliases (nested anchors?)",
+                    CONFIG_NODES.shown(max_nodes),
+                    CONFIG_NODES.override(),
+                )
+    except yaml.YAMLError as e:
+        if not syntax:
+            return
+        where = getattr(e, "problem_mark", None)
+        at = f" at line {where.line + 1}, column {where.column + 1}" if where is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise FileLimitError(source, f"not valid YAML{at}: {problem}") from None
+
+
+def read_config_text(path: str | os.PathLike) -> str:
+    """The text of a YAML/JSON config file, checked by :func:`check_yaml_text`; a file larger than
+    :data:`CONFIG_BYTES` is refused by its size before a byte is read, bytes that are not UTF-8
+    (a binary file) are refused."""
+    limit = CONFIG_BYTES.value()
+    try:
+        size = os.stat(path).st_size
+        if size > limit:
+            raise FileLimitError(path, f"a config of {human(size)}", CONFIG_BYTES.shown(limit), CONFIG_BYTES.override())
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+    except OSError as e:
+        raise FileLimitError(path, f"cannot read the config ({e.strerror or e})") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise FileLimitError(path, f"not a text YAML config (byte {e.start} is not UTF-8)") from None
+    check_yaml_text(text, path)
+    return text

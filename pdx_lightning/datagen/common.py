@@ -45,6 +45,7 @@ from typing import TypeAlias
 import chess
 import chess.engine
 
+from pdx_lightning import argtypes
 from pdx_lightning.atomicfile import atomic_write, atomic_write_text
 from pdx_lightning.engines.stockfish import RestartingEngine, open_engine
 
@@ -413,27 +414,34 @@ def generate(task: Task, args: argparse.Namespace, label: str, end: int | None =
 
 
 def add_common_arguments(parser: argparse.ArgumentParser, count: int, nodes: int) -> None:
-    parser.add_argument("--count", type=int, default=count, help="puzzles wanted in --out (default %(default)s)")
+    parser.add_argument(
+        "--count", type=argtypes.positive_int, default=count, help="puzzles wanted in --out (default %(default)s)"
+    )
     parser.add_argument("--out", required=True, help="output CSV; an existing file is resumed")
     parser.add_argument(
         "--workers",
-        type=int,
+        type=argtypes.workers,
         default=max(1, (os.cpu_count() or 1) - 1),
         help="processes, one single-threaded Stockfish each (default %(default)s)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="game g is seeded by (seed, g) (default %(default)s)")
     parser.add_argument(
-        "--nodes", type=int, default=nodes, help="node budget of each verification search (default %(default)s)"
+        "--seed", type=argtypes.seed, default=0, help="game g is seeded by (seed, g) (default %(default)s)"
+    )
+    parser.add_argument(
+        "--nodes",
+        type=argtypes.positive_int,
+        default=nodes,
+        help="node budget of each verification search (default %(default)s)",
     )
     parser.add_argument(
         "--scan-nodes",
-        type=int,
+        type=argtypes.positive_int,
         default=15_000,
         help="node budget of the per-position scan during games (default %(default)s)",
     )
     parser.add_argument(
         "--max-minutes",
-        type=float,
+        type=argtypes.positive_float,
         default=None,
         help="stop after this many minutes, keeping what was found (rerun to continue)",
     )

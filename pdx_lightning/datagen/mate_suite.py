@@ -41,6 +41,7 @@ import chess
 import chess.engine
 import numpy as np
 
+from pdx_lightning import argtypes
 from pdx_lightning.datagen import common
 
 MAX_DEPTH = 5
@@ -208,9 +209,8 @@ def task(engine, args: argparse.Namespace, game: int) -> list[dict]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--depth",
-        type=int,
+        type=argtypes.int_in(1, MAX_DEPTH),
         required=True,
-        choices=range(1, MAX_DEPTH + 1),
         metavar=f"{{1..{MAX_DEPTH}}}",
         help="N of mate-in-N",
     )

@@ -40,6 +40,7 @@ from typing import cast
 import chess
 import chess.engine
 
+from pdx_lightning import argtypes
 from pdx_lightning.atomicfile import atomic_write_text
 
 # the reader, re-exported for the tools and tests that import it from here
@@ -171,30 +172,52 @@ def generate_openings(
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--count", type=int, default=200, help="positions to write")
+    parser.add_argument("--count", type=argtypes.positive_int, default=200, help="positions to write")
     parser.add_argument("--out", required=True, help="output EPD file")
     parser.add_argument(
         "--band",
-        type=int,
+        type=argtypes.int_in(-30_000, 30_000),
         nargs=2,
         default=(60, 130),
         metavar=("LO", "HI"),
         help="Stockfish eval for the side to move, centipawns (default 60 130)",
     )
-    parser.add_argument("--min-plies", type=int, default=8, help="earliest ply a position may be taken")
-    parser.add_argument("--max-plies", type=int, default=16, help="lines longer than this are dropped")
-    parser.add_argument("--multipv", type=int, default=6, help="candidate moves searched per ply")
-    parser.add_argument("--margin", type=int, default=60, help="a candidate must score within this many cp of the best")
-    parser.add_argument("--select-nodes", type=int, default=10_000, help="nodes of the per-ply MultiPV search")
-    parser.add_argument("--eval-nodes", type=int, default=100_000, help="nodes of the band-deciding evaluation")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random opening lines (same seed, same suite)")
-    parser.add_argument("--workers", type=int, default=1, help="parallel Stockfish processes (1 thread each)")
+    parser.add_argument(
+        "--min-plies", type=argtypes.int_in(0, 1000), default=8, help="earliest ply a position may be taken"
+    )
+    parser.add_argument(
+        "--max-plies", type=argtypes.int_in(1, 1000), default=16, help="lines longer than this are dropped"
+    )
+    parser.add_argument("--multipv", type=argtypes.int_in(1, 500), default=6, help="candidate moves searched per ply")
+    parser.add_argument(
+        "--margin",
+        type=argtypes.int_in(0, 30_000),
+        default=60,
+        help="a candidate must score within this many cp of the best",
+    )
+    parser.add_argument(
+        "--select-nodes", type=argtypes.positive_int, default=10_000, help="nodes of the per-ply MultiPV search"
+    )
+    parser.add_argument(
+        "--eval-nodes", type=argtypes.positive_int, default=100_000, help="nodes of the band-deciding evaluation"
+    )
+    parser.add_argument(
+        "--seed", type=argtypes.seed, default=0, help="seed of the random opening lines (same seed, same suite)"
+    )
+    parser.add_argument(
+        "--workers", type=argtypes.workers, default=1, help="parallel Stockfish processes (1 thread each)"
+    )
     parser.add_argument("--stockfish", default=None, help="Stockfish binary (default: found automatically)")
 
 
+def check_args(args: argparse.Namespace) -> None:
+    """The flags that must agree, checked before any work (``pdx`` calls it after parsing)."""
+    argtypes.require_order(args.band[0], args.band[1], "--band LO", "HI")
+    argtypes.require_order(args.min_plies, args.max_plies, "--min-plies", "--max-plies")
+
+
 def run(args: argparse.Namespace) -> int:
-    if args.band[0] > args.band[1] or args.min_plies > args.max_plies or args.count < 1:
-        raise SystemExit("need --band LO <= HI, --min-plies <= --max-plies and --count >= 1")
+    check_args(args)
     ops = generate_openings(
         args.count,
         seed=args.seed,

@@ -41,6 +41,7 @@ import chess.polyglot
 import numpy as np
 from tqdm import tqdm
 
+from pdx_lightning import argtypes
 from pdx_lightning.atomicfile import atomic_write
 from pdx_lightning.supervised.shards import (
     CorruptShard,
@@ -386,44 +387,63 @@ class _Progress:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     d = GenConfig()
     parser.add_argument("--out", required=True, help="output directory (rerun with the same flags to resume)")
-    parser.add_argument("--positions", type=int, required=True, help="positions to label (rounded up to whole shards)")
-    parser.add_argument("--workers", type=int, default=1, help="worker processes, each with a 1-thread Stockfish")
-    parser.add_argument("--seed", type=int, default=d.seed, help="shard s is generated from seed (SEED, s)")
+    parser.add_argument(
+        "--positions", type=argtypes.positive_int, required=True, help="positions to label (rounded up to whole shards)"
+    )
+    parser.add_argument(
+        "--workers", type=argtypes.workers, default=1, help="worker processes, each with a 1-thread Stockfish"
+    )
+    parser.add_argument("--seed", type=argtypes.seed, default=d.seed, help="shard s is generated from seed (SEED, s)")
     parser.add_argument(
         "--nodes",
-        type=int,
+        type=argtypes.positive_int,
         default=None,
         help=f"node budget per labelling search (default {d.nodes} unless --depth is given)",
     )
     parser.add_argument(
         "--depth",
-        type=int,
+        type=argtypes.int_in(1, 245),
         default=None,
         help="depth bound per labelling search (with --nodes too, whichever comes first)",
     )
-    parser.add_argument("--multipv", type=int, default=d.multipv, help="K: candidate moves per position")
-    parser.add_argument("--shard-size", type=int, default=d.shard_size, help="positions per shard")
+    parser.add_argument(
+        "--multipv", type=argtypes.int_in(1, 500), default=d.multipv, help="K: candidate moves per position"
+    )
+    parser.add_argument("--shard-size", type=argtypes.positive_int, default=d.shard_size, help="positions per shard")
     parser.add_argument(
         "--opening-plies",
-        type=int,
+        type=argtypes.int_in(1, 1000),
         default=d.opening_plies,
         help="each game starts with U{1..N} uniformly random plies",
     )
     parser.add_argument(
         "--play-nodes",
-        type=int,
+        type=argtypes.positive_int,
         nargs=2,
         default=list(d.play_nodes),
         metavar=("LO", "HI"),
         help="per-side Stockfish node budget when playing, log-uniform in [LO, HI] per game",
     )
     parser.add_argument(
-        "--random-rate", type=float, default=d.random_rate, help="per game, a random-move rate drawn from [0, R]"
+        "--random-rate",
+        type=argtypes.probability,
+        default=d.random_rate,
+        help="per game, a random-move rate drawn from [0, R]",
     )
-    parser.add_argument("--label-rate", type=float, default=d.label_rate, help="probability a position is labelled")
-    parser.add_argument("--max-plies", type=int, default=d.max_plies, help="game length cap")
+    parser.add_argument(
+        "--label-rate",
+        type=argtypes.finite_float(0, 1, lo_open=True),
+        default=d.label_rate,
+        help="probability a position is labelled",
+    )
+    parser.add_argument("--max-plies", type=argtypes.positive_int, default=d.max_plies, help="game length cap")
     parser.add_argument("--stockfish", default=None, help="Stockfish binary (default: $STOCKFISH, PATH, /usr/games)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def check_args(args: argparse.Namespace) -> None:
+    """The flags that must agree, checked before any work (``pdx`` calls it after parsing)."""
+    argtypes.require_order(args.play_nodes[0], args.play_nodes[1], "--play-nodes LO", "HI")
 
 
 def config_from_args(args: argparse.Namespace) -> GenConfig:

@@ -47,6 +47,7 @@ import chess.engine
 import numpy as np
 from chess.engine import Cp, Mate, Score
 
+from pdx_lightning import argtypes
 from pdx_lightning.datagen import common
 
 VALUES = {chess.PAWN: 1, chess.KNIGHT: 3, chess.BISHOP: 3, chess.ROOK: 5, chess.QUEEN: 9}
@@ -266,7 +267,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     common.add_common_arguments(parser, count=1000, nodes=100_000)
     parser.add_argument(
         "--branches",
-        type=int,
+        type=argtypes.int_in(0, 64),
         default=2,
         help="random setup moves tried at every game position besides the game's own "
         "(default %(default)s; 0 = game moves only, as lichess-puzzler)",

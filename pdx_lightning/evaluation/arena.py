@@ -20,11 +20,13 @@ and counted, so the stop comes at the granularity of ``--concurrency``.
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import time
 
 import torch
 
+from pdx_lightning import argtypes
 from pdx_lightning.atomicfile import atomic_write_text
 from pdx_lightning.chesscore.opening_files import DEFAULT_SUITE, Opening, load_openings
 from pdx_lightning.evaluation import elo, match
@@ -56,30 +58,62 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "file) or a PGN book (.pgn; each game's end position, with its moves as history); default: the "
         "bundled UHO-like suite",
     )
-    a("--games", type=int, default=20, help="games per pair, even: games/2 openings, each from both colours")
+    a(
+        "--games",
+        type=argtypes.positive_int,
+        default=20,
+        help="games per pair, even: games/2 openings, each from both colours",
+    )
     a("--base", help="the base model (label or model string; default the first)")
-    a("--base-games", type=int, default=0, help="games of every model against --base (if more than --games)")
+    a(
+        "--base-games",
+        type=argtypes.nonnegative_int,
+        default=0,
+        help="games of every model against --base (if more than --games)",
+    )
     a("--sample", action="store_true", help="sample moves from mu ∝ pi^(1/tau) instead of the argmax")
     a(
         "--temperature",
         nargs="+",
+        type=argtypes.finite_float(0, words=("adaptive",)),
         help="tau per model (one value for all): 'adaptive' (tau = H(WDL)) or a number (1 = raw pi); needs --sample",
     )
-    a("--max-plies", type=int, default=MAX_PLIES, help="ply cap counted from the standard start (draw)")
+    a(
+        "--max-plies",
+        type=argtypes.positive_int,
+        default=MAX_PLIES,
+        help="ply cap counted from the standard start (draw)",
+    )
     a(
         "--claim-draws",
         action=argparse.BooleanOptionalAction,
         default=True,
         help="end at threefold repetition / 50-move rule (else only fivefold / 75-move)",
     )
-    a("--adjudicate", type=int, default=0, metavar="K", help="adjudicate after K agreeing value-head plies (0: off)")
-    a("--adjudicate-draw", type=float, default=0.9, help="P(draw) both heads must exceed")
-    a("--adjudicate-win", type=float, default=0.97, help="expected score for one side both heads must exceed")
-    a("--concurrency", type=int, default=1024, help="games in flight (the networks' batch size)")
-    a("--seed", type=int, default=0, help="opening order and sampling seed")
+    a(
+        "--adjudicate",
+        type=argtypes.nonnegative_int,
+        default=0,
+        metavar="K",
+        help="adjudicate after K agreeing value-head plies (0: off)",
+    )
+    a("--adjudicate-draw", type=argtypes.probability, default=0.9, help="P(draw) both heads must exceed")
+    a(
+        "--adjudicate-win",
+        type=argtypes.probability,
+        default=0.97,
+        help="expected score for one side both heads must exceed",
+    )
+    a(
+        "--concurrency",
+        type=argtypes.int_in(1, 1 << 20),
+        default=1024,
+        help="games in flight (the networks' batch size)",
+    )
+    a("--seed", type=argtypes.seed, default=0, help="opening order and sampling seed")
     a(
         "--threads",
-        type=int,
+        type=argtypes.int_in(1, 1024),
         help="torch CPU threads (default: torch's; use 1 on a shared, oversubscribed "
         "machine, where intra-op threads stall)",
     )
@@ -94,11 +128,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     a("--anchor", help="player fixed at --anchor-elo (default the base)")
     a(
         "--anchor-elo",
-        type=float,
+        type=argtypes.finite_float(),
         default=0.0,
         help="the anchor's rating on the ladder (e.g. 1500 for --anchor sf:elo=1500)",
     )
-    a("--prior-draws", type=float, default=2.0, help="virtual draws per pair that met (BayesElo's prior)")
+    a(
+        "--prior-draws",
+        type=argtypes.finite_float(0),
+        default=2.0,
+        help="virtual draws per pair that met (BayesElo's prior)",
+    )
     a(
         "--sprt",
         metavar="ELO0,ELO1[,ALPHA,BETA]",
@@ -156,6 +195,8 @@ def parse_sprt(text: str) -> match.SPRT:
         values = [float(v) for v in text.split(",")]
         if len(values) not in (2, 4):
             raise ValueError("expected 2 or 4 numbers")
+        if not all(math.isfinite(v) for v in values):
+            raise ValueError("the numbers must be finite")
         return match.SPRT(*values)
     except ValueError as e:
         raise ArenaError(

@@ -55,6 +55,7 @@ import chess
 import numpy as np
 import torch
 
+from pdx_lightning import argtypes
 from pdx_lightning.chesscore.encoding import encode_boards
 from pdx_lightning.chesscore.moves import index_to_move, indices_mask, legal_indices
 from pdx_lightning.evaluation.markdown import markdown_table
@@ -375,15 +376,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--depth",
-        type=int,
+        type=argtypes.int_in(1, 20),
         nargs="+",
         default=[4],
         help="line depth N in plies; several (e.g. --depth 3 4) measure each (default 4)",
     )
-    parser.add_argument("--draws", type=int, default=200_000, help="maximum draws K per seed (default 200000)")
-    parser.add_argument("--seeds", type=int, default=10, help="sampling seeds 0..S-1 (default 10; the paper: 100)")
     parser.add_argument(
-        "--target", type=float, default=0.95, help="coverage whose draws-to-reach are reported (default 0.95)"
+        "--draws", type=argtypes.positive_int, default=200_000, help="maximum draws K per seed (default 200000)"
+    )
+    parser.add_argument(
+        "--seeds", type=argtypes.positive_int, default=10, help="sampling seeds 0..S-1 (default 10; the paper: 100)"
+    )
+    parser.add_argument(
+        "--target",
+        type=argtypes.finite_float(0, 1, lo_open=True),
+        default=0.95,
+        help="coverage whose draws-to-reach are reported (default 0.95)",
     )
     parser.add_argument(
         "--until",
@@ -393,7 +401,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--expand-batch",
-        type=int,
+        type=argtypes.nonnegative_int,
         default=1024,
         help="nodes per batched expansion: the needed one + the heaviest unexpanded frontier "
         "nodes (default 1024); 0 = the whole frontier (breadth-first). Speed and memory only",

@@ -41,6 +41,7 @@ import chess
 import numpy as np
 import torch
 
+from pdx_lightning import argtypes
 from pdx_lightning.chesscore.encoding import GameHistory, encode_rows
 from pdx_lightning.chesscore.moves import index_to_move, legal_mask
 from pdx_lightning.chesscore.policy import entropy, forward_kl, reverse_kl
@@ -168,12 +169,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_arguments(parser)
     parser.add_argument("--base", help="the raw reference π_base of the KLs and cov_k (default: the first --model)")
     parser.add_argument(
-        "--games", type=int, default=64, help="self-play games per model, played in parallel (default 64)"
+        "--games",
+        type=argtypes.positive_int,
+        default=64,
+        help="self-play games per model, played in parallel (default 64)",
     )
-    parser.add_argument("--max-plies", type=int, default=200, help="ply cap of a game (default 200)")
-    parser.add_argument("--seed", type=int, default=0, help="sampling seed (the same for every model)")
+    parser.add_argument("--max-plies", type=argtypes.positive_int, default=200, help="ply cap of a game (default 200)")
+    parser.add_argument("--seed", type=argtypes.seed, default=0, help="sampling seed (the same for every model)")
     parser.add_argument(
-        "--top-k", type=int, default=5, help="k of cov_k, the mass on the base's top-k moves (default 5)"
+        "--top-k",
+        type=argtypes.int_in(1, 256),
+        default=5,
+        help="k of cov_k, the mass on the base's top-k moves (default 5)",
     )
     parser.add_argument("--claim-draws", action="store_true", help="end games at threefold repetition / 50 moves")
 

@@ -14,9 +14,10 @@ import argparse
 
 from pdx_lightning.evaluation.markdown import markdown_table
 from pdx_lightning.evaluation.puzzle_scoring import add_arguments as _add_arguments
+from pdx_lightning.evaluation.puzzle_scoring import check_args as check_args  # `pdx` checks the flags with it
 from pdx_lightning.evaluation.puzzle_scoring import fmt_acc, fmt_ratio, run_eval
 
-__all__ = ["add_arguments", "run", "render_mates"]
+__all__ = ["add_arguments", "check_args", "run", "render_mates"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from pdx_lightning import argtypes
 from pdx_lightning.chesscore.moves import index_to_move, move_to_index
 from pdx_lightning.evaluation.markdown import markdown_table
 from pdx_lightning.evaluation.stats import (
@@ -344,12 +345,19 @@ def mate_depths(mates: Sequence[Puzzle]) -> list[int]:
 
 def add_suite_filter_arguments(parser: argparse.ArgumentParser) -> None:
     """The suite-selection flags shared by ``pdx eval puzzles|mates|recovery`` (see ``load_suite``)."""
-    parser.add_argument("--rating-min", type=float, help="keep puzzles rated >= this")
-    parser.add_argument("--rating-max", type=float, help="keep puzzles rated <= this")
+    parser.add_argument("--rating-min", type=argtypes.finite_float(), help="keep puzzles rated >= this")
+    parser.add_argument("--rating-max", type=argtypes.finite_float(), help="keep puzzles rated <= this")
     parser.add_argument("--themes", nargs="+", help="keep puzzles with any of these Lichess themes")
-    parser.add_argument("--sample", type=int, help="seeded uniform sample of N puzzles per suite file")
-    parser.add_argument("--seed", type=int, default=0, help="seed of --sample")
+    parser.add_argument(
+        "--sample", type=argtypes.positive_int, help="seeded uniform sample of N puzzles per suite file"
+    )
+    parser.add_argument("--seed", type=argtypes.seed, default=0, help="seed of --sample")
     parser.add_argument("--skip-bad", action="store_true", help="skip and count malformed rows instead of failing")
+
+
+def check_args(args: argparse.Namespace) -> None:
+    """The flags that must agree (``pdx eval puzzles|mates|recovery``), checked before any work."""
+    argtypes.require_order(args.rating_min, args.rating_max, "--rating-min", "--rating-max")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -364,7 +372,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_suite_filter_arguments(parser)
     parser.add_argument(
         "--bins",
-        type=lambda s: [float(v) for v in s.split(",")],
+        type=argtypes.float_list(),
         default=list(RATING_BINS),
         help="inner rating/difficulty bin edges, comma-separated (default: 600,800,...,2600)",
     )

@@ -47,6 +47,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from pdx_lightning import argtypes
 from pdx_lightning.evaluation.markdown import markdown_table
 from pdx_lightning.evaluation.play import ModelCache, add_model_arguments, write_json
 from pdx_lightning.evaluation.puzzle_scoring import (
@@ -56,6 +57,7 @@ from pdx_lightning.evaluation.puzzle_scoring import (
     load_from_args,
     score_suite,
 )
+from pdx_lightning.evaluation.puzzle_scoring import check_args as check_args  # `pdx` checks the flags with it
 from pdx_lightning.evaluation.stats import assign_bins, bin_edges_labels, wilson_interval
 from pdx_lightning.nets.inference import device_of
 
@@ -182,10 +184,6 @@ def recovery_analysis(
 # ---------------------------------------------------------------- CLI
 
 
-def _floats(s: str) -> list[float]:
-    return [float(v) for v in s.split(",")]
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base", required=True, help="the base model the failures are counted against")
     add_model_arguments(parser, play=False)
@@ -193,13 +191,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_suite_filter_arguments(parser)
     parser.add_argument(
         "--prob-bins",
-        type=_floats,
+        type=argtypes.float_list(0, 1),
         default=list(PROB_BINS),
         help="inner edges of the base solution-probability bins (default 0.05,0.15,0.3)",
     )
     parser.add_argument(
         "--rank-bins",
-        type=lambda s: [int(v) for v in s.split(",")],
+        type=argtypes.int_list(1, 4288),
         default=list(RANK_BINS),
         help="inner edges of the solution-rank bins, [lo, hi) (default 2,3,4,6 → 1|2|3|4-5|6+)",
     )

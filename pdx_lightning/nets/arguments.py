@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 
+from pdx_lightning import argtypes
+
 WEIGHTS = ("ema", "online")
 SCORE_WEIGHTS_HELP = "which weights of a Lightning checkpoint to score"
 AUTO_DEVICE_HELP = "torch device (default: cuda if available, else cpu)"
@@ -34,6 +36,8 @@ def add_network_arguments(
     if weights_help is not None:
         parser.add_argument("--weights", choices=WEIGHTS, default="ema", help=weights_help)
     if micro_batch:
-        parser.add_argument("--micro-batch", type=int, default=512, help="positions per network call")
+        parser.add_argument(
+            "--micro-batch", type=argtypes.int_in(1, 65_536), default=512, help="positions per network call"
+        )
     if device is not None:
         parser.add_argument("--device", default=device, help=device_help)

@@ -13,6 +13,7 @@ import sys
 
 import torch
 
+from pdx_lightning import argtypes
 from pdx_lightning.nets.arguments import add_network_arguments
 from pdx_lightning.nets.blend import NetworkBlendError, blend_networks
 from pdx_lightning.nets.files import ModelLoadError, load_model
@@ -39,10 +40,10 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--alpha",
-        type=float,
+        type=argtypes.finite_float(-10, 10),
         default=None,
         help="blend weight of B with --blend: 0 = A, 1 = B, 0.5 = the midpoint; values "
-        "outside [0, 1] extrapolate (2 = B + (B - A), -1 = A - (B - A))",
+        "outside [0, 1] extrapolate (2 = B + (B - A), -1 = A - (B - A); at most 10 either way)",
     )
 
 

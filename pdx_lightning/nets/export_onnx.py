@@ -58,6 +58,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from pdx_lightning import argtypes
 from pdx_lightning._version import __version__
 from pdx_lightning.atomicfile import atomic_write
 from pdx_lightning.chesscore.encoding import encode_boards
@@ -346,14 +347,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="output file, e.g. net.onnx (must end in .onnx)")
     parser.add_argument(
         "--opset",
-        type=int,
+        type=argtypes.int_in(OPSETS.start, OPSETS.stop - 1),
         default=DEFAULT_OPSET,
         help=f"ONNX opset, {OPSETS.start}..{OPSETS.stop - 1} (Lc0's leela2onnx default: 17)",
     )
     parser.add_argument("--no-moves-left", action="store_true", help=f"leave out {MLH} of a moves-left head")
     parser.add_argument(
         "--check",
-        type=int,
+        type=argtypes.nonnegative_int,
         default=64,
         metavar="N",
         help="positions (bundled openings with history) onnxruntime must agree on with the "
@@ -361,7 +362,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--tolerance",
-        type=float,
+        type=argtypes.positive_float,
         default=1e-4,
         help="largest |difference| of a policy logit, W/D/L probability or moves-left value the check accepts",
     )

@@ -43,6 +43,12 @@ from pdx_lightning.runtime import lightning_internals as internals
 from pdx_lightning.runtime import preflight
 from pdx_lightning.runtime.checkpoint_io import AtomicCheckpointIO
 from pdx_lightning.runtime.checkpoint_read import CheckpointLoadError, read_checkpoint
+from pdx_lightning.runtime.config_parsing import (
+    ConfigParseError,
+    OneLineErrorParser,
+    check_argv_values,
+    install_bounded_yaml,
+)
 from pdx_lightning.runtime.export_target import check_export_target
 from pdx_lightning.runtime.fit_progress import FitProgressBar
 from pdx_lightning.runtime.last_checkpoint import latest
@@ -51,6 +57,53 @@ from pdx_lightning.runtime.log_continuity import LogContinuity
 # Settings of a validation run, not of training: never taken from a checkpoint's hyperparameters
 # (checkpoints written before they left the hyperparameters store them as None).
 RUN_ONLY_HPARAMS = ("val_suite", "val_mates", "val_sample")
+# Settings a checkpoint's state is made of (its games, its arm, its networks): a resume that sets them
+# otherwise would fail deep in the load or silently train another run, so it is refused up front.
+# Dotted keys of the module's hyperparameters; a key either side lacks is not compared.
+RESUME_FIXED_HPARAMS = (
+    "base",
+    "init",
+    "preset",
+    "algorithm.exploration",
+    "algorithm.temperature",
+    "selfplay.n_games",
+    "selfplay.max_plies",
+)
+
+
+class ResumeMismatchError(UserError, ValueError):
+    """``--ckpt_path`` resumed with a setting that differs from the checkpoint's (its games, arm, base)."""
+
+
+def _lookup(hparams: Any, dotted: str) -> tuple[bool, Any]:
+    node = hparams
+    for part in dotted.split("."):
+        if not hasattr(node, "get") or part not in node:
+            return False, None
+        node = node[part]
+    return True, node
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal settings, a number written as a string included (temperature ``"1"`` and ``1.0``)."""
+    if a == b:
+        return True
+    try:
+        return float(a) == float(b)
+    except (TypeError, ValueError):
+        return False
+
+
+def check_resume_settings(stored: Any, current: Any, ckpt: str) -> None:
+    """Raise :class:`ResumeMismatchError` naming the first :data:`RESUME_FIXED_HPARAMS` key whose value
+    in the run's hyperparameters (``current``) differs from the checkpoint's (``stored``)."""
+    for key in RESUME_FIXED_HPARAMS:
+        (had, old), (has, new) = _lookup(stored, key), _lookup(current, key)
+        if had and has and not _same(old, new):
+            raise ResumeMismatchError(
+                f"--ckpt_path {ckpt} was trained with model.{key}={old!r}, this run sets {new!r}: resume "
+                f"with the checkpoint's setting (drop the flag or config line) or start a new run"
+            )
 
 
 class NothingToValidateError(UserError, ValueError):
@@ -82,11 +135,14 @@ class PDXLightningCLI(LightningCLI):
         # no --seed_everything: seed 0 (reproducible), not Lightning's random seed; the self-play games
         # follow it unless --model.selfplay.seed is given (rl.selfplay.with_run_seed)
         kwargs.setdefault("seed_everything_default", 0)
+        kwargs.setdefault("parser_class", OneLineErrorParser)  # a bad value is one line, not the usage text
+        install_bounded_yaml()  # every YAML document the parser loads: size, nesting, alias expansion
         super().__init__(*args, **kwargs)
 
     # ---- parsing ----------------------------------------------------------------------------
     def parse_arguments(self, parser, args) -> None:
         self._argv = [str(a) for a in (sys.argv[1:] if args is None else args)]
+        check_argv_values(self._argv)  # inline YAML values: the alias-expansion bound
         super().parse_arguments(parser, args)
 
     def _flag_given(self, prefix: str) -> bool:
@@ -141,9 +197,8 @@ class PDXLightningCLI(LightningCLI):
             hparams = {"class_path": hparams.pop("_class_path"), "dict_kwargs": hparams}
         try:
             self.config = self.parser.parse_object({sub: {"model": hparams}}, self.config)
-        except SystemExit:
-            sys.stderr.write("Parsing of ckpt_path hyperparameters failed!\n")
-            raise
+        except ConfigParseError as e:
+            raise ConfigParseError(f"--ckpt_path {ckpt}: its stored hyperparameters do not parse: {e}") from None
 
     def after_instantiate_classes(self) -> None:
         """Drop LightningCLI's internal ``_instantiator`` from the module's hyperparameters: it would be
@@ -211,6 +266,12 @@ class PDXLightningCLI(LightningCLI):
             path, versions = (None if ckpt in (None, "best", "hpc") else ckpt), []
         if path is not None:
             blob = read_checkpoint(path)
+            if subcommand == "fit":
+                stored = dict(blob.get("hyper_parameters") or {})
+                migrate = getattr(self.model_class, "migrate_hparams", None)
+                if migrate is not None:  # a checkpoint written before the module's settings moved
+                    stored = migrate(stored)
+                check_resume_settings(stored, getattr(model, "hparams", {}), str(path))
             states = blob.get("callbacks") or {}
             versions = (states.get(LogContinuity.__qualname__) or {}).get("versions") or []
             if subcommand == "validate" and self._logs_off():

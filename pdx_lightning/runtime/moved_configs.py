@@ -25,6 +25,7 @@ __all__ = [
     "MOVED",
     "MovedConfigError",
     "check_config_args",
+    "check_config_files",
     "check_config_path",
     "current_path",
     "moved_to",
@@ -75,6 +76,21 @@ def check_config_args(argv: Sequence[str]) -> None:
             check_config_path(argv[i + 1], f"{arg}: ")
         elif arg.startswith("--config="):
             check_config_path(arg.partition("=")[2], "--config: ")
+
+
+def check_config_files(argv: Sequence[str]) -> None:
+    """Read every ``--config``/``-c`` file of a LightningCLI command line through the config bounds
+    (:func:`pdx_lightning.safeio.read_config_text`: size, text, alias expansion) before LightningCLI
+    reads it; a value that is no file (inline YAML, a moved path) is left to the parser."""
+    from pdx_lightning.safeio import read_config_text  # noqa: PLC0415
+
+    out = resolve_config_args(argv)
+    for i, arg in enumerate(out):
+        value = out[i + 1] if arg in ("--config", "-c") and i + 1 < len(out) else None
+        if arg.startswith("--config="):
+            value = arg.partition("=")[2]
+        if value is not None and len(value) < 4096 and os.path.isfile(value):
+            read_config_text(value)
 
 
 def resolve_config_args(argv: Sequence[str]) -> list[str]:

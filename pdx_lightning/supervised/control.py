@@ -39,6 +39,7 @@ import torch
 from lightning.pytorch.utilities.parsing import AttributeDict
 from torch.utils.data import DataLoader, Dataset
 
+from pdx_lightning import argtypes
 from pdx_lightning.chesscore.encoding import encode_boards
 from pdx_lightning.chesscore.moves import legal_mask, move_to_index
 from pdx_lightning.chesscore.policy import masked_log_softmax
@@ -141,8 +142,22 @@ class PuzzleControl(L.LightningModule):
         super().__init__()
         if not pool:
             raise ValueError("PuzzleControl needs a pool of puzzle CSVs (--model.pool)")
-        if batch_size < 1 or warmup_steps < 0:
-            raise ValueError(f"batch_size must be >= 1 and warmup_steps >= 0 (got {batch_size}, {warmup_steps})")
+        check = argtypes.check_number  # before any work: a negative rate or warm-up would train on
+        check("--model.pool_sample", pool_sample, 1, argtypes.MAX_COUNT, integer=True, optional=True)
+        check("--model.batch_size", batch_size, 1, argtypes.MAX_COUNT, integer=True)
+        check("--model.seed", seed, 0, argtypes.MAX_SEED, integer=True)
+        check("--model.ema_decay", ema_decay, 0, 1)
+        for key, lr in (
+            ("lr_backbone", lr_backbone),
+            ("lr_final_block", lr_final_block),
+            ("lr_policy_head", lr_policy_head),
+            ("lr_value_head", lr_value_head),
+        ):
+            check(f"--model.{key}", lr, 0)  # 0 keeps a group as it is
+        check("--model.warmup_steps", warmup_steps, 0, argtypes.MAX_COUNT, integer=True)
+        for beta in adam_betas:
+            check("--model.adam_betas", beta, 0, 1, hi_open=True)
+        check("--model.weight_decay", weight_decay, 0)
         self.save_hyperparameters(ignore=["exclude"])
         # plain dicts, so checkpoints stay loadable with torch.load(weights_only=True)
         self.hparams["exclude"] = [asdict(e) if is_dataclass(e) else dict(e) for e in exclude or []]

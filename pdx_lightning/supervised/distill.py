@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from lightning.pytorch.utilities.parsing import AttributeDict
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
+from pdx_lightning import argtypes
 from pdx_lightning.chesscore.encoding import GameHistory, PackedRows, encode_packed, pack_rows
 from pdx_lightning.chesscore.moves import POLICY_SIZE, legal_indices
 from pdx_lightning.chesscore.policy import entropy, masked_log_softmax
@@ -219,11 +220,18 @@ class ShardDataModule(L.LightningDataModule):
                 suites made from this labelled set (``pdx data mates|puzzles --from-shards``) stay
                 held out for a base distilled on it.
         """
-        if opening_repeats < 1 or start_repeats < 1:
-            raise ValueError(f"opening_repeats and start_repeats must be >= 1, got {opening_repeats}, {start_repeats}")
+        check = argtypes.check_number
+        check("--data.val_fraction", val_fraction, 0, 1, lo_open=True, hi_open=True)
+        check("--data.batch_size", batch_size, 1, argtypes.MAX_COUNT, integer=True)
+        check("--data.temperature", temperature, 0, lo_open=True)
+        check("--data.cp_weight", cp_weight, 0, lo_open=True)
+        check("--data.mate_bonus", mate_bonus, 0)
+        check("--data.max_positions", max_positions, 1, argtypes.MAX_COUNT, integer=True, optional=True)
+        check("--data.seed", seed, 0, argtypes.MAX_SEED, integer=True)
+        check("--data.opening_plies", opening_plies, 0, 10_000, integer=True)
+        check("--data.opening_repeats", opening_repeats, 1, 10_000, integer=True)
+        check("--data.start_repeats", start_repeats, 1, argtypes.MAX_COUNT, integer=True)
         super().__init__()
-        if not 0.0 < val_fraction < 1.0:
-            raise ValueError(f"val_fraction must lie in (0, 1), got {val_fraction}")
         self.save_hyperparameters()
         self.data: PackedPositions | None = None
 
@@ -330,6 +338,12 @@ class DistillModule(L.LightningModule):
                 trains only the last block and the heads (fine-tuning on one player's games, as
                 maia-individual trains only the last blocks). None: train everything.
         """
+        check = argtypes.check_number  # before any work: a negative rate or warm-up would train on
+        check("--model.lr", lr, 0, lo_open=True)
+        check("--model.weight_decay", weight_decay, 0)
+        check("--model.warmup_steps", warmup_steps, 0, argtypes.MAX_COUNT, integer=True)
+        check("--model.min_lr_ratio", min_lr_ratio, 0, 1)
+        check("--model.value_weight", value_weight, 0)
         super().__init__()
         self.save_hyperparameters()
         self.model = load_model(init).train() if init else Chessformer(ModelConfig.from_name(preset))

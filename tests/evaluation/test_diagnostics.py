@@ -195,4 +195,6 @@ def test_cli_passes_claim_draws_and_micro_batch(tmp_path, monkeypatch):
     base = ["--model", "random:tiny", "--games", "2", "--max-plies", "1"]
     assert diag_cli.run(parser.parse_args(base + ["--claim-draws", "--micro-batch", "3"])) == 0
     assert seen == {"claim": {True}, "mb": {3}}
-    assert diag_cli.run(parser.parse_args(base + ["--games", "0"])) == 2
+    with pytest.raises(SystemExit) as e:  # refused by the flag's type, before any work
+        parser.parse_args(base + ["--games", "0"])
+    assert e.value.code == 2

@@ -23,6 +23,7 @@ from pdx_lightning.evaluation.suite import SuiteSpec
 from pdx_lightning.experiments.arms import REGULARIZED, TEMPERATURES, TERMS, UNREGULARIZED
 from pdx_lightning.resources import resolve_path
 from pdx_lightning.runtime.moved_configs import check_config_path
+from pdx_lightning.safeio import read_config_text
 
 PAPER_BETAS = (1e-4, 1e-3, 1e-2, 1e-1, 1.0)
 ANALYSES = ("coverage", "diagnostics", "recovery")
@@ -175,9 +176,8 @@ def load_config(path: str | Path) -> SweepConfig:
     import yaml  # noqa: PLC0415
 
     check_config_path(path, "--config: ")
-    try:
-        with open(resolve_path(path)) as f:  # pdx:<preset>, or a shipped conf/... (pdx_lightning.resources)
-            data = yaml.safe_load(f)
+    try:  # pdx:<preset>, or a shipped conf/... (pdx_lightning.resources); size and aliases bounded
+        data = yaml.safe_load(read_config_text(resolve_path(path)))
     except (OSError, yaml.YAMLError) as e:
         raise SweepConfigError(f"{path}: cannot read the sweep config: {e}") from None
     return parse_config(data, str(path))

@@ -25,6 +25,7 @@ from pdx_lightning.atomicfile import atomic_write_text
 from pdx_lightning.experiments.sweep.config import Cell, SweepConfig, eval_suites
 from pdx_lightning.resources import resolve_path
 from pdx_lightning.rl.settings import migrate_hparams
+from pdx_lightning.safeio import read_config_text
 
 
 class SweepError(RuntimeError):
@@ -81,8 +82,8 @@ def fit_config(cfg: SweepConfig, cell: Cell, cell_dir: Path, fit_args: Sequence[
 
     doc: dict = {}
     if cell.kind == "rl" and cfg.fit_config:
-        with open(resolve_path(cfg.fit_config)) as f:  # a shipped conf/... where none is here
-            doc = yaml.safe_load(f) or {}
+        # a shipped conf/... where none is here; size and aliases bounded
+        doc = yaml.safe_load(read_config_text(resolve_path(cfg.fit_config))) or {}
     trainer = dict(doc.get("trainer") or {})
     ckpt_dir = str(cell_dir / "checkpoints")
     keep = [c for c in trainer.get("callbacks") or [] if not str(c.get("class_path", "")).endswith("ModelCheckpoint")]
