@@ -43,6 +43,7 @@ def test_the_table_moves_every_old_file_to_a_shipped_one_and_no_old_file_is_left
     assert sorted(set(shipped) - set(MOVED.values())) == [
         "conf/sweep/maia_batch1024.yaml",
         "conf/sweep/maia_paper_recipe.yaml",
+        "conf/sweep/maia_paper_recipe_ref_lr.yaml",
         "conf/sweep/maia_seeds8.yaml",
     ]
     assert len(MOVED) == 20 and {Path(p).parts[1] for p in shipped} == {"fit", "pretrain", "sweep"}
