@@ -67,9 +67,10 @@ model:
   lr_final_block: 1.0e-3
   lr_policy_head: 1.0e-3
   lr_value_head: 1.0e-3
+  algorithm:
+    micro_batch: 4
   selfplay:
     n_games: 4
-    micro_batch: 4
     opening_max_moves: 2
     max_plies: 12
     seed: 1

@@ -14,6 +14,11 @@ human's move:
   probable than ``h``;
 * NLL: ``-log π(h)`` in nats.
 
+The matches are counted as plain running sums, not with torchmetrics' ``MulticlassAccuracy(top_k=...)``:
+its top-k is ``torch.topk``, which breaks a tie among equally probable moves by index where the rank rule
+above does not depend on the order, and the sums are kept per breakdown bin and per model, with the
+paired discordant counts McNemar needs, in one process (no ranks to synchronise).
+
 Reported overall and by the mover's rating (100-point bins, ``--bins``), the game's Lichess speed
 category (from the ``TimeControl`` header as base + 40 x increment: ultrabullet < 30 s, bullet < 180,
 blitz < 480, rapid < 1500, classical; ``-`` is correspondence), the mover's clock before the move

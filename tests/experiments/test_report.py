@@ -216,10 +216,10 @@ def test_the_report_labels_every_arm_the_sweep_can_run():
 
     from pdx_lightning.experiments import arms
     from pdx_lightning.rl.objectives import EXPLORATION_TERMS
-    from pdx_lightning.rl.selfplay import SelfPlayConfig
+    from pdx_lightning.rl.settings import PDXSettings
 
     assert tuple(EXPLORATION_TERMS) == arms.TERMS and arms.UNREGULARIZED in arms.TERMS
-    assert typing.get_args(typing.get_type_hints(SelfPlayConfig)["temperature"]) == arms.TEMPERATURES
+    assert typing.get_args(typing.get_type_hints(PDXSettings)["temperature"]) == arms.TEMPERATURES
     assert set(arms.PRIOR_ANCHORED) <= set(arms.REGULARIZED) and arms.UNREGULARIZED not in arms.REGULARIZED
     assert all(t in arms.TERM_LABEL for t in (*arms.TERMS, arms.CONTROL))
     assert all(t in arms.TEMP_LABEL for t in arms.TEMPERATURES)
