@@ -107,12 +107,14 @@ def pytest_xdist_auto_num_workers(config):
 
 
 def pytest_configure(config):
-    # An xdist worker runs torch on one intra-op thread: two workers on two cores, each with torch's
-    # default of one thread per core, would oversubscribe the machine (and stall spinning threads).
+    # An xdist worker runs torch on one intra-op thread, and so do the commands its tests start (unless a
+    # test sets OMP_NUM_THREADS itself): two workers on two cores, each with torch's default of one
+    # thread per core, would oversubscribe the machine (and stall spinning threads).
     if os.environ.get("PYTEST_XDIST_WORKER"):
         import torch
 
         torch.set_num_threads(1)
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 # ---- warnings: a green run prints none --------------------------------------------------------------
