@@ -289,6 +289,11 @@ class PDXLightningCLI(LightningCLI):
                 "ignore", message=r"Checkpoint directory .* exists and is not empty", category=UserWarning
             )
         if subcommand == "validate":
+            # validate restores the weights only: the fit's callbacks (a ModelCheckpoint saving at another
+            # interval, a sweep cell's) need not match the ones this command builds
+            warnings.filterwarnings(
+                "ignore", message=r"Be aware that when using `ckpt_path`, callbacks used", category=UserWarning
+            )
             self._check_something_to_validate()
             if self._logs_off():
                 trainer.logger = None

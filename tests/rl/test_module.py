@@ -236,6 +236,9 @@ class TauProbe(L.Callback):
         self.tau[trainer.global_step] = float(trainer.callback_metrics["selfplay/tau_mean"])
 
 
+# the resumed run checkpoints into the directory it resumes from, as `--ckpt_path last` does (the CLI
+# silences this note on a resume too)
+@pytest.mark.filterwarnings("ignore:Checkpoint directory .* exists and is not empty:UserWarning")
 @pytest.mark.parametrize("reuse", [False, True], ids=["fresh_ema_eval", "reuse_successor_eval"])
 def test_resume_continues_the_same_games_and_weights(tmp_path, reuse):
     """A run interrupted after step 3 and resumed from its checkpoint equals an uninterrupted one

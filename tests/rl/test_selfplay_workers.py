@@ -62,6 +62,9 @@ class Arm(L.Callback):
             self.armed.set()
 
 
+# the resumed run checkpoints into the directory it resumes from, as `--ckpt_path last` does (the CLI
+# silences this note on a resume too)
+@pytest.mark.filterwarnings("ignore:Checkpoint directory .* exists and is not empty:UserWarning")
 @pytest.mark.parametrize("fault", ["raises", "hangs"])
 def test_a_failing_or_hung_worker_stops_the_step_and_last_resumes_exactly(tmp_path, monkeypatch, fault):
     L.seed_everything(0)

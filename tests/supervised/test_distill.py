@@ -117,6 +117,8 @@ def _distill(tmp_path, max_steps, ckpt_path=None, save_every=None):
     return m, dm
 
 
+# the resumed run saves no checkpoint, so it has no ModelCheckpoint to hand the checkpoint's state to
+@pytest.mark.filterwarnings("ignore:Be aware that when using `ckpt_path`:UserWarning")
 @pytest.mark.parametrize("cut", [13, 10])  # inside epoch 1; exactly at the end of epoch 0 (10 batches an epoch)
 def test_pretrain_resumed_mid_epoch_trains_on_the_batches_the_epoch_had_left(tmp_path, cut):
     full, dm = _distill(tmp_path / "a", 25)
@@ -307,7 +309,8 @@ def test_pretrain_validate_scores_a_network_on_the_recipes_heldout_games(tmp_pat
     assert rc in (0, None)
     assert not list(tmp_path.rglob("*.ckpt")) and not list(tmp_path.rglob("*.pt"))  # nothing trained
     (metrics,) = (tmp_path / "logs").rglob("metrics.csv")
-    (row,) = list(csv.DictReader(metrics.open()))
+    with metrics.open() as f:
+        (row,) = list(csv.DictReader(f))
     logged = float(row["val/top1_agreement"])
 
     # the config's split: same shards, seed, val_fraction; start_repeats > 1 keeps ply 0 out of validation
