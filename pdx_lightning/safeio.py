@@ -458,7 +458,36 @@ class PgnGameLines(BoundedLines):
 ZSTD_INPUT = 512  # compressed bytes per zstd call: at most ~22 MB of output each (zstd expands <= ~43,000x)
 
 
-class _ZstdReader(io.RawIOBase):
+class _DecodedStream(io.RawIOBase):
+    """A decoder's output as a raw binary stream: ``readinto`` hands out ``pending`` and asks
+    ``_more`` (the subclass's bounded decoding step) for the next block; ``close`` closes the source ``f``."""
+
+    f: io.BufferedReader
+    pending: memoryview
+
+    def readable(self) -> bool:
+        return True
+
+    def _more(self) -> bool:
+        raise NotImplementedError
+
+    def readinto(self, b) -> int:
+        while not self.pending:
+            if not self._more():
+                return 0
+        n = min(len(b), len(self.pending))
+        b[:n] = self.pending[:n]
+        self.pending = self.pending[n:]
+        return n
+
+    def close(self) -> None:
+        try:
+            self.f.close()
+        finally:
+            super().close()
+
+
+class _ZstdReader(_DecodedStream):
     """The decompressed content of a zstandard file as a raw binary stream, fed to the decoder a few
     hundred bytes at a time so no single call can produce a large block; counts what it yields and
     refuses past ``max_bytes`` or ``max_ratio``; a file that ends inside a frame is refused as
@@ -476,9 +505,6 @@ class _ZstdReader(io.RawIOBase):
         self.tail = b""
         self.consumed = self.out = 0
         self.in_frame = False
-
-    def readable(self) -> bool:
-        return True
 
     def _more(self) -> bool:
         chunk = self.tail or self.f.read(ZSTD_INPUT)
@@ -505,21 +531,6 @@ class _ZstdReader(io.RawIOBase):
         self.guard.check(self.out, self.consumed)
         self.pending = memoryview(data)
         return True
-
-    def readinto(self, b) -> int:
-        while not self.pending:
-            if not self._more():
-                return 0
-        n = min(len(b), len(self.pending))
-        b[:n] = self.pending[:n]
-        self.pending = self.pending[n:]
-        return n
-
-    def close(self) -> None:
-        try:
-            self.f.close()
-        finally:
-            super().close()
 
 
 def open_zstd_bounded(
@@ -630,7 +641,7 @@ class _Bunzip:
 _CODECS: dict[str, type[_Inflate] | type[_Bunzip]] = {"gzip": _Inflate, "bzip2": _Bunzip}
 
 
-class _StreamReader(io.RawIOBase):
+class _StreamReader(_DecodedStream):
     """A gzip or bzip2 file's content as a raw binary stream, with the bounds of :class:`_ZstdReader`:
     at most :data:`CHUNK` of output per decoder call, refused past ``max_bytes`` or ``max_ratio``,
     and a file that ends inside a member/stream refused as truncated. Concatenated members or
@@ -646,9 +657,6 @@ class _StreamReader(io.RawIOBase):
         self.rest = b""  # input read past the end of the last member/stream
         self.pending = memoryview(b"")
         self.consumed = self.out = 0
-
-    def readable(self) -> bool:
-        return True
 
     def _read(self) -> bytes:
         data = self.f.read(64 * 1024)
@@ -689,21 +697,6 @@ class _StreamReader(io.RawIOBase):
             if out:
                 self.pending = memoryview(out)
                 return True
-
-    def readinto(self, b) -> int:
-        while not self.pending:
-            if not self._more():
-                return 0
-        n = min(len(b), len(self.pending))
-        b[:n] = self.pending[:n]
-        self.pending = self.pending[n:]
-        return n
-
-    def close(self) -> None:
-        try:
-            self.f.close()
-        finally:
-            super().close()
 
 
 def open_decompressed(
