@@ -30,7 +30,8 @@ def test_the_dissociation_report_rebuilds_from_its_records(tmp_path):
         assert (tmp_path / name).read_text() == (HERE / name).read_text(), name
     assert (tmp_path / "dissociation.png").stat().st_size > 10_000
     # every plotted cell of the eight-seed and 1,024-game reports, once each
-    rows = list(csv.DictReader((HERE / "points.csv").open()))
+    with (HERE / "points.csv").open() as f:
+        rows = list(csv.DictReader(f))
     seeds8 = [r for r in rows if r["games_per_step"] == "128"]
     assert len(seeds8) == 3 + 3 + 8 + 8 and len(rows) - len(seeds8) == 3
     assert len({(r["cell"], r["games_per_step"], r["setting"]) for r in rows}) == len(rows)
