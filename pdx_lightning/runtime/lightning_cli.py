@@ -39,8 +39,8 @@ from lightning.pytorch.cli import LightningCLI
 from lightning.pytorch.plugins.io import CheckpointIO
 
 from pdx_lightning.errors import UserError
+from pdx_lightning.runtime import csv_continuity, preflight
 from pdx_lightning.runtime import lightning_internals as internals
-from pdx_lightning.runtime import preflight
 from pdx_lightning.runtime.checkpoint_io import AtomicCheckpointIO
 from pdx_lightning.runtime.checkpoint_read import CheckpointLoadError, read_checkpoint
 from pdx_lightning.runtime.config_parsing import (
@@ -284,6 +284,9 @@ class PDXLightningCLI(LightningCLI):
             del blob, states
         for lg, v in zip(trainer.loggers, versions):
             internals.pin_logger_version(lg, v)  # same run directory: TensorBoard curves and checkpoints continue
+        if subcommand == "fit" and path is not None and trainer.is_global_zero:
+            for lg in csv_continuity.csv_loggers(trainer.loggers):
+                csv_continuity.carry_rows(lg)  # metrics.csv keeps the resumed run's rows
         if subcommand == "fit" and path is not None:  # resuming: its checkpoint dir has files
             warnings.filterwarnings(
                 "ignore", message=r"Checkpoint directory .* exists and is not empty", category=UserWarning

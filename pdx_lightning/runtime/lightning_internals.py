@@ -37,6 +37,8 @@ PRIVATE_USES = {
     "logger step; global_step counts optimizer steps)",
     "TensorBoardLogger._version / CSVLogger._version": "pinned on resume so the logs continue in the "
     "same version_N (the loggers exist by then)",
+    "_ExperimentWriter.metrics_keys": "the CSV writer's header, seeded with the resumed run's columns so its "
+    "rows carried over in metrics.csv keep theirs (csv_continuity)",
     "HyperparametersMixin._hparams_initial": "LightningCLI's _instantiator dropped from the hyperparameters "
     "that are logged (hparams_initial returns a copy)",
 }
@@ -65,7 +67,7 @@ def _source_has(obj: Any, text: str) -> bool:
 
 def missing_private_uses() -> list[str]:
     """The names of :data:`PRIVATE_USES` the installed Lightning does not have (empty when all are there)."""
-    from lightning.fabric.loggers.csv_logs import CSVLogger  # noqa: PLC0415  (only when checked)
+    from lightning.fabric.loggers.csv_logs import CSVLogger, _ExperimentWriter  # noqa: PLC0415  (only when checked)
     from lightning.fabric.loggers.tensorboard import TensorBoardLogger  # noqa: PLC0415
     from lightning.pytorch.cli import LightningCLI  # noqa: PLC0415
     from lightning.pytorch.core.mixins.hparams_mixin import HyperparametersMixin  # noqa: PLC0415
@@ -80,6 +82,7 @@ def missing_private_uses() -> list[str]:
         "_TrainingEpochLoop._batches_that_stepped": _source_has(_TrainingEpochLoop, "self._batches_that_stepped"),
         "TensorBoardLogger._version / CSVLogger._version": _source_has(TensorBoardLogger, "self._version")
         and _source_has(CSVLogger, "self._version"),
+        "_ExperimentWriter.metrics_keys": _source_has(_ExperimentWriter, "self.metrics_keys"),
         "HyperparametersMixin._hparams_initial": _source_has(HyperparametersMixin, "self._hparams_initial"),
     }
     return [name for name, ok in found.items() if not ok]

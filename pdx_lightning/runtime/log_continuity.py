@@ -2,7 +2,8 @@
 
 The loggers' versions are stored in the checkpoint (and, before the first checkpoint, in a marker
 file in the checkpoint directory); resuming pins the same version, so TensorBoard curves continue in
-the same run directory instead of starting ``version_N+1``. (An explicit
+the same run directory instead of starting ``version_N+1``, and ``metrics.csv`` keeps the earlier
+rows (:mod:`~pdx_lightning.runtime.csv_continuity`). (An explicit
 ``--trainer.logger.init_args.version`` wins.) Steps after the last checkpoint of a killed run are
 logged twice, with identical values for a seeded run.
 """
@@ -18,6 +19,7 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 
 from pdx_lightning.atomicfile import atomic_write
 from pdx_lightning.runtime import lightning_internals as internals
+from pdx_lightning.runtime.csv_continuity import csv_loggers, drop_rows_after
 
 MARKER = ".pdx_log_versions.json"
 
@@ -96,6 +98,11 @@ class LogContinuity(L.Callback):
         self._pending = state_dict.get("pending")
 
     def on_train_start(self, trainer, pl_module) -> None:
+        if self.restored is not None and trainer.is_global_zero:
+            # metrics.csv (its rows carried over by csv_continuity): drop what the resumed run logged from
+            # the step this run logs first, which it logs again from here (the pending step's metrics too)
+            for lg in csv_loggers(trainer.loggers):
+                drop_rows_after(lg, internals.logger_step(trainer) - 1)
         if self._pending and self._pending.get("metrics"):
             for lg in trainer.loggers:
                 lg.log_metrics(self._pending["metrics"], step=self._pending["step"])
