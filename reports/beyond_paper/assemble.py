@@ -41,6 +41,7 @@ SEEDS8 = ROOT / "reports" / "sweep_maia_seeds8" / "runs_json.tar.xz"
 B1024 = ROOT / "reports" / "sweep_maia_1024"
 FIGURE = "dissociation.png"
 POINTS = "points.csv"
+RECORDS = HERE / "records"  # run.sh's match records (searched.py reads them)
 X_SUITE, X2_SUITE = "real", "tactics"  # the figure's x (real Lichess puzzles); the table's second suite
 RECIPE = "Table 2 recipe"  # the paper's rates and the reference code's switches
 # The 1,024-game cells: (setting, the archive under reports/sweep_maia_1024/, cell, arena file stem)
@@ -450,14 +451,66 @@ def report(points: list[Point], by_arm: list[Arm], s: dict, control: dict) -> st
             "Ptnml(0-2): the cell's opening pairs scoring 0, ½, 1, 1½, 2. "
             f"The same points, machine-readable: [`{POINTS}`]({POINTS}).",
             "",
-            "## Not measured yet",
-            "",
-            "Searched strength (the base and its fine-tuned descendants exported to `.pb.gz` and played by "
-            "the real Lc0 at 1, 16 and 64 nodes) and absolute Elo on a Stockfish `UCI_Elo` ladder: the "
-            "matches are scripted in `run.sh` here and have not been run; no result is claimed for them.",
-            "",
+            *searched_sections(points),
         ]
     )
+
+
+def _searched():
+    """searched.py here as a module: the searched and ladder tables from records/."""
+    spec = importlib.util.spec_from_file_location("beyond_paper_searched", HERE / "searched.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def searched_sections(points: list[Point]) -> list[str]:
+    """Under search (the real Lc0) and on the Stockfish ladder: the tables of the match records run.sh
+    committed to records/, and what has not been run yet."""
+    from pdx_lightning.evaluation.markdown import markdown_table
+
+    mod = _searched()
+    committed = {(p.term, p.batch, p.setting, p.seed): f"{p.elo:+.1f} ± {p.elo_half:.1f}" for p in points}
+    header, rows = mod.searched_rows(RECORDS, committed)
+    lad_header, nets, rungs = mod.ladder_rows(RECORDS)
+    out = [
+        "## Under search: the real Lc0 at 1, 16 and 64 nodes",
+        "",
+        "Each cell retrained from its sweep config (`run.sh cells`; the checkpoints were not kept), exported "
+        "with `pdx export lc0` and played against the released `maia-1900.pb.gz` by the real Lc0 v0.31 on "
+        "both sides (`--backend=eigen --threads=1`, Lc0's default search settings, the same node limit on "
+        "both sides), 1,000 games on the 500 paired openings of `data/openings_uho_600.epd`. Elo of the "
+        'cell against the base from the pentanomial record (± 95%) with LOS. "Retrained = committed": '
+        "every suite's per-puzzle outcome and the final metrics equal the committed cell's (`same_cell.py`).",
+        "",
+    ]
+    if rows:
+        out += [markdown_table(header, rows), ""]
+    else:
+        out += ["No match has been run yet: `run.sh` scripts them; no result is claimed.", ""]
+    out += [
+        "## Absolute scale: a Stockfish `UCI_Elo` ladder",
+        "",
+        "Each network (single pass) plays 400 games against each rung `sf:elo=1350 … 1950` (Stockfish 15.1, "
+        "`UCI_Elo` calibrated at 60 s + 0.6 s against CCRL 40/4), the rungs 20 games each between them; "
+        "BayesElo fit (the arena's default model) anchored at `sf:elo=1650` = 1650. The networks play one forward pass per move "
+        "and the `sf:` players search to the depth their skill level fixes: neither side plays the "
+        "calibration's time control, so the scale is the ladder's, tied to CCRL through the anchor.",
+        "",
+    ]
+    if nets:
+        out += [
+            markdown_table(lad_header, nets),
+            "",
+            "The rungs' own fit (the ladder's check: how far each lands from its nominal Elo):",
+            "",
+            markdown_table(["Ladder of", "Rung", "Fitted Elo", "Fitted − nominal"], rungs),
+            "",
+        ]
+    else:
+        out += ["The ladder has not been run yet: `run.sh ladder` scripts it; no result is claimed.", ""]
+    return out
 
 
 def main(out: Path = HERE) -> int:
