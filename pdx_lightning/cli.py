@@ -139,6 +139,7 @@ def _lightning(command: str, argv: list[str]) -> None:
 
 
 THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
+MAX_THREADS = 1024  # past any machine's cores: a typo (torch would try to start them all)
 
 
 def threads_setting(value: str | None) -> int | None:
@@ -149,8 +150,8 @@ def threads_setting(value: str | None) -> int | None:
         n = int(value)
     except ValueError:
         n = 0
-    if n < 1:
-        raise ValueError(f"--threads must be a positive integer or 'auto', got {value!r}")
+    if not 1 <= n <= MAX_THREADS:
+        raise ValueError(f"--threads must be an integer from 1 to {MAX_THREADS} or 'auto', got {value!r}")
     return n
 
 

@@ -33,7 +33,7 @@ def test_flag_beats_env_and_users_omp_setting_beats_default(clean_env):
     assert cli.apply_threads("auto") is None
 
 
-@pytest.mark.parametrize("bad", ["0", "-1", "two"])
+@pytest.mark.parametrize("bad", ["0", "-1", "two", "1025", "100000000"])
 def test_bad_threads_is_one_line_error(bad):
     r = subprocess.run(
         [sys.executable, "-m", "pdx_lightning.cli", "--threads", bad, "data", "--help"], capture_output=True, text=True
