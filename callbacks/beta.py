@@ -7,6 +7,8 @@ from typing import Literal
 
 import lightning as L
 
+from pdx_lightning.errors import CallbackSettingError
+
 
 class BetaSchedule(L.Callback):
     """Sets ``pl_module.beta`` before every training step.
@@ -24,9 +26,11 @@ class BetaSchedule(L.Callback):
         steps: int = 1000,
     ) -> None:
         if kind not in ("constant", "linear", "cosine"):
-            raise ValueError(f"BetaSchedule kind must be constant|linear|cosine, got {kind!r}")
+            raise CallbackSettingError(f"BetaSchedule kind must be constant|linear|cosine, got {kind!r}")
         if steps < 1 or end < 0 or (start is not None and start < 0):
-            raise ValueError("BetaSchedule needs steps >= 1 and non-negative start/end")
+            raise CallbackSettingError(
+                f"BetaSchedule needs steps >= 1 and non-negative start/end, got steps={steps}, start={start}, end={end}"
+            )
         self.kind, self.start, self.end, self.steps = kind, start, end, steps
 
     def value(self, step: int, start: float) -> float:

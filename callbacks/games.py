@@ -25,6 +25,7 @@ from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 from pdx_lightning.callbacks.media import MediaLog
 from pdx_lightning.chesscore.pgn_record import game_pgn
 from pdx_lightning.chesscore.rules import game_end
+from pdx_lightning.errors import CallbackSettingError
 
 __all__ = ["SelfPlayGames"]
 
@@ -44,7 +45,7 @@ class SelfPlayGames(L.Callback):
         self, every_n_steps: int = 50, max_games: int | None = 16, text_games: int = 2, directory: str | None = None
     ) -> None:
         if every_n_steps < 1 or (max_games is not None and max_games < 1) or text_games < 0:
-            raise ValueError(
+            raise CallbackSettingError(
                 "SelfPlayGames needs every_n_steps >= 1, max_games >= 1 (or None) and "
                 f"text_games >= 0, got {every_n_steps}, {max_games}, {text_games}"
             )

@@ -10,6 +10,7 @@ import torch
 from torch.utils.data import DataLoader
 from torchmetrics import Metric
 
+from pdx_lightning.errors import CallbackSettingError
 from pdx_lightning.nets import DATA_DIR
 from pdx_lightning.runtime.ranks import rank_world
 
@@ -85,7 +86,7 @@ class PuzzleValidation(L.Callback):
         micro_batch: int = 512,
     ) -> None:
         if every_n_steps < 1:
-            raise ValueError(f"every_n_steps must be >= 1, got {every_n_steps}")
+            raise CallbackSettingError(f"PuzzleValidation needs every_n_steps >= 1, got {every_n_steps}")
         self.suite_path = _in_repo(suite) if suite is not None else _bundled("tactics.csv")
         self.mate_paths = (
             [_in_repo(m) for m in mates]

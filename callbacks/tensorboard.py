@@ -32,6 +32,7 @@ from pdx_lightning.callbacks.media import MediaLog
 from pdx_lightning.chesscore.moves import index_to_move
 from pdx_lightning.chesscore.opening_files import parse_line
 from pdx_lightning.chesscore.policy import entropy, forward_kl
+from pdx_lightning.errors import CallbackSettingError
 from pdx_lightning.nets.inference import evaluate_boards
 
 __all__ = [
@@ -151,7 +152,9 @@ class PolicySnapshot(L.Callback):
         top_k: int = 5,
     ) -> None:
         if every_n_steps < 1 or top_k < 1:
-            raise ValueError(f"PolicySnapshot needs every_n_steps >= 1 and top_k >= 1, got {every_n_steps}, {top_k}")
+            raise CallbackSettingError(
+                f"PolicySnapshot needs every_n_steps >= 1 and top_k >= 1, got {every_n_steps}, {top_k}"
+            )
         self.every, self.reference, self.network, self.top_k = every_n_steps, reference, network, top_k
         chosen = DEFAULT_POSITIONS if positions is None else positions
         self.positions = {

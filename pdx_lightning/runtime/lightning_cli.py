@@ -38,7 +38,7 @@ from lightning.pytorch.callbacks import Callback, Checkpoint, ModelCheckpoint, P
 from lightning.pytorch.cli import LightningCLI
 from lightning.pytorch.plugins.io import CheckpointIO
 
-from pdx_lightning.errors import UserError
+from pdx_lightning.errors import UserError, user_error_in
 from pdx_lightning.runtime import csv_continuity, preflight
 from pdx_lightning.runtime import lightning_internals as internals
 from pdx_lightning.runtime.checkpoint_io import AtomicCheckpointIO
@@ -200,6 +200,17 @@ class PDXLightningCLI(LightningCLI):
         except ConfigParseError as e:
             raise ConfigParseError(f"--ckpt_path {ckpt}: its stored hyperparameters do not parse: {e}") from None
 
+    def instantiate_classes(self) -> None:
+        """LightningCLI's, with a user error raised while instantiating (a callback's argument out of its
+        range) re-raised as itself: jsonargparse wraps it in its own error, which would print a traceback."""
+        try:
+            super().instantiate_classes()
+        except Exception as e:
+            cause = user_error_in(e)
+            if cause is None or cause is e:
+                raise
+            raise cause from None
+
     def after_instantiate_classes(self) -> None:
         """Drop LightningCLI's internal ``_instantiator`` from the module's hyperparameters: it would be
         logged (hparams.yaml) and saved like a setting; pdx's modules load from a checkpoint without it."""
@@ -285,8 +296,8 @@ class PDXLightningCLI(LightningCLI):
         for lg, v in zip(trainer.loggers, versions):
             internals.pin_logger_version(lg, v)  # same run directory: TensorBoard curves and checkpoints continue
         if subcommand == "fit" and path is not None and trainer.is_global_zero:
-            for lg in csv_continuity.csv_loggers(trainer.loggers):
-                csv_continuity.carry_rows(lg)  # metrics.csv keeps the resumed run's rows
+            for csv_logger in csv_continuity.csv_loggers(trainer.loggers):
+                csv_continuity.carry_rows(csv_logger)  # metrics.csv keeps the resumed run's rows
         if subcommand == "fit" and path is not None:  # resuming: its checkpoint dir has files
             warnings.filterwarnings(
                 "ignore", message=r"Checkpoint directory .* exists and is not empty", category=UserWarning

@@ -106,6 +106,56 @@ def test_type_errors_are_one_line_naming_key_type_and_value(lightning_loaded, tm
     _one_line_each(cases)
 
 
+def test_a_callback_argument_out_of_range_is_one_line_naming_the_callback(lightning_loaded, tmp_path):
+    """jsonargparse wraps a callback constructor's error in its own (a traceback); the user error is re-raised."""
+    cb = tmp_path / "cb.yaml"
+    cb.write_text(
+        "trainer:\n  callbacks:\n    - class_path: pdx_lightning.callbacks.PuzzleValidation\n"
+        "      init_args: {every_n_steps: 0}\n"
+    )
+    _one_line_each(
+        [
+            (["fit", "--config", str(cb)], "PuzzleValidation needs every_n_steps >= 1, got 0"),
+            (
+                ["fit", "--trainer.callbacks+=pdx_lightning.callbacks.BetaSchedule", "--trainer.callbacks.steps", "0"],
+                "BetaSchedule needs steps >= 1",
+            ),
+            (
+                [
+                    "fit",
+                    "--trainer.callbacks+=pdx_lightning.callbacks.SelfPlayGames",
+                    "--trainer.callbacks.text_games",
+                    "-1",
+                ],
+                "SelfPlayGames needs every_n_steps >= 1",
+            ),
+            (
+                [
+                    "fit",
+                    "--trainer.callbacks+=pdx_lightning.callbacks.PolicySnapshot",
+                    "--trainer.callbacks.top_k",
+                    "0",
+                ],
+                "PolicySnapshot needs every_n_steps >= 1 and top_k >= 1",
+            ),
+        ]
+    )
+
+
+def test_user_error_in_finds_the_cause_through_a_wrapping_error():
+    from pdx_lightning.errors import CallbackSettingError, user_error_in
+
+    inner = CallbackSettingError("X needs every_n_steps >= 1, got 0")
+    try:
+        try:
+            raise inner
+        except ValueError as e:
+            raise ValueError("Does not validate against any of the Union subtypes") from e
+    except ValueError as outer:
+        assert user_error_in(outer) is inner
+    assert user_error_in(ValueError("a bug")) is None  # not a user error: the traceback stays
+
+
 def _one_line_each(cases: list[tuple[list[str], str]]) -> None:
     for argv, phrase in cases:
         rc, lines = _pdx([*argv, "--trainer.max_steps", "1"] if "max_steps" not in argv[1] else argv)
