@@ -9,6 +9,7 @@ the PNG's file name, or None when its inputs are absent (the report then says
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import matplotlib
@@ -43,6 +44,33 @@ def _save(fig, out: Path, name: str) -> str:
     return name
 
 
+# candidate ratio ticks in each decade, by preference: 1, then 2 and 5, then 1.5 and 3, then the rest
+NICE_MANTISSAS = ((1,), (2, 5), (1.5, 3), (1.25, 2.5, 4, 6, 7, 8, 9))
+
+
+def ratio_ticks(lo: float, hi: float, min_gap: float = 0.1) -> list[float]:
+    """Tick values for a log-scaled ratio axis spanning [lo, hi]: the preferred round ratios first (1,
+    then 2 and 5, ...; nearest 1 first within a tier), each kept only when at least ``min_gap`` of the
+    axis's log10 span from every tick already kept, so no two labels overlap; past one decade only 1, 2
+    and 5, past two only powers of ten."""
+    if not 0 < lo < hi:
+        return [1.0]
+    span = math.log10(hi / lo)
+    decades = range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
+    cands = [
+        (tier, abs(e + math.log10(m)), round(m * 10.0**e, 12))
+        for tier, ms in enumerate(NICE_MANTISSAS)
+        for m in ms
+        for e in decades
+    ]
+    tiers = len(NICE_MANTISSAS) if span <= 1 else 2 if span <= 2 else 1  # a wide axis: decades (and 2, 5)
+    picked: list[float] = []
+    for tier, _dist, c in sorted(cands):
+        if tier < tiers and lo <= c <= hi and all(abs(math.log10(c / t)) >= min_gap * span for t in picked):
+            picked.append(c)
+    return sorted(picked)
+
+
 def figure1(runs: Runs, out: Path) -> str | None:
     """Geometric-mean p* on each mate depth relative to the frozen base (ratios of Table 4's mate columns)."""
     rows = runs.rows()
@@ -65,8 +93,10 @@ def figure1(runs: Runs, out: Path) -> str | None:
             )
     ax.axhline(1.0, color="k", ls="--", lw=1, label="frozen base")
     ax.set(yscale="log", xlabel="mate depth N", ylabel="p* / p*(base)", title="Solution probability vs base")
-    for axis in (ax.yaxis.set_major_formatter, ax.yaxis.set_minor_formatter):
-        axis(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:.3g}×"))
+    lo, hi = ax.get_ylim()
+    ax.yaxis.set_major_locator(matplotlib.ticker.FixedLocator(ratio_ticks(lo, hi)))
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:.3g}×"))
+    ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # unlabelled: labels 0.8×/0.9×/1× collided
     ax.set_xticks(sorted(base))
     ax.legend(fontsize=7)
     return _save(fig, out, "figure1_pstar_ratio.png")
