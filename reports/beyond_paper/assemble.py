@@ -66,13 +66,18 @@ class Point:
     pentanomial: list[int]
 
 
-def _compare_1024():
-    """reports/sweep_maia_1024/compare.py as a module: its readers of that report's archives."""
-    spec = importlib.util.spec_from_file_location("compare_1024", B1024 / "compare.py")
+def _script(path: Path, name: str):
+    """A report script beside this one (not a package) as a module."""
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def _compare_1024():
+    """reports/sweep_maia_1024/compare.py: its readers of that report's archives."""
+    return _script(B1024 / "compare.py", "compare_1024")
 
 
 def _solved(cell: dict, base: dict, suite: str, where: str) -> tuple[np.ndarray, np.ndarray]:
@@ -457,12 +462,8 @@ def report(points: list[Point], by_arm: list[Arm], s: dict, control: dict) -> st
 
 
 def _searched():
-    """searched.py here as a module: the searched and ladder tables from records/."""
-    spec = importlib.util.spec_from_file_location("beyond_paper_searched", HERE / "searched.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    """searched.py here: the searched and ladder tables from records/."""
+    return _script(HERE / "searched.py", "beyond_paper_searched")
 
 
 def searched_sections(points: list[Point]) -> list[str]:
