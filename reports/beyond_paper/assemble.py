@@ -44,11 +44,13 @@ POINTS = "points.csv"
 RECORDS = HERE / "records"  # run.sh's match records (searched.py reads them)
 X_SUITE, X2_SUITE = "real", "tactics"  # the figure's x (real Lichess puzzles); the table's second suite
 RECIPE = "Table 2 recipe"  # the paper's rates and the reference code's switches
+RECIPE_REF_LR = "Table 2 recipe, value head 3e-6"  # the same, the value head at the authors' code's rate
 # The 1,024-game cells: (setting, the archive under reports/sweep_maia_1024/, cell, arena file stem)
 CELLS_1024 = (
     ("maia.yaml rates", "cells_json.tar.xz", "none-adaptive", "base1024_none"),
     ("maia.yaml rates", "cells_json.tar.xz", "forward_kl-adaptive-b0.01", "base1024_fwd"),
     (RECIPE, "paper_recipe/cells_json.tar.xz", "forward_kl-adaptive-b0.01", "base_paper_recipe"),
+    (RECIPE_REF_LR, "paper_recipe_ref_lr/cells_json.tar.xz", "forward_kl-adaptive-b0.01", "base_paper_recipe_ref_lr"),
 )
 
 
@@ -172,6 +174,8 @@ def collect() -> tuple[list[Point], list[Arm], dict]:
     }
     compare = _compare_1024()
     for setting, archive, cell, stem in CELLS_1024:
+        if setting == RECIPE_REF_LR and not (B1024 / archive).is_file():
+            continue  # its cell has not finished yet
         docs = compare.members(B1024 / archive)
         cfg = docs["config.lock.json"]  # the sweep config the cells ran with
         doc = json.loads((B1024 / "arena" / f"{stem}.json").read_text())
@@ -255,13 +259,13 @@ def figure(points: list[Point], by_arm: list[Arm], s: dict, out: Path) -> str:
     ax.axvline(0, color="k", lw=0.8)
     for p in points:
         x, lo, hi = p.d_real
-        recipe = p.setting == RECIPE
+        recipe = p.setting.startswith(RECIPE)
         ax.errorbar(
             x,
             p.elo,
             xerr=[[x - lo], [hi - x]],
             yerr=p.elo_half,
-            fmt=markers[p.batch],
+            fmt="^" if p.setting == RECIPE_REF_LR else markers[p.batch],
             ms=7 if p.batch > 128 else 5,
             color=COLORS[p.term],
             mfc="white" if recipe else COLORS[p.term],
@@ -313,6 +317,21 @@ def figure(points: list[Point], by_arm: list[Arm], s: dict, out: Path) -> str:
             [], [], color="0.4", mfc="white", mec="0.4", mew=2, marker="s", ms=7, ls="", label="1,024, Table 2 recipe"
         ),
     ]
+    if any(p.setting == RECIPE_REF_LR for p in points):
+        handles.append(
+            Line2D(
+                [],
+                [],
+                color="0.4",
+                mfc="white",
+                mec="0.4",
+                mew=2,
+                marker="^",
+                ms=7,
+                ls="",
+                label="1,024, recipe, value head 3e-6",
+            )
+        )
     ax.legend(handles=handles, fontsize=7, loc="upper left")
     ax.set(
         xlabel="Δ accuracy vs base on 4,956 real Lichess puzzles (points, paired 95%)",
@@ -384,6 +403,7 @@ def report(points: list[Point], by_arm: list[Arm], s: dict, control: dict) -> st
     lo_y, hi_y = s["y_range"]
     arm_x = [a.d_real[0] for a in by_arm]
     arm_y = sorted(by_arm, key=lambda a: -a.elo[0])
+    ref_lr = any(p.setting == RECIPE_REF_LR for p in points)
     sides = "; ".join(f"{TERM_LABEL[a.term]} {a.elo[0]:+.1f} ± {a.elo[1]:.1f} ({_side(*a.elo)})" for a in arm_y)
     ctrl_x, (ctrl_elo, ctrl_half) = control["d_real"], control["elo"]
     return "\n".join(
@@ -412,7 +432,9 @@ def report(points: list[Point], by_arm: list[Arm], s: dict, control: dict) -> st
             "circles: 128 games per step (`reports/sweep_maia_seeds8/`: seeds 0–7 of the anchored arms, "
             "0–2 of the others), faint; diamonds with thick bars: each of those arms over its seeds (the table "
             "below); squares: 1,024 games per step (`reports/sweep_maia_1024/`, seed 0; hollow: "
-            "the Table 2 recipe). Every cell 2,000 steps. Read from the committed records by `assemble.py`.",
+            "the Table 2 recipe"
+            + ("; hollow triangle: the same with the value head at 3e-6" if ref_lr else "")
+            + "). Every cell 2,000 steps. Read from the committed records by `assemble.py`.",
             "",
             f"Not plotted: the supervised puzzle-tuned control, {_ci(ctrl_x)} points and "
             f"{ctrl_elo:+.1f} ± {ctrl_half:.1f} Elo (trained on puzzles, not by self-play; off this scale).",

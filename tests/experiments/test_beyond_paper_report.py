@@ -33,7 +33,8 @@ def test_the_dissociation_report_rebuilds_from_its_records(tmp_path):
     with (HERE / "points.csv").open() as f:
         rows = list(csv.DictReader(f))
     seeds8 = [r for r in rows if r["games_per_step"] == "128"]
-    assert len(seeds8) == 3 + 3 + 8 + 8 and len(rows) - len(seeds8) == 3
+    ref_lr = (HERE.parent / "sweep_maia_1024" / "paper_recipe_ref_lr" / "cells_json.tar.xz").is_file()
+    assert len(seeds8) == 3 + 3 + 8 + 8 and len(rows) - len(seeds8) == 3 + ref_lr
     assert len({(r["cell"], r["games_per_step"], r["setting"]) for r in rows}) == len(rows)
     # one cell's y against its raw arena record: the 1,024-game forward-KL cell's pentanomial record
     doc = json.loads((HERE.parent / "sweep_maia_1024" / "arena" / "base1024_fwd.json").read_text())
