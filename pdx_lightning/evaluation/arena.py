@@ -119,6 +119,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     a("--stockfish", help="Stockfish binary for sf: players")
     a(
+        "--engine-procs",
+        type=argtypes.int_in(1, 64),
+        default=1,
+        help="processes per sf:/uci: player, searching their games of a ply in parallel (one core each; "
+        "game i is always played by process i %% N) (default: 1)",
+    )
+    a(
         "--elo-model",
         choices=elo.MODELS,
         default="bayeselo",
@@ -291,6 +298,7 @@ def _play(
                     seed=args.seed + k,
                     device=args.device,
                     stockfish=args.stockfish,
+                    engine_procs=args.engine_procs,
                 )
             )
         t0 = time.perf_counter()

@@ -5,12 +5,14 @@ A network makes **one** batched forward pass over all games in which it is to mo
 sampled, a draw from its play distribution μ ∝ π^{1/τ} (Eq. 6; τ ``"adaptive"`` for τ = H(own WDL),
 Eq. 5, the adaptive arms' behaviour policy; ``1`` for raw π). ``sf:...`` players are Stockfish
 anchors (``pdx_lightning.engines.stockfish``) and ``uci:...`` players any UCI engine
-(``pdx_lightning.engines.external``), one move at a time.
+(``pdx_lightning.engines.external``), one move at a time per engine process (``--engine-procs``
+processes per player search in parallel).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
 import chess
@@ -80,38 +82,83 @@ class NetPlayer:
 
 
 class EnginePlayer:
-    """A UCI engine at a fixed limit, one game at a time; ``game=`` clears its hash at every switch of
-    game (reproducible)."""
+    """A UCI engine at a fixed limit, one game at a time per process; ``game=`` clears its hash at every
+    switch of game (reproducible).
+
+    With several processes (``procs``), game ``id`` is always played by process ``id % procs`` and the
+    processes search their games of a ply in parallel, one thread each: ``procs`` cores for one player,
+    the same assignment of games to processes whatever the schedule."""
 
     has_value_head = False
 
-    def __init__(self, label: str, engine: RestartingEngine, limit: chess.engine.Limit, version: str) -> None:
-        self.label, self.engine, self.limit, self.version = label, engine, limit, version
+    def __init__(
+        self, label: str, engines: Sequence[RestartingEngine], limit: chess.engine.Limit, version: str
+    ) -> None:
+        if not engines:
+            raise ValueError("EnginePlayer needs at least one engine")
+        self.label, self.engines, self.limit, self.version = label, list(engines), limit, version
+        self._pool = ThreadPoolExecutor(len(self.engines)) if len(self.engines) > 1 else None
+
+    @property
+    def engine(self) -> RestartingEngine:
+        """The first (with one process, the only) engine."""
+        return self.engines[0]
+
+    def _play(self, k: int, games: Sequence[Game], idx: list[int]) -> list[chess.Move | None]:
+        engine = self.engines[k]
+        return [engine.play(games[i].board, self.limit, game=games[i].id).move for i in idx]
 
     def choose(self, games: Sequence[Game]) -> list[tuple[chess.Move | None, None]]:
-        return [(self.engine.play(g.board, self.limit, game=g.id).move, None) for g in games]
+        n = len(self.engines)
+        if self._pool is None:
+            return [(m, None) for m in self._play(0, games, list(range(len(games))))]
+        buckets = [[i for i, g in enumerate(games) if g.id % n == k] for k in range(n)]
+        moves: list[chess.Move | None] = [None] * len(games)
+        for idx, got in zip(buckets, self._pool.map(lambda k: self._play(k, games, buckets[k]), range(n))):
+            for i, m in zip(idx, got):
+                moves[i] = m
+        return [(m, None) for m in moves]
 
     def close(self) -> None:
-        self.engine.quit()
+        for e in self.engines:
+            e.quit()
+        if self._pool is not None:
+            self._pool.shutdown()
 
 
 class StockfishPlayer(EnginePlayer):
-    """Stockfish from an ``sf:`` spec (one thread, the spec's hash or 16 MB)."""
+    """Stockfish from an ``sf:`` spec (one thread per process, the spec's hash or 16 MB)."""
 
-    def __init__(self, label: str, spec: str, path: str | None = None) -> None:
+    def __init__(self, label: str, spec: str, path: str | None = None, procs: int = 1) -> None:
         limit, options = parse_stockfish_spec(spec)
-        engine = open_engine(path, threads=1, hash_mb=options.pop("Hash", 16), options=options)
-        super().__init__(label, engine, limit, engine.id.get("name", "Stockfish"))
+        hash_mb = options.pop("Hash", 16)
+        engines = _start_all(lambda: open_engine(path, threads=1, hash_mb=hash_mb, options=dict(options)), procs)
+        super().__init__(label, engines, limit, engines[0].id.get("name", "Stockfish"))
 
 
 class UciPlayer(EnginePlayer):
     """Any UCI engine (``uci:<command>``, :mod:`pdx_lightning.engines.external`), e.g. the real Lc0 at
     ``go nodes 1``; it is sent each game's full move history (``position ... moves ...``)."""
 
-    def __init__(self, label: str, spec: str) -> None:
+    def __init__(self, label: str, spec: str, procs: int = 1) -> None:
         argv, limit, options = parse_uci_spec(spec)
-        engine = RestartingEngine(command=argv, threads=None, hash_mb=None, options=options)
-        super().__init__(label, engine, limit, engine.id.get("name", argv[0]))
+        engines = _start_all(
+            lambda: RestartingEngine(command=argv, threads=None, hash_mb=None, options=dict(options)), procs
+        )
+        super().__init__(label, engines, limit, engines[0].id.get("name", argv[0]))
+
+
+def _start_all(start: Callable[[], RestartingEngine], procs: int) -> list[RestartingEngine]:
+    """``procs`` engines, all quit again if one fails to start."""
+    engines: list[RestartingEngine] = []
+    try:
+        for _ in range(procs):
+            engines.append(start())
+    except BaseException:
+        for e in engines:
+            e.quit()
+        raise
+    return engines
 
 
 def make_player(
@@ -123,13 +170,15 @@ def make_player(
     seed: int = 0,
     device: str = "cpu",
     stockfish: str | None = None,
+    engine_procs: int = 1,
 ) -> Player:
-    """A player from a model name (``pdx_lightning.nets.load_model``), an ``sf:`` spec or a ``uci:`` spec."""
+    """A player from a model name (``pdx_lightning.nets.load_model``), an ``sf:`` spec or a ``uci:`` spec
+    (``engine_procs`` processes of the engine, :class:`EnginePlayer`)."""
     label = label or spec
     if is_stockfish_spec(spec):
-        return StockfishPlayer(label, spec, stockfish)
+        return StockfishPlayer(label, spec, stockfish, engine_procs)
     if is_uci_spec(spec):
-        return UciPlayer(label, spec)
+        return UciPlayer(label, spec, engine_procs)
     from pdx_lightning.nets import load_model  # noqa: PLC0415
 
     return NetPlayer(label, load_model(spec).to(device), sample, temperature, seed)

@@ -11,6 +11,7 @@
 #   B1024=1 bash reports/beyond_paper/run.sh                             # add the 1,024-game cells (~2 h of training each)
 #   COMMIT=1 bash reports/beyond_paper/run.sh                            # git-commit each match's records as it finishes
 #   DRY=1 bash reports/beyond_paper/run.sh                               # print the commands, run nothing
+#   PROCS=2 bash reports/beyond_paper/run.sh search                      # 2 Lc0/Stockfish processes per player
 #   VENV=/path/to/.venv SHARED=/path/to/shared bash reports/beyond_paper/run.sh   # other locations
 #
 # 1. cells: the checkpoints of the committed cells were not kept, so each is retrained from its sweep
@@ -70,7 +71,7 @@ keep() { # name: the match's records into the report, committed when COMMIT=1
 match() { # name, arena arguments...
   local name=$1; shift
   [ -f $R/$name.json ] && return
-  run $P arena "$@" --openings $O --threads 1 --json $W/$name.json --md $W/$name.md --quiet || { echo "failed: $name" >&2; return 1; }
+  run $P arena "$@" --openings $O --threads 1 --engine-procs ${PROCS:-1} --json $W/$name.json --md $W/$name.md --quiet || { echo "failed: $name" >&2; return 1; }
   keep $name
 }
 

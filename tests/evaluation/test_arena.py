@@ -25,7 +25,7 @@ from pdx_lightning.engines.stockfish import StockfishSpecError, parse_stockfish_
 from pdx_lightning.evaluation import arena
 from pdx_lightning.evaluation.arena_game import ArenaError, game_outcome, to_pgn
 from pdx_lightning.evaluation.arena_loop import play_games, round_robin
-from pdx_lightning.evaluation.arena_players import NetPlayer, make_player
+from pdx_lightning.evaluation.arena_players import NetPlayer, UciPlayer, make_player
 from pdx_lightning.nets import NetOutput, load_model
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -396,15 +396,20 @@ def test_uci_spec_parsing(tmp_path):
 
 def test_uci_player_plays_the_same_games_as_the_network_it_runs(openings, tiny):
     """A network behind a real UCI process (``pdx uci``) at nodes=1 plays exactly the moves of the same
-    network played in-process by argmax: the external-engine path loses nothing (history included)."""
-    sched = round_robin(2, 2, 2)
+    network played in-process by argmax: the external-engine path loses nothing (history included). Two
+    processes of it (``--engine-procs 2``; one process: the Stockfish players' tests) split the games by
+    id and search them in parallel, with the same result."""
+    sched = round_robin(2, 2, 4)
     inproc = play_games(
         [NetPlayer("a", tiny[1]), NetPlayer("b", tiny[2])], openings, sched, max_plies=24, progress=False
     )
-    ext = make_player(f"uci:{sys.executable} -m pdx_lightning.engines.uci --model random:tiny:1", "a")
+    ext = make_player(f"uci:{sys.executable} -m pdx_lightning.engines.uci --model random:tiny:1", "a", engine_procs=2)
+    assert isinstance(ext, UciPlayer) and len(ext.engines) == 2
+    pids = {e.transport.get_pid() for e in ext.engines}
     try:
         games = play_games([ext, NetPlayer("b", tiny[2])], openings, sched, max_plies=24, progress=False)
     finally:
         ext.close()
+    assert len(pids) == 2
     assert [[m.uci() for m in g.moves] for g in games] == [[m.uci() for m in g.moves] for g in inproc]
     assert all(len(g.moves) > 4 for g in games)
