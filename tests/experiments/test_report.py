@@ -354,3 +354,30 @@ def test_the_paper_batch_comparison_rebuilds_from_its_records(tmp_path):
     spec.loader.exec_module(mod)
     assert mod.main(tmp_path / "report.md") == 0
     assert (tmp_path / "report.md").read_text() == (here / "report.md").read_text()
+
+
+@pytest.mark.slow  # five paired bootstraps over ~5,000 puzzles: ~15 s CPU
+def test_the_value_head_rate_section_pairs_the_two_recipe_cells():
+    """compare.py's recipe-against-recipe section: paired over the same puzzles (a cell against itself is
+    0 points and 1.00x, every interval degenerate), Elo the difference of the two matches with the
+    half-widths in quadrature; nothing until both cells are there."""
+    import importlib.util
+    import json
+    import math
+
+    here = Path(__file__).parents[2] / "reports" / "sweep_maia_1024"
+    spec = importlib.util.spec_from_file_location("compare_1024_rate", here / "compare.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    recipe = mod.members(here / "paper_recipe" / "cells_json.tar.xz")
+    ev = recipe["cells/forward_kl-adaptive-b0.01/eval.json"]
+    arena = json.loads((here / "arena" / "base_paper_recipe.json").read_text())
+    label = next(p["label"] for p in arena["players"] if p["label"] != "base")
+    first, second = mod.RECIPE_SETTINGS
+    assert mod.value_head_rate([(first, "c", ev, {}, arena, label)]) == []
+    md = mod.value_head_rate([(first, "c", ev, {}, arena, label), (second, "c", ev, {}, arena, label)])
+    row = next(line for line in "\n".join(md).splitlines() if line.startswith("| value head at 3e-6"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    half = mod.elo_record(arena, label)[1]
+    assert cells[1] == f"+0.0 ± {math.hypot(half, half):.1f}"
+    assert cells[2:] == ["+0.00 [+0.00, +0.00] / 1.00× [1.00, 1.00]"] * 5
