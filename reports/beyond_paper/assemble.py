@@ -505,7 +505,10 @@ def searched_sections(points: list[Point]) -> list[str]:
         "both sides (`--backend=eigen --threads=1`, Lc0's default search settings, the same node limit on "
         "both sides), 1,000 games on the 500 paired openings of `data/openings_uho_600.epd`. Elo of the "
         'cell against the base from the pentanomial record (± 95%) with LOS. "Retrained = committed": '
-        "every suite's per-puzzle outcome and the final metrics equal the committed cell's (`same_cell.py`).",
+        "every suite's per-puzzle outcome and the final metrics equal the committed cell's (`same_cell.py`); "
+        "a retrained cell that differs is a new draw of the same configuration, whose single pass is measured "
+        "again (pdx's arena on its checkpoint and on the exported files), and the searched matches speak for "
+        "it, not for the committed cell.",
         "",
     ]
     if rows:

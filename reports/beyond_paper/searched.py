@@ -77,6 +77,17 @@ def labels(records: Path) -> list[str]:
     return [k for k in CELLS if k in seen]
 
 
+def _same_text(same: dict | None) -> str:
+    if same is None:
+        return NOT_RUN
+    if same["identical"]:
+        return "yes"
+    return (
+        f"no: {len(same['suites_differing'])} suites and {len(same['metrics_differing'])} final metrics "
+        "differ (a new draw; its single pass is measured again in the next two columns)"
+    )
+
+
 def searched_rows(records: Path, committed: dict[tuple, str]) -> tuple[list[str], list[list[str]]]:
     """The table of Elo against the base by node count: its header and one row per cell with records.
     ``committed`` maps ``CELLS``' keys to the committed single-pass Elo text (the reports' own records)."""
@@ -105,13 +116,7 @@ def searched_rows(records: Path, committed: dict[tuple, str]) -> tuple[list[str]
         rows.append(
             [
                 f"{TERM_LABEL[term]}, {games:,} games/step, {setting}, seed {seed}",
-                NOT_RUN
-                if same is None
-                else (
-                    "yes"
-                    if same["identical"]
-                    else "no: " + ", ".join(same["suites_differing"] + same["metrics_differing"][:3])
-                ),
+                _same_text(same),
                 committed.get(CELLS[label], "–"),
                 _elo_text(_load(records, f"pdxckpt_{label}"), label),
                 _elo_text(pdx, label),
