@@ -226,7 +226,7 @@ def main(out: Path = HERE / "report.md") -> int:
         "except the two resumed 1,024-game cells, whose later part ran on two threads from a checkpoint (Table 2 "
         "recipe: 4,806 s to step 800 on one thread + 3,917 s; no regularizer: steps 500–2,000 only, the seconds of "
         "its first 500 steps were not recorded). Resumed on two threads, those two cells are not bit-reproducible "
-        "from their configs.",
+        "from their configs. The value-head-rate cell ran on two threads throughout, not resumed.",
         "",
         markdown_table(
             ["Setting", "Cell", "Elo vs base", *(f"{t}: Δ / p*" for _, t in SUITES), "KL", "H", "Train s"], table
