@@ -1,5 +1,6 @@
 """Figure 1's log-scaled ratio axis: labelled ticks that never crowd (0.8×, 0.9× and 1× overlapped)."""
 
+import itertools
 import math
 
 import pytest
@@ -11,7 +12,7 @@ from pdx_lightning.experiments.report.figures import ratio_ticks
 def test_ticks_are_inside_apart_and_include_one_when_in_range(lo, hi):
     ticks = ratio_ticks(lo, hi)
     assert ticks == sorted(ticks) and ticks and all(lo <= t <= hi for t in ticks)
-    gaps = [math.log10(b / a) for a, b in zip(ticks, ticks[1:])]
+    gaps = [math.log10(b / a) for a, b in itertools.pairwise(ticks)]
     assert all(g >= 0.1 * math.log10(hi / lo) - 1e-12 for g in gaps)
     assert (1.0 in ticks) == (lo <= 1.0 <= hi)
 
