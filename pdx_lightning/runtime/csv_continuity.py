@@ -12,11 +12,12 @@ rows after its checkpoint; the validation a fit logs at its start): the resumed 
 from __future__ import annotations
 
 import csv
-import os
 import warnings
 from pathlib import Path
 
 from lightning.fabric.loggers.csv_logs import CSVLogger
+
+from pdx_lightning.atomicfile import atomic_write
 
 METRICS = "metrics.csv"
 
@@ -28,12 +29,10 @@ def _read(path: Path) -> tuple[list[str], list[dict[str, str]]]:
 
 
 def _write(path: Path, header: list[str], rows: list[dict[str, str]]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", newline="") as f:
+    with atomic_write(path, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=header)
         writer.writeheader()
         writer.writerows(rows)
-    os.replace(tmp, path)
 
 
 def csv_loggers(loggers) -> list[CSVLogger]:
