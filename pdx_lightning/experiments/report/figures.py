@@ -68,7 +68,7 @@ def ratio_ticks(lo: float, hi: float, min_gap: float = 0.1) -> list[float]:
     for tier, _dist, c in sorted(cands):
         if tier < tiers and lo <= c <= hi and all(abs(math.log10(c / t)) >= min_gap * span for t in picked):
             picked.append(c)
-    return sorted(picked)
+    return sorted(picked) or [float(f"{math.sqrt(lo * hi):.3g}")]  # no round ratio inside: the middle
 
 
 def figure1(runs: Runs, out: Path) -> str | None:
