@@ -10,7 +10,8 @@ players are engines (``evaluation.arena_players``). Games end by the rules of ch
 by default), at ``--max-plies`` (512) or by ``--adjudicate`` (``evaluation.arena_game``).
 
 Output: ``--pgn`` is written game by game as games finish (finish order; the ``Round`` tag gives the
-schedule), so a running arena can be watched. The report (``evaluation.arena_report``; ``--json``,
+schedule), so a running arena can be watched, and ``--resume`` continues a stopped one from it
+(``evaluation.arena_resume``). The report (``evaluation.arena_report``; ``--json``,
 ``--md`` and printed) has the cutechess-cli / fastchess lines of every pair and the Elo ladder.
 ``--sprt elo0,elo1[,alpha,beta]`` (two players) stops scheduling games once the log-likelihood ratio
 of the first player's Elo over the second's crosses a bound; games already in flight are played out
@@ -21,7 +22,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import random
+import sys
 import time
 
 import torch
@@ -30,10 +33,11 @@ from pdx_lightning import argtypes
 from pdx_lightning.atomicfile import atomic_write_text
 from pdx_lightning.chesscore.opening_files import DEFAULT_SUITE, Opening, load_openings
 from pdx_lightning.evaluation import elo, match
-from pdx_lightning.evaluation.arena_game import MAX_PLIES, ArenaError, Game, to_pgn
+from pdx_lightning.evaluation.arena_game import MAX_PLIES, ArenaError, Game, GameRules, to_pgn
 from pdx_lightning.evaluation.arena_loop import play_games, round_robin
 from pdx_lightning.evaluation.arena_players import Player, StockfishPlayer, UciPlayer, make_player
 from pdx_lightning.evaluation.arena_report import ArenaRun, SprtMonitor, arena_report
+from pdx_lightning.evaluation.arena_resume import resumed_games
 from pdx_lightning.nets.arguments import add_network_arguments
 from pdx_lightning.runtime.jsonio import write_json
 
@@ -155,6 +159,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "for an early stop. --games is then the maximum",
     )
     a("--pgn", help="write every game as PGN here, as it finishes (finish order; Round is the schedule)")
+    a(
+        "--resume",
+        action="store_true",
+        help="continue a stopped arena from its --pgn file: its finished games are checked against "
+        "this command's schedule and kept, the rest are played and appended (a missing file starts "
+        "afresh; the same command line is needed)",
+    )
     a("--json", help="write results as JSON here")
     a("--md", help="write the markdown report here (it is also printed)")
     a("--quiet", action="store_true", help="no progress bar")
@@ -238,7 +249,11 @@ def run(args: argparse.Namespace) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     monitor = SprtMonitor(sprt) if sprt is not None else None
-    games, players, seconds = _play(args, labels, temps, openings, sched, monitor)
+    played = _resumed(args, labels, openings, sched)
+    if monitor is not None:
+        for g in played:
+            monitor(g)
+    games, players, seconds = _play(args, labels, temps, openings, sched, monitor, played)
     report = arena_report(
         ArenaRun(
             games=games,
@@ -247,6 +262,7 @@ def run(args: argparse.Namespace) -> int:
             base=base,
             anchor=anchor,
             seconds=seconds,
+            resumed=frozenset(g.id for g in played),
             scheduled=len(sched),
             sampled=args.sample,
             openings=args.openings,
@@ -268,6 +284,25 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _resumed(
+    args: argparse.Namespace, labels: list[str], openings: list[Opening], sched: list[tuple[int, int, int]]
+) -> list[Game]:
+    """``--resume``: the finished games of the ``--pgn`` file (none if it does not exist yet), the file
+    rewritten with exactly those games (``arena_resume``)."""
+    if not args.resume:
+        return []
+    if not args.pgn:
+        raise ArenaError("--resume continues a stopped arena from its --pgn file: give --pgn")
+    if not os.path.exists(args.pgn):
+        return []
+    rules = GameRules(args.max_plies, args.claim_draws, args.adjudicate, args.adjudicate_draw, args.adjudicate_win)
+    played, texts = resumed_games(args.pgn, labels, openings, sched, rules)
+    atomic_write_text(args.pgn, "".join(t + "\n\n" for t in texts))
+    if not args.quiet:
+        print(f"pdx arena: resuming: {len(played)} of {len(sched)} games in {args.pgn}", file=sys.stderr)
+    return played
+
+
 def _play(
     args: argparse.Namespace,
     labels: list[str],
@@ -275,11 +310,13 @@ def _play(
     openings: list[Opening],
     sched: list[tuple[int, int, int]],
     monitor: SprtMonitor | None,
+    played: list[Game],
 ) -> tuple[list[Game], list[Player], float]:
-    """Start the players, play the schedule (streaming ``--pgn``), close the players: the games, the
-    players and the seconds of play."""
+    """Start the players, play the schedule (streaming ``--pgn``; after ``played``, the resumed games),
+    close the players: the games, the players and the seconds of play."""
     players: list[Player] = []
-    pgn = open(args.pgn, "w", encoding="utf-8") if args.pgn else None  # noqa: SIM115  (closed below)
+    mode = "a" if args.resume else "w"
+    pgn = open(args.pgn, mode, encoding="utf-8") if args.pgn else None  # noqa: SIM115  (closed below)
 
     def finished(g: Game) -> None:
         if pgn is not None:  # streamed: a running arena can be watched (and a killed one keeps its games)
@@ -315,6 +352,7 @@ def _play(
             progress=not args.quiet,
             on_finish=finished,
             stop=monitor.stop if monitor is not None else None,
+            played=played,
         )
         seconds = time.perf_counter() - t0
     finally:

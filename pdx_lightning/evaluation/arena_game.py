@@ -27,6 +27,12 @@ from pdx_lightning.chesscore.rules import GameResult, Reason, game_end
 from pdx_lightning.errors import UserError
 
 MAX_PLIES = 512
+# the notes of the three adjudications (the last move's comment in the PGN)
+ADJUDICATED = {
+    None: "adjudication: value heads agree on a draw",
+    chess.WHITE: "adjudication: value heads agree White wins",
+    chess.BLACK: "adjudication: value heads agree Black wins",
+}
 
 
 class ArenaError(UserError, ValueError):
@@ -120,12 +126,10 @@ class Game:
         self.streak_white = self.streak_white + 1 if s_white >= rules.adjudicate_win else 0
         self.streak_black = self.streak_black + 1 if 1.0 - s_white >= rules.adjudicate_win else 0
         k = rules.adjudicate
-        if self.streak_draw >= k:
-            return GameResult(None, Reason.ADJUDICATION, "adjudication: value heads agree on a draw")
-        if self.streak_white >= k:
-            return GameResult(chess.WHITE, Reason.ADJUDICATION, "adjudication: value heads agree White wins")
-        if self.streak_black >= k:
-            return GameResult(chess.BLACK, Reason.ADJUDICATION, "adjudication: value heads agree Black wins")
+        streaks = {None: self.streak_draw, chess.WHITE: self.streak_white, chess.BLACK: self.streak_black}
+        for winner, streak in streaks.items():
+            if streak >= k:
+                return GameResult(winner, Reason.ADJUDICATION, ADJUDICATED[winner])
         return None
 
     def score_for(self, player: int) -> float:

@@ -47,16 +47,19 @@ def play_games(
     progress: bool = True,
     on_finish: Callable[[Game], None] | None = None,
     stop: Callable[[], bool] | None = None,
+    played: Sequence[Game] = (),
 ) -> list[Game]:
     """Play ``schedule`` with up to ``concurrency`` games in flight; finished games in schedule order.
 
     ``on_finish(game)`` is called as each game ends (finish order). ``stop()`` is asked before a pair's
     first game (even schedule index) is started: True schedules nothing more (the second game of a
-    started pair is always played, games in flight finish)."""
+    started pair is always played, games in flight finish). ``played``: finished games of this
+    schedule (a resumed arena's, ``arena_resume``), kept as they are; their slots are not played."""
     rules = GameRules(max_plies, claim_draws, adjudicate, adjudicate_draw, adjudicate_win)
-    pending = deque(enumerate(schedule))
+    skip = {g.id for g in played}
+    pending = deque((i, s) for i, s in enumerate(schedule) if i not in skip)
     active: list[Game] = []
-    done: list[Game] = []
+    done: list[Game] = list(played)
 
     def finish(games: list[Game]) -> None:
         done.extend(games)
@@ -64,7 +67,9 @@ def play_games(
             for g in games:
                 on_finish(g)
 
-    bar = progress_bar(total=len(schedule), desc="arena", unit="game", leave=True, disable=not progress)
+    bar = progress_bar(
+        total=len(schedule), initial=len(played), desc="arena", unit="game", leave=True, disable=not progress
+    )
     try:
         while pending or active:
             while pending and len(active) < concurrency:

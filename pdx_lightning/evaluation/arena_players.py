@@ -81,9 +81,19 @@ class NetPlayer:
         pass
 
 
+def search_token(g: Game) -> tuple[int, int]:
+    """The ``game=`` of one engine search: new at every ply of every game (``EnginePlayer``)."""
+    return g.id, len(g.moves)
+
+
 class EnginePlayer:
-    """A UCI engine at a fixed limit, one game at a time per process; ``game=`` clears its hash at every
-    switch of game (reproducible).
+    """A UCI engine at a fixed limit, one game at a time per process. Every move is searched from a
+    cleared engine: python-chess sends ``ucinewgame`` (hash, search tree, histories cleared) whenever
+    ``game=`` differs from the previous call's, and the token is the game *and its ply*, so no table or
+    tree of an earlier search is reused, not even the same game's when it is the player's only game in
+    flight (with the game alone as the token, such a game reused its previous move's search, so its
+    moves depended on how many games were in flight). A move thus depends on the position and its
+    history only: the same in any schedule, batch or resumed run.
 
     With several processes (``procs``), game ``id`` is always played by process ``id % procs`` and the
     processes search their games of a ply in parallel, one thread each: ``procs`` cores for one player,
@@ -106,7 +116,7 @@ class EnginePlayer:
 
     def _play(self, k: int, games: Sequence[Game], idx: list[int]) -> list[chess.Move | None]:
         engine = self.engines[k]
-        return [engine.play(games[i].board, self.limit, game=games[i].id).move for i in idx]
+        return [engine.play(games[i].board, self.limit, game=search_token(games[i])).move for i in idx]
 
     def choose(self, games: Sequence[Game]) -> list[tuple[chess.Move | None, None]]:
         n = len(self.engines)

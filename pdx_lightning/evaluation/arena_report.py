@@ -134,7 +134,7 @@ class ArenaRun:
     specs: list[str]  # the --model strings, one per label
     base: str
     anchor: str  # the ladder's fixed player
-    seconds: float
+    seconds: float  # of this run's play (a resumed run's games from the --pgn file took none)
     scheduled: int  # games in the schedule (more than played after an SPRT stop)
     sampled: bool
     openings: str  # the opening suite's path
@@ -146,6 +146,7 @@ class ArenaRun:
     # the UCI_Elo scale moved between Stockfish versions: the versions go with the ratings
     stockfish: dict[str, str] = field(default_factory=dict)
     uci_engines: dict[str, str] = field(default_factory=dict)
+    resumed: frozenset[int] = frozenset()  # ids of the games read back from a stopped run's --pgn (--resume)
 
 
 def arena_report(run: ArenaRun) -> dict[str, Any]:
@@ -153,12 +154,16 @@ def arena_report(run: ArenaRun) -> dict[str, Any]:
     games, labels = run.games, run.labels
     counts = tally(games, len(labels))
     plies = sum(len(g.moves) for g in games)
-    rate = len(games) / max(run.seconds, 1e-9)
+    new = [g for g in games if g.id not in run.resumed]  # played by this run
+    rate = len(new) / max(run.seconds, 1e-9)
     reasons = Counter(g.reason for g in games)
+    resumed = f"; {len(run.resumed)} games resumed from a stopped run's PGN, timed: the other {len(new)}"
     head = (
         f"## Arena: {len(games)} games, {len(labels)} players, {'sampled' if run.sampled else 'argmax'}; "
         f"openings {Path(run.openings).name}; {run.seconds:.1f} s ({rate:.2f} games/s, "
-        f"{plies / max(run.seconds, 1e-9):.0f} plies/s)\n\n"
+        f"{sum(len(g.moves) for g in new) / max(run.seconds, 1e-9):.0f} plies/s)"
+        + (resumed if run.resumed else "")
+        + "\n\n"
     )
     head += "Terminations: " + ", ".join(f"{k} {v}" for k, v in reasons.most_common())
     report = {
@@ -166,6 +171,7 @@ def arena_report(run: ArenaRun) -> dict[str, Any]:
         "players": [{"label": lab, "model": s} for lab, s in zip(labels, run.specs)],
         "base": run.base,
         "seconds": run.seconds,
+        "resumed_games": len(run.resumed),
         "games_per_s": rate,
         "plies": plies,
         "terminations": dict(reasons),

