@@ -164,7 +164,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="continue a stopped arena from its --pgn file: its finished games are checked against "
         "this command's schedule and kept, the rest are played and appended (a missing file starts "
-        "afresh; the same command line is needed)",
+        "afresh; the same command line is needed). Games finish whole: with engine players, which gain "
+        "nothing from more games in flight than --engine-procs, a small --concurrency keeps more of a "
+        "stopped run",
     )
     a("--json", help="write results as JSON here")
     a("--md", help="write the markdown report here (it is also printed)")

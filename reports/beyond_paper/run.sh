@@ -94,7 +94,8 @@ search() {
     match pdxckpt_$label --model base:maia-1900 --label base --model $(ckpt $cfg $cell) --label $label --games 1000
     match pdx_$label --model $BASE_PB --label base --model $E/$label.pb.gz --label $label --games 1000
     for n in $NODES; do
-      match lc0_n${n}_$label --model "$(lc0 $n $BASE_PB)" --label base --model "$(lc0 $n $E/$label.pb.gz)" --label $label --games 1000
+      match lc0_n${n}_$label --model "$(lc0 $n $BASE_PB)" --label base --model "$(lc0 $n $E/$label.pb.gz)" --label $label --games 1000 \
+        --concurrency $((8 * ${PROCS:-1}))  # engines gain nothing from more games in flight; fewer finish sooner (resume)
     done
   done <<< "$CELLS"
 }
