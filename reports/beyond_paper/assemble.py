@@ -536,6 +536,25 @@ def searched_sections(points: list[Point]) -> list[str]:
         ]
     else:
         out += ["The ladder has not been run yet: `run.sh ladder` scripts it; no result is claimed.", ""]
+    v_header, v_rows, data = mod.verdict_rows(RECORDS)
+    out += [
+        "## Verdicts: single pass, under search, on the ladder",
+        "",
+        "Per cell: Elo against the base played by the real Lc0 at 1 node (the single pass, on the exported "
+        "files), at 16 and 64 nodes, the change from the single pass (the same 500 opening pairs at every node "
+        "count: pair scores at N nodes minus at 1 node, 95% percentile bootstrap over the pairs; "
+        '"unchanged" when the interval holds 0), and the rating on the Stockfish ladder above.',
+        "",
+    ]
+    if v_rows:
+        out += [
+            "**Answer.** " + mod.search_answer(data),
+            "",
+            markdown_table(v_header, v_rows),
+            "",
+        ]
+    else:
+        out += ["No cell has its 1-node Lc0 match yet: no verdict is claimed.", ""]
     return out
 
 

@@ -9,6 +9,11 @@ matches at each node count (``lc0_n<N>_<label>``), each Elo from the pentanomial
 for game (the agreement column). The ladder (``ladder_<label>``): the BayesElo fit of each network and
 the Stockfish ``UCI_Elo`` rungs, anchored at one rung.
 
+The verdicts (``verdict_rows``): per cell, the single pass (Lc0 at 1 node), each searched Elo and its
+change from the single pass, paired by opening (the same 500 openings at every node count: the cell's
+pair scores at N nodes minus at 1 node, a 95% percentile bootstrap over the opening pairs), and the
+ladder rating. A change whose interval holds 0 is "unchanged"; one above 0 "grows", below "shrinks".
+
 A match or cell without records is reported as not run; nothing here is filled in by hand.
 """
 
@@ -17,6 +22,8 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+
+import numpy as np
 
 # run.sh's labels: (exploration term, games per step, setting, seed) — the committed cell each one retrains.
 CELLS = {
@@ -91,8 +98,6 @@ def _same_text(same: dict | None) -> str:
 def searched_rows(records: Path, committed: dict[tuple, str]) -> tuple[list[str], list[list[str]]]:
     """The table of Elo against the base by node count: its header and one row per cell with records.
     ``committed`` maps ``CELLS``' keys to the committed single-pass Elo text (the reports' own records)."""
-    from pdx_lightning.experiments.arms import TERM_LABEL
-
     nodes = [n for n in NODES if any(records.glob(f"lc0_n{n}_*.json"))] or [1, 16, 64]
     header = [
         "Cell",
@@ -105,7 +110,6 @@ def searched_rows(records: Path, committed: dict[tuple, str]) -> tuple[list[str]
     ]
     rows = []
     for label in labels(records):
-        term, games, setting, seed = CELLS[label]
         same = _load(records, f"same_{label}")
         pdx = _load(records, f"pdx_{label}")
         lc0_1 = _load(records, f"lc0_n1_{label}")
@@ -115,7 +119,7 @@ def searched_rows(records: Path, committed: dict[tuple, str]) -> tuple[list[str]
             agree = f"{k:,} / {n:,}"
         rows.append(
             [
-                f"{TERM_LABEL[term]}, {games:,} games/step, {setting}, seed {seed}",
+                cell_name(label),
                 _same_text(same),
                 committed.get(CELLS[label], "–"),
                 _elo_text(_load(records, f"pdxckpt_{label}"), label),
@@ -130,7 +134,6 @@ def searched_rows(records: Path, committed: dict[tuple, str]) -> tuple[list[str]
 def ladder_rows(records: Path) -> tuple[list[str], list[list[str]], list[list[str]]]:
     """Each network's rating on the Stockfish ladder (± 95%), and the rungs' fitted ratings per ladder
     (how far each lands from its nominal ``UCI_Elo``: the ladder's own check)."""
-    from pdx_lightning.experiments.arms import TERM_LABEL
 
     nets, rungs = [], []
     for label in ["base", *CELLS]:
@@ -139,11 +142,7 @@ def ladder_rows(records: Path) -> tuple[list[str], list[list[str]], list[list[st
             continue
         fit = {r["player"]: r for r in doc["elo"]["ratings"]}
         me = fit[label]
-        name = (
-            "Maia-1900 (the base)"
-            if label == "base"
-            else "{}, {:,} games/step, {}, seed {}".format(TERM_LABEL[CELLS[label][0]], *CELLS[label][1:])
-        )
+        name = cell_name(label)
         nets.append([name, f"{me['elo']:.0f} [{me['ci95'][0]:.0f}, {me['ci95'][1]:.0f}]", f"{me['games']:,}"])
         for player, r in fit.items():
             if player.startswith("sf:elo="):
@@ -151,3 +150,124 @@ def ladder_rows(records: Path) -> tuple[list[str], list[list[str]], list[list[st
                 rungs.append([name, player, f"{r['elo']:.0f}", f"{r['elo'] - nominal:+.0f}"])
     header = ["Network", "Elo (CCRL 40/4-anchored ladder) [95%]", "Games"]
     return header, nets, rungs
+
+
+RESULT_SCORE = {"1-0": 1.0, "0-1": 0.0, "1/2-1/2": 0.5}
+
+
+def pair_scores(doc: dict, label: str, base: str = "base") -> dict[str, float]:
+    """``label``'s score against ``base`` (0, ½, 1, 1½, 2) on each complete opening pair: the games of
+    rounds ``k.1`` and ``k.2``, keyed by ``k``."""
+    by: dict[str, list[float]] = {}
+    for g in doc["games"]:
+        if {g["white"], g["black"]} != {label, base}:
+            continue
+        s = RESULT_SCORE[g["result"]]
+        by.setdefault(g["round"].split(".")[0], []).append(s if g["white"] == label else 1.0 - s)
+    return {k: sum(v) for k, v in by.items() if len(v) == 2}
+
+
+def score_to_elo(score: np.ndarray | float) -> np.ndarray:
+    """Logistic Elo of a mean game score (clipped away from 0 and 1)."""
+    s = np.clip(np.asarray(score, dtype=float), 1e-6, 1 - 1e-6)
+    return 400.0 * np.log10(s / (1.0 - s))
+
+
+def search_change(
+    single: dict, searched: dict, label: str, resamples: int = 10_000, seed: int = 0
+) -> tuple[float, float, float, int]:
+    """Elo of ``label`` against the base in ``searched`` minus in ``single``, paired by opening pair: the
+    point estimate, the 95% percentile bootstrap interval (opening pairs resampled, the same pairs in
+    both matches) and the number of pairs both matches completed."""
+    a, b = pair_scores(single, label), pair_scores(searched, label)
+    keys = sorted(a.keys() & b.keys())
+    if not keys:
+        raise SystemExit(f"searched: no opening pair of {label!r} in both matches")
+    x = np.array([a[k] for k in keys]) / 2.0
+    y = np.array([b[k] for k in keys]) / 2.0
+    idx = np.random.default_rng(seed).integers(0, len(keys), size=(resamples, len(keys)))
+    boot = score_to_elo(y[idx].mean(axis=1)) - score_to_elo(x[idx].mean(axis=1))
+    lo, hi = np.percentile(boot, [2.5, 97.5])
+    return float(score_to_elo(y.mean()) - score_to_elo(x.mean())), float(lo), float(hi), len(keys)
+
+
+def change_word(lo: float, hi: float) -> str:
+    """ "grows" (interval above 0), "shrinks" (below) or "unchanged" (holds 0)."""
+    return "grows" if lo > 0 else "shrinks" if hi < 0 else "unchanged"
+
+
+def cell_name(label: str) -> str:
+    from pdx_lightning.experiments.arms import TERM_LABEL
+
+    if label == "base":
+        return "Maia-1900 (the base)"
+    return "{}, {:,} games/step, {}, seed {}".format(TERM_LABEL[CELLS[label][0]], *CELLS[label][1:])
+
+
+def ladder_rating(records: Path, label: str) -> tuple[float, float, float] | None:
+    """``label``'s rating on its Stockfish ladder and the fit's 95% interval, None without a ladder."""
+    doc = _load(records, f"ladder_{label}")
+    if doc is None:
+        return None
+    me = next(r for r in doc["elo"]["ratings"] if r["player"] == label)
+    return me["elo"], me["ci95"][0], me["ci95"][1]
+
+
+def verdict_rows(records: Path, nodes: tuple[int, ...] = (16, 64)) -> tuple[list[str], list[list[str]], list[dict]]:
+    """Per cell with a 1-node Lc0 match: its single-pass Elo, each searched Elo with its change from the
+    single pass (paired, ``search_change``) and the verdict word, and its ladder rating (with the base's
+    beside it). The table's header and rows, and the same numbers as dicts (for the answer's text)."""
+    header = ["Cell", "Single pass (Lc0, 1 node)"]
+    for n in nodes:
+        header += [f"{n} nodes", f"change from the single pass [95%], {n} nodes"]
+    header += ["Ladder Elo [95%]"]
+    rows, data = [], []
+    base_ladder = ladder_rating(records, "base")
+    for label in labels(records):
+        one = _load(records, f"lc0_n1_{label}")
+        if one is None:
+            continue
+        elo1, half1, _ = match_elo(one, label)
+        row = [cell_name(label), f"{elo1:+.1f} ± {half1:.1f}"]
+        entry: dict = {"label": label, "single": (elo1, half1), "searched": {}}
+        for n in nodes:
+            doc = _load(records, f"lc0_n{n}_{label}")
+            if doc is None:
+                row += [NOT_RUN, NOT_RUN]
+                continue
+            elo, half, _ = match_elo(doc, label)
+            d, lo, hi, _pairs = search_change(one, doc, label)
+            word = change_word(lo, hi)
+            entry["searched"][n] = (elo, half, d, lo, hi, word)
+            row += [f"{elo:+.1f} ± {half:.1f}", f"{d:+.1f} [{lo:+.1f}, {hi:+.1f}]: {word}"]
+        lad = ladder_rating(records, label)
+        entry["ladder"] = lad
+        if lad is None:
+            row.append(NOT_RUN)
+        else:
+            text = f"{lad[0]:.0f} [{lad[1]:.0f}, {lad[2]:.0f}]"
+            if base_ladder is not None:
+                text += f" (base {base_ladder[0]:.0f})"
+            row.append(text)
+        rows.append(row)
+        data.append(entry)
+    return header, rows, data
+
+
+def search_answer(data: list[dict], nodes: tuple[int, ...] = (16, 64)) -> str:
+    """The section's answer from the verdicts: per node count, how the cells' Elo moved from their single
+    pass (how many grew, shrank, stayed within noise); the cells whose matches are missing are named."""
+    parts = []
+    for n in nodes:
+        got = [e for e in data if n in e["searched"]]
+        if not got:
+            parts.append(f"At {n} nodes: not run")
+            continue
+        words = [e["searched"][n][5] for e in got]
+        changes = [e["searched"][n][2] for e in got]
+        counts = ", ".join(f"{words.count(w)} {w}" for w in ("grows", "unchanged", "shrinks") if w in words)
+        parts.append(
+            f"At {n} nodes ({len(got)} of {len(data)} cells): change from the single pass "
+            f"{min(changes):+.1f} to {max(changes):+.1f} Elo; {counts}"
+        )
+    return "; ".join(parts) + "."

@@ -4,6 +4,7 @@ import copy
 import csv
 import importlib.util
 import json
+import math
 import sys
 import tarfile
 from pathlib import Path
@@ -133,3 +134,62 @@ def test_the_ladder_table_reads_the_fit(tmp_path):
         ["Maia-1900 (the base)", "sf:elo=1650", "1650", "+0"],
     ]
     assert mod.ladder_rows(tmp_path / "none") == (header, [], [])
+
+
+def _match_record(label: str, pair_scores: list[float]) -> dict:
+    """A hand-made arena record of ``label`` against the base: one opening pair per score (0, ½, 1, 1½, 2;
+    ½ and 1½ as a draw and a decisive game), with its pentanomial match entry as the arena writes it."""
+    from pdx_lightning.evaluation import match
+
+    games, wins, losses, draws = [], 0, 0, 0
+    per = {
+        0.0: ("0-1", "1-0"),
+        0.5: ("1/2-1/2", "1-0"),
+        1.0: ("1/2-1/2", "1/2-1/2"),
+        1.5: ("1/2-1/2", "0-1"),
+        2.0: ("1-0", "0-1"),
+    }
+    for k, s in enumerate(pair_scores, 1):
+        for c, result in enumerate(per[s], 1):  # game 1: the cell White, game 2: the base White
+            white, black = (label, "base") if c == 1 else ("base", label)
+            games.append({"white": white, "black": black, "opening": f"o{k}", "round": f"{k}.{c}", "result": result})
+            mine = {"1-0": 1.0, "0-1": 0.0, "1/2-1/2": 0.5}[result]
+            mine = mine if white == label else 1.0 - mine
+            wins, losses, draws = wins + (mine == 1.0), losses + (mine == 0.0), draws + (mine == 0.5)
+    m = match.summarize(label, "base", wins, losses, draws, pair_scores)
+    entry = {"a": label, "b": "base", "los": m.los, "pentanomial": list(m.pentanomial)}
+    return {"games": games, "matches": [entry]}
+
+
+def test_search_change_is_the_paired_elo_difference_with_a_bootstrap_interval(tmp_path):
+    mod = _module("searched")
+    single = _match_record("fwd_s3", [1.0] * 50 + [2.0] * 25 + [0.0] * 25)  # score 0.5
+    searched = _match_record("fwd_s3", [1.0] * 50 + [2.0] * 50)  # score 0.75: +190.8 Elo
+    d, lo, hi, n = mod.search_change(single, searched, "fwd_s3")
+    assert n == 100
+    assert d == pytest.approx(400 * math.log10(0.75 / 0.25))  # hand: Elo(0.75) - Elo(0.5)
+    assert 0 < lo < d < hi and mod.change_word(lo, hi) == "grows"
+    assert mod.search_change(single, single, "fwd_s3")[:3] == (0.0, 0.0, 0.0)
+    assert mod.change_word(*mod.search_change(searched, single, "fwd_s3")[1:3]) == "shrinks"
+    assert mod.change_word(-3.0, 4.0) == "unchanged"
+    # only the opening pairs both matches completed are paired
+    cut = copy.deepcopy(searched)
+    cut["games"] = [g for g in cut["games"] if g["round"] != "1.2"]
+    assert mod.search_change(single, cut, "fwd_s3")[3] == 99
+
+
+def test_the_verdicts_read_the_records_and_never_fill_in(tmp_path):
+    mod = _module("searched")
+    one = _match_record("rev_s3", [1.0] * 100)
+    (tmp_path / "lc0_n1_rev_s3.json").write_text(json.dumps(one))
+    (tmp_path / "lc0_n16_rev_s3.json").write_text(json.dumps(_match_record("rev_s3", [1.0] * 90 + [0.0] * 10)))
+    header, rows, data = mod.verdict_rows(tmp_path)
+    assert header[1:4] == ["Single pass (Lc0, 1 node)", "16 nodes", "change from the single pass [95%], 16 nodes"]
+    (row,) = rows
+    assert row[0] == "Reverse-KL anchor, 128 games/step, maia.yaml rates, seed 3"
+    assert row[1] == "-0.0 ± 0.0" and row[2].startswith("-34.9 ± ")  # 400 log10(0.45/0.55) = -34.86
+    assert row[3].startswith("-34.9 [") and row[3].endswith("]: shrinks")
+    assert row[4:] == ["not run", "not run", "not run"]  # no 64-node match, no ladder
+    answer = mod.search_answer(data)
+    assert answer.startswith("At 16 nodes (1 of 1 cells): change from the single pass -34.9 to -34.9 Elo; 1 shrinks")
+    assert answer.endswith("At 64 nodes: not run.")
