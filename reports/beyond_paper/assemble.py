@@ -522,7 +522,9 @@ def searched_sections(points: list[Point]) -> list[str]:
         "`UCI_Elo` calibrated at 60 s + 0.6 s against CCRL 40/4), the rungs 20 games each between them; "
         "BayesElo fit (the arena's default model) anchored at `sf:elo=1650` = 1650. The networks play one "
         "forward pass per move and the `sf:` players search to the depth their skill level fixes: neither "
-        "side plays the calibration's time control, so the scale is the ladder's, tied to CCRL through the anchor.",
+        "side plays the calibration's time control, so the scale is the ladder's, tied to CCRL through the anchor. "
+        "A ladder is not reproducible game for game: Stockfish draws its weakened move (`UCI_LimitStrength`) "
+        "from a generator seeded by the clock; its uncertainty is the fit's interval.",
         "",
     ]
     if nets:
