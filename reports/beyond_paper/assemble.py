@@ -497,6 +497,7 @@ def searched_sections(points: list[Point]) -> list[str]:
     committed = {(p.term, p.batch, p.setting, p.seed): f"{p.elo:+.1f} ± {p.elo_half:.1f}" for p in points}
     header, rows = mod.searched_rows(RECORDS, committed)
     lad_header, nets, rungs = mod.ladder_rows(RECORDS)
+    joint = mod.joint_ladder(RECORDS)
     out = [
         "## Under search: the real Lc0 at 1, 16 and 64 nodes",
         "",
@@ -530,6 +531,17 @@ def searched_sections(points: list[Point]) -> list[str]:
     if nets:
         out += [
             markdown_table(lad_header, nets),
+            "",
+            "All the ladders in one fit (the rungs are the same five players in each: the networks are compared "
+            "through the same rung ratings; difference from the base ± 95% from the fit's covariance):",
+            "",
+            markdown_table(
+                ["Network", "Elo, joint fit [95%]", "− the base's, joint fit"],
+                [
+                    [mod.cell_name(k), f"{lad[0]:.0f} [{lad[1]:.0f}, {lad[2]:.0f}]", mod.ladder_diff_text(k, lad)]
+                    for k, lad in joint.items()
+                ],
+            ),
             "",
             "The rungs' own fit (the ladder's check: how far each lands from its nominal Elo):",
             "",

@@ -204,25 +204,22 @@ def cell_name(label: str) -> str:
     return "{}, {:,} games/step, {}, seed {}".format(TERM_LABEL[CELLS[label][0]], *CELLS[label][1:])
 
 
-def ladder_rating(records: Path, label: str) -> tuple[float, float, float] | None:
-    """``label``'s rating on its Stockfish ladder and the fit's 95% interval, None without a ladder."""
-    doc = _load(records, f"ladder_{label}")
-    if doc is None:
-        return None
-    me = next(r for r in doc["elo"]["ratings"] if r["player"] == label)
-    return me["elo"], me["ci95"][0], me["ci95"][1]
+def ladder_diff_text(label: str, lad: tuple[float, float, float, float, float]) -> str:
+    """A network's joint-ladder difference from the base (± 95%), "–" for the base itself."""
+    return "–" if label == "base" else f"{lad[3]:+.0f} ± {lad[4]:.0f}"
 
 
 def verdict_rows(records: Path, nodes: tuple[int, ...] = (16, 64)) -> tuple[list[str], list[list[str]], list[dict]]:
     """Per cell with a 1-node Lc0 match: its single-pass Elo, each searched Elo with its change from the
-    single pass (paired, ``search_change``) and the verdict word, and its ladder rating (with the base's
-    beside it). The table's header and rows, and the same numbers as dicts (for the answer's text)."""
+    single pass (paired, ``search_change``) and the verdict word, and its rating in the joint ladder fit
+    with its difference from the base's (``joint_ladder``). The table's header and rows, and the same
+    numbers as dicts (the answer's text)."""
     header = ["Cell", "Single pass (Lc0, 1 node)"]
     for n in nodes:
         header += [f"{n} nodes", f"change from the single pass [95%], {n} nodes"]
-    header += ["Ladder Elo [95%]"]
+    header += ["Ladder Elo [95%], joint fit", "Ladder Elo − base's [95%]"]
     rows, data = [], []
-    base_ladder = ladder_rating(records, "base")
+    joint = joint_ladder(records)
     for label in labels(records):
         one = _load(records, f"lc0_n1_{label}")
         if one is None:
@@ -240,15 +237,12 @@ def verdict_rows(records: Path, nodes: tuple[int, ...] = (16, 64)) -> tuple[list
             word = change_word(lo, hi)
             entry["searched"][n] = (elo, half, d, lo, hi, word)
             row += [f"{elo:+.1f} ± {half:.1f}", f"{d:+.1f} [{lo:+.1f}, {hi:+.1f}]: {word}"]
-        lad = ladder_rating(records, label)
+        lad = joint.get(label)
         entry["ladder"] = lad
         if lad is None:
-            row.append(NOT_RUN)
+            row += [NOT_RUN, NOT_RUN]
         else:
-            text = f"{lad[0]:.0f} [{lad[1]:.0f}, {lad[2]:.0f}]"
-            if base_ladder is not None:
-                text += f" (base {base_ladder[0]:.0f})"
-            row.append(text)
+            row += [f"{lad[0]:.0f} [{lad[1]:.0f}, {lad[2]:.0f}]", ladder_diff_text(label, lad)]
         rows.append(row)
         data.append(entry)
     return header, rows, data
@@ -270,4 +264,37 @@ def search_answer(data: list[dict], nodes: tuple[int, ...] = (16, 64)) -> str:
             f"At {n} nodes ({len(got)} of {len(data)} cells): change from the single pass "
             f"{min(changes):+.1f} to {max(changes):+.1f} Elo; {counts}"
         )
-    return "; ".join(parts) + "."
+    return ". ".join(parts) + "."
+
+
+ANCHOR, ANCHOR_ELO = "sf:elo=1650", 1650.0  # run.sh's ladder anchor
+
+
+def joint_ladder(records: Path) -> dict[str, tuple[float, float, float, float, float]]:
+    """Every network's ladder games in one pool (the rungs are the same players in each ladder), fitted as
+    each ladder is (BayesElo, 2 virtual draws per pair, anchored at ``ANCHOR``): per network, its rating,
+    the 95% bounds, and its difference from the base with that difference's 95% half-width (from the fit's
+    covariance). Empty without the base's ladder."""
+    from pdx_lightning.evaluation.elo import Z95, fit_elo
+
+    docs = [d for label in ["base", *CELLS] if (d := _load(records, f"ladder_{label}")) is not None]
+    if not docs or docs[0]["base"] != "base":
+        return {}
+    players: list[str] = []
+    for d in docs:
+        players += [p["label"] for p in d["players"] if p["label"] not in players]
+    nets = [p for p in players if not p.startswith("sf:")]
+    players = nets + sorted(p for p in players if p.startswith("sf:"))
+    counts = np.zeros((len(players), len(players), 3))
+    for d in docs:
+        idx = [players.index(p["label"]) for p in d["players"]]
+        counts[np.ix_(idx, idx)] += np.asarray(d["counts"], dtype=float)
+    fit = fit_elo(players, counts, model="bayeselo", anchor=ANCHOR, anchor_rating=ANCHOR_ELO, prior_draws=2.0)
+    b = players.index("base")
+    out = {}
+    for i, p in enumerate(nets):
+        lo, hi = fit.ci95[i]
+        var = fit.cov[i, i] + fit.cov[b, b] - 2.0 * fit.cov[i, b]
+        diff, half = float(fit.ratings[i] - fit.ratings[b]), Z95 * float(np.sqrt(max(var, 0.0)))
+        out[p] = (float(fit.ratings[i]), float(lo), float(hi), diff, half)
+    return out

@@ -189,7 +189,38 @@ def test_the_verdicts_read_the_records_and_never_fill_in(tmp_path):
     assert row[0] == "Reverse-KL anchor, 128 games/step, maia.yaml rates, seed 3"
     assert row[1] == "-0.0 ± 0.0" and row[2].startswith("-34.9 ± ")  # 400 log10(0.45/0.55) = -34.86
     assert row[3].startswith("-34.9 [") and row[3].endswith("]: shrinks")
-    assert row[4:] == ["not run", "not run", "not run"]  # no 64-node match, no ladder
+    assert row[4:] == ["not run"] * 4  # no 64-node match, no ladder
     answer = mod.search_answer(data)
     assert answer.startswith("At 16 nodes (1 of 1 cells): change from the single pass -34.9 to -34.9 Elo; 1 shrinks")
-    assert answer.endswith("At 64 nodes: not run.")
+    assert answer.endswith(". At 64 nodes: not run.")
+
+
+def _ladder(label: str, vs_rungs: list[list[int]]) -> dict:
+    """A hand-made ladder record: ``label`` against sf:elo=1350 and sf:elo=1650, ``vs_rungs[k]`` = (W, D, L)
+    of the network as White against rung k (and the mirror as Black), 10 games between the rungs."""
+    players = [label, "sf:elo=1350", "sf:elo=1650"]
+    c = [[[0, 0, 0] for _ in players] for _ in players]
+    for k, (w, d, lo) in enumerate(vs_rungs, 1):
+        c[0][k] = [w, d, lo]
+        c[k][0] = [lo, d, w]
+    c[2][1], c[1][2] = [3, 1, 1], [1, 1, 3]
+    return {"base": label, "players": [{"label": p} for p in players], "counts": c}
+
+
+def test_the_joint_ladder_pools_the_ladders_and_differences_the_base(tmp_path):
+    mod = _module("searched")
+    assert mod.joint_ladder(tmp_path) == {}
+    (tmp_path / "ladder_base.json").write_text(json.dumps(_ladder("base", [[60, 20, 20], [30, 30, 40]])))
+    (tmp_path / "ladder_rev_s3.json").write_text(json.dumps(_ladder("rev_s3", [[60, 20, 20], [30, 30, 40]])))
+    (tmp_path / "ladder_fwd_s3.json").write_text(json.dumps(_ladder("fwd_s3", [[70, 20, 10], [45, 30, 25]])))
+    joint = mod.joint_ladder(tmp_path)
+    assert list(joint) == ["base", "fwd_s3", "rev_s3"]  # run.sh's order, the base first
+    base, fwd, rev = joint["base"], joint["fwd_s3"], joint["rev_s3"]
+    assert base[3] == 0.0 and rev[3] == pytest.approx(0.0, abs=1e-6) and rev[0] == pytest.approx(base[0], abs=1e-4)
+    assert fwd[3] > 0 and fwd[3] == pytest.approx(fwd[0] - base[0])
+    # the difference's interval is narrower than the two ratings' own intervals added (shared rungs)
+    assert 0 < fwd[4] < (fwd[2] - fwd[1]) / 2 + (base[2] - base[1]) / 2
+    assert (
+        mod.ladder_diff_text("fwd_s3", fwd) == f"{fwd[3]:+.0f} ± {fwd[4]:.0f}"
+        and mod.ladder_diff_text("base", base) == "–"
+    )
