@@ -35,7 +35,7 @@ from pdx_lightning.chesscore.opening_files import DEFAULT_SUITE, Opening, load_o
 from pdx_lightning.evaluation import elo, match
 from pdx_lightning.evaluation.arena_game import MAX_PLIES, ArenaError, Game, GameRules, to_pgn
 from pdx_lightning.evaluation.arena_loop import play_games, round_robin
-from pdx_lightning.evaluation.arena_players import Player, StockfishPlayer, UciPlayer, make_player
+from pdx_lightning.evaluation.arena_players import EnginePlayer, Player, StockfishPlayer, UciPlayer, make_player
 from pdx_lightning.evaluation.arena_report import ArenaRun, SprtMonitor, arena_report
 from pdx_lightning.evaluation.arena_resume import resumed_games
 from pdx_lightning.nets.arguments import add_network_arguments
@@ -112,7 +112,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--concurrency",
         type=argtypes.int_in(1, 1 << 20),
         default=1024,
-        help="games in flight (the networks' batch size)",
+        help="games in flight (the networks' batch size). Engines (sf:, uci:) search every move from "
+        "ucinewgame, except with 1 (one game at a time): then each game keeps its engines' hash and "
+        "search tree between its moves, as a GUI plays them",
     )
     a("--seed", type=argtypes.seed, default=0, help="opening order and sampling seed")
     a(
@@ -275,6 +277,7 @@ def run(args: argparse.Namespace) -> int:
             sprt=monitor,
             stockfish={p.label: p.version for p in players if isinstance(p, StockfishPlayer)},
             uci_engines={p.label: p.version for p in players if isinstance(p, UciPlayer)},
+            engine_search=_engine_search(players),
         )
     )
     if args.json:
@@ -284,6 +287,13 @@ def run(args: argparse.Namespace) -> int:
         atomic_write_text(args.md, md)
     print(md)
     return 0
+
+
+def _engine_search(players: list[Player]) -> str | None:
+    """What the engine players keep between a game's moves: "game" (hash and tree) or "move" (nothing);
+    None without engines."""
+    engines = [p for p in players if isinstance(p, EnginePlayer)]
+    return None if not engines else "game" if engines[0].keep_search else "move"
 
 
 def _resumed(
@@ -340,6 +350,9 @@ def _play(
                     engine_procs=args.engine_procs,
                 )
             )
+        for p in players:
+            if isinstance(p, EnginePlayer):
+                p.keep_search = args.concurrency == 1
         t0 = time.perf_counter()
         games = play_games(
             players,

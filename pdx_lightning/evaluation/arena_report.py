@@ -147,6 +147,15 @@ class ArenaRun:
     stockfish: dict[str, str] = field(default_factory=dict)
     uci_engines: dict[str, str] = field(default_factory=dict)
     resumed: frozenset[int] = frozenset()  # ids of the games read back from a stopped run's --pgn (--resume)
+    engine_search: str | None = None  # engines' search kept within a "game" or cleared every "move"; None: no engine
+
+
+ENGINE_SEARCH = {
+    "game": "Engines: each game from `ucinewgame`, its hash and search tree kept between its moves (one game "
+    "in flight, `--concurrency 1`).",
+    "move": "Engines: every move searched from `ucinewgame` (nothing kept between moves; `--concurrency 1` "
+    "keeps a game's search between its moves).",
+}
 
 
 def arena_report(run: ArenaRun) -> dict[str, Any]:
@@ -166,12 +175,15 @@ def arena_report(run: ArenaRun) -> dict[str, Any]:
         + "\n\n"
     )
     head += "Terminations: " + ", ".join(f"{k} {v}" for k, v in reasons.most_common())
+    if run.engine_search is not None:
+        head += "\n\n" + ENGINE_SEARCH[run.engine_search]
     report = {
         "config": run.config,
         "players": [{"label": lab, "model": s} for lab, s in zip(labels, run.specs)],
         "base": run.base,
         "seconds": run.seconds,
         "resumed_games": len(run.resumed),
+        "engine_search": run.engine_search,
         "games_per_s": rate,
         "plies": plies,
         "terminations": dict(reasons),

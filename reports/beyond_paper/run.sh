@@ -32,8 +32,12 @@
 #    Lc0 plays the policy argmax, so it must agree with pdx's own arena on the same two files
 #    (pdx_<cell>.json, in-process, game for game), and pdxckpt_<cell>.json plays the checkpoint itself
 #    (the committed 1,000-game record's setting). The arena sends each engine the game's full move
-#    history and `ucinewgame` before every move (since 2026-12-04; before, at every switch of game,
-#    which let a player's only game in flight reuse its previous search), so no tree is reused.
+#    history. The Lc0 matches play one game at a time (`--concurrency 1`): each game starts from
+#    `ucinewgame` and Lc0 keeps its search tree between the game's moves, as a GUI plays it (before
+#    2026-12-04 the arena cleared the engines at every switch of game, so a match's last game in flight
+#    reused its searches and the others did not; no Lc0 match above 1 node was played so, the ladders of
+#    the base and fwd_s3 were, whose Stockfish moves are drawn at random anyway). At 1 node the tree
+#    holds nothing to reuse. With PROCS > 1 only the sf: ladder matches use the extra processes.
 # 3. ladder: per network (the base and every cell, single pass, in-process), 400 games against each
 #    Stockfish 15.1 `UCI_Elo` rung (sf:elo=1350 ... 1950; the base sits ~145 above sf:elo=1500 in
 #    reports/sweep_maia_seeds8's arena) and 20 games between rungs, the ladder anchored at
@@ -95,7 +99,7 @@ search() {
     match pdx_$label --model $BASE_PB --label base --model $E/$label.pb.gz --label $label --games 1000
     for n in $NODES; do
       match lc0_n${n}_$label --model "$(lc0 $n $BASE_PB)" --label base --model "$(lc0 $n $E/$label.pb.gz)" --label $label --games 1000 \
-        --concurrency $((8 * ${PROCS:-1}))  # engines gain nothing from more games in flight; fewer finish sooner (resume)
+        --concurrency 1  # one game at a time: Lc0 keeps its tree between a game's moves, as in a GUI
     done
   done <<< "$CELLS"
 }

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 
+import chess.engine
 import chess.pgn
 import pytest
 import torch
@@ -191,12 +192,16 @@ def test_resume_needs_pgn(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_killed_engine_arena_resumes_to_the_uninterrupted_result(tmp_path, stockfish_path):
+@pytest.mark.parametrize("concurrency", [4, 1], ids=["every-move-cleared", "game-keeps-its-search"])
+def test_a_killed_engine_arena_resumes_to_the_uninterrupted_result(tmp_path, stockfish_path, concurrency):
     """A real SIGKILL of `pdx arena` (two Stockfish players at fixed nodes, one thread: deterministic)
     once a few games are on disk; `--resume` with the same command gives the same games as a run that
-    was never stopped."""
+    was never stopped: with 4 games in flight (every move searched after ucinewgame; with the game alone
+    as the search token, the last games in flight reused their searches and one game of 24 differed)
+    and with one (each game keeps its hash between its moves)."""
     cmd = [sys.executable, "-m", "pdx_lightning.cli", "arena", "--model", "sf:nodes=200", "--model", "sf:nodes=400"]
-    cmd += ["--games", "24", "--max-plies", "80", "--concurrency", "4", "--quiet", "--stockfish", stockfish_path]
+    cmd += ["--games", "24", "--max-plies", "80", "--concurrency", str(concurrency), "--quiet"]
+    cmd += ["--stockfish", stockfish_path]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
 
     def out(d):
@@ -218,6 +223,7 @@ def test_a_killed_engine_arena_resumes_to_the_uninterrupted_result(tmp_path, sto
     r = subprocess.run([*cmd, *out(killed), "--resume"], env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     want, got = _report(full), _report(killed)
+    assert got["engine_search"] == want["engine_search"] == ("game" if concurrency == 1 else "move")
     assert got["resumed_games"] >= stopped - 1  # the last game on disk may have been cut short
     assert got["games"] == want["games"] and got["counts"] == want["counts"]
     assert sorted(_texts((killed / "r.pgn").read_text())) == sorted(_texts((full / "r.pgn").read_text()))
@@ -225,3 +231,30 @@ def test_a_killed_engine_arena_resumes_to_the_uninterrupted_result(tmp_path, sto
 
 def _count(d) -> int:
     return (d / "r.pgn").read_text().count("[Event ") if (d / "r.pgn").exists() else 0
+
+
+def test_engine_search_tokens_clear_every_move_or_keep_a_game(tmp_path):
+    """python-chess sends ucinewgame when play()'s game= token changes: every move (the default) or
+    every game (keep_search, the arena's --concurrency 1)."""
+    from types import SimpleNamespace
+
+    from pdx_lightning.chesscore.opening_files import load_openings
+    from pdx_lightning.evaluation.arena_game import Game
+    from pdx_lightning.evaluation.arena_players import EnginePlayer
+
+    tokens = []
+
+    def play(board, limit, game):
+        tokens.append(game)
+        return SimpleNamespace(move=next(iter(board.legal_moves)))
+
+    player = EnginePlayer("e", [SimpleNamespace(play=play)], chess.engine.Limit(nodes=1), "fake")
+    o = load_openings()[0]
+    g = Game(7, 0, 1, o, "4.2")
+    for _ in range(2):
+        player.choose([g])
+        g.moves.append(None)  # the next ply of the same game
+    player.keep_search = True
+    for _ in range(2):
+        player.choose([g])
+    assert tokens == [(7, 0), (7, 1), 7, 7]
