@@ -514,6 +514,8 @@ def searched_sections(points: list[Point]) -> list[str]:
     ]
     if rows:
         out += [markdown_table(header, rows), ""]
+        if text := mod.divergence_text(RECORDS):
+            out += [text, ""]
     else:
         out += ["No match has been run yet: `run.sh` scripts them; no result is claimed.", ""]
     out += [

@@ -298,3 +298,21 @@ def joint_ladder(records: Path) -> dict[str, tuple[float, float, float, float, f
         diff, half = float(fit.ratings[i] - fit.ratings[b]), Z95 * float(np.sqrt(max(var, 0.0)))
         out[p] = (float(fit.ratings[i]), float(lo), float(hi), diff, half)
     return out
+
+
+def divergence_text(records: Path) -> str:
+    """Where Lc0 at 1 node and pdx parted (``divergence.py``'s records): how many differing games were
+    replayed, how many parted at the same ply again, and the largest log-probability gap, under pdx's
+    forward pass, between pdx's move and Lc0's there. Empty without records."""
+    entries = [e for p in sorted(records.glob("divergence_*.json")) for e in json.loads(p.read_text())]
+    if not entries:
+        return ""
+    parted = [e for e in entries if e["ply"] is not None]
+    runner_up = sum(abs(e["played_log_gap"] - e["top2_log_gap"]) < 1e-9 for e in parted)
+    worst = max((e["played_log_gap"] for e in parted), default=float("nan"))
+    return (
+        f"Where Lc0 and pdx differ ({len(entries)} games, replayed by `divergence.py`): {len(parted)} of them "
+        f"part again; at the first move they play differently, Lc0's move is pdx's second choice in "
+        f"{runner_up}, at most {worst:.1e} below the first in pdx's log-probability: near ties that the two "
+        "implementations' floating-point arithmetic (Lc0's Eigen backend, pdx's torch) breaks differently."
+    )

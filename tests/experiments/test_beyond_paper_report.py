@@ -224,3 +224,15 @@ def test_the_joint_ladder_pools_the_ladders_and_differences_the_base(tmp_path):
         mod.ladder_diff_text("fwd_s3", fwd) == f"{fwd[3]:+.0f} ± {fwd[4]:.0f}"
         and mod.ladder_diff_text("base", base) == "–"
     )
+
+
+def test_the_divergence_line_reads_the_replays(tmp_path):
+    mod = _module("searched")
+    assert mod.divergence_text(tmp_path) == ""
+    tie = {"ply": 12, "top2_log_gap": 2e-4, "played_log_gap": 2e-4}
+    other = {"ply": 3, "top2_log_gap": 1e-5, "played_log_gap": 0.5}  # Lc0 played pdx's third choice
+    (tmp_path / "divergence_fwd_s3.json").write_text(json.dumps([tie, {"ply": None}]))
+    (tmp_path / "divergence_rev_s3.json").write_text(json.dumps([other]))
+    text = mod.divergence_text(tmp_path)
+    assert text.startswith("Where Lc0 and pdx differ (3 games, replayed by `divergence.py`): 2 of them part again;")
+    assert "Lc0's move is pdx's second choice in 1, at most 5.0e-01 below" in text
