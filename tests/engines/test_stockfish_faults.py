@@ -167,9 +167,9 @@ def test_arena_stockfish_player_survives_a_killed_engine(stockfish_path):
 
     player = StockfishPlayer("sf", "sf:nodes=500", stockfish_path)
 
-    class G:  # the two attributes choose() reads
+    class G:  # the attributes choose() reads
         def __init__(self, i):
-            self.board, self.id = chess.Board(), i
+            self.board, self.id, self.moves = chess.Board(), i, []
 
     os.kill(player.engine.transport.get_pid(), signal.SIGKILL)
     time.sleep(0.2)
