@@ -514,8 +514,9 @@ def searched_sections(points: list[Point]) -> list[str]:
     ]
     if rows:
         out += [markdown_table(header, rows), ""]
-        if text := mod.divergence_text(RECORDS):
-            out += [text, ""]
+        for text in (mod.divergence_text(RECORDS), mod.search_mode_text(RECORDS)):
+            if text:
+                out += [text, ""]
     else:
         out += ["No match has been run yet: `run.sh` scripts them; no result is claimed.", ""]
     out += [

@@ -316,3 +316,23 @@ def divergence_text(records: Path) -> str:
         f"{runner_up}, at most {worst:.1e} below the first in pdx's log-probability: near ties that the two "
         "implementations' floating-point arithmetic (Lc0's Eigen backend, pdx's torch) breaks differently."
     )
+
+
+def search_mode_text(records: Path) -> str:
+    """How the engines of the searched (> 1 node) matches kept their search, from the records' ``engine_search``
+    (``pdx arena``: "game", one game at a time keeping its tree; "move", cleared every move). Empty
+    without such records."""
+    modes = {}
+    for p in sorted(records.glob("lc0_n*_*.json")):
+        m = re.match(r"lc0_n(\d+)_", p.stem)
+        if m and int(m.group(1)) > 1:
+            modes[p.stem] = json.loads(p.read_text()).get("engine_search")
+    if not modes:
+        return ""
+    game = [k for k, v in modes.items() if v == "game"]
+    text = (
+        f"Searched matches: {len(game)} of {len(modes)} played one game at a time, each from `ucinewgame`, "
+        "Lc0 keeping its search tree between the game's moves as in a GUI (`engine_search`: game)"
+    )
+    other = sorted(set(modes) - set(game))
+    return text + (f"; not so: {', '.join(other)}." if other else ".")

@@ -236,3 +236,13 @@ def test_the_divergence_line_reads_the_replays(tmp_path):
     text = mod.divergence_text(tmp_path)
     assert text.startswith("Where Lc0 and pdx differ (3 games, replayed by `divergence.py`): 2 of them part again;")
     assert "Lc0's move is pdx's second choice in 1, at most 5.0e-01 below" in text
+
+
+def test_the_search_mode_line_reads_engine_search(tmp_path):
+    mod = _module("searched")
+    (tmp_path / "lc0_n1_fwd_s3.json").write_text(json.dumps({"engine_search": "move"}))  # 1 node: not searched
+    assert mod.search_mode_text(tmp_path) == ""
+    (tmp_path / "lc0_n16_fwd_s3.json").write_text(json.dumps({"engine_search": "game"}))
+    assert mod.search_mode_text(tmp_path).startswith("Searched matches: 1 of 1 played one game at a time")
+    (tmp_path / "lc0_n64_fwd_s3.json").write_text(json.dumps({}))  # a record from before engine_search
+    assert mod.search_mode_text(tmp_path).endswith("; not so: lc0_n64_fwd_s3.")
