@@ -252,9 +252,10 @@ class UciEngine:
         """A line longer than MAX_LINE_CHARS (``head``: its first MAX_LINE_CHARS characters) is refused."""
         tokens = head.split(maxsplit=1)
         cmd = tokens[0] if tokens else ""
+        if cmd == "go":  # a held search is answered first: the reason below belongs to this go's 0000
+            self.flush_pending()
         self.error(f"line of {length} characters (more than {MAX_LINE_CHARS}) starting {cmd[:20]!r} ignored")
         if cmd == "go":  # a GUI waits for its bestmove
-            self.flush_pending()
             self.send(NULL_MOVE)
         elif cmd == "position":  # the GUI meant another position: do not answer the last one
             self.refused = f"its line was longer than {MAX_LINE_CHARS} characters"

@@ -335,6 +335,18 @@ def test_a_model_that_fails_to_load_is_reported_and_exits_2(tmp_path):
         assert any(ln.startswith(f"info string error: cannot load model '{bad}'") for ln in lines)
 
 
+def test_an_overlong_go_answers_a_held_search_first_then_says_why_it_has_no_move():
+    """Every bestmove 0000 follows an info string since the previous bestmove (the fuzzer's invariant):
+    a held ``go infinite`` is answered before the overlong ``go``'s reason, not after it."""
+    t = Transcript()
+    t.send("position startpos", "go infinite")
+    out = t.out.tell()
+    t.engine.handle_overlong("go searchmoves e2e4", MAX_LINE_CHARS + 10)
+    lines = t.out.getvalue()[out:].splitlines()
+    assert [ln.split()[0] for ln in lines] == ["bestmove", "info", "bestmove"], lines
+    assert lines[1].startswith("info string error: line of") and lines[2] == "bestmove 0000"
+
+
 def test_an_overlong_line_is_skipped_in_bounded_memory():
     """50 MB `go searchmoves` through a real pipe: one info string and bestmove 0000, the line never held."""
     import argparse
