@@ -12,7 +12,12 @@ human's move:
 * top-1 match: ``argmax π = h`` (the move the network plays, ties to the first index);
 * top-k match (k = 3, 5): ``rank(h) <= k``, rank = 1 + the number of legal moves strictly more
   probable than ``h``;
-* NLL: ``-log π(h)`` in nats.
+* NLL: ``-log π(h)`` in nats;
+* value NLL: ``-log P(r)``, with P the model's WDL head (the side to move's win/draw/loss) and r the
+  game's result from the mover's side, in nats: how well the value head (what a search such as Lc0's
+  reads at its leaves) predicts how the game ended. Positions of games without a result (``*``) have
+  none. The positions of one game share its result, so its interval is clustered by game (the
+  cluster-robust variance, ``stats.cluster_mean_interval``), not per position.
 
 The matches are counted as plain running sums, not with torchmetrics' ``MulticlassAccuracy(top_k=...)``:
 its top-k is ``torch.topk``, which breaks a tie among equally probable moves by index where the rank rule
@@ -25,7 +30,8 @@ blitz < 480, rapid < 1500, classical; ``-`` is correspondence), the mover's cloc
 (< 30 s, 30–120 s, >= 120 s, none) and the game phase (ply of the position: 0–19, 20–39, 40–59,
 60+), with 95% Wilson intervals on the match rates and Student-t intervals on the NLL; each model
 after the first is paired with the first on the same positions: exact McNemar on top-1 (positions
-it matches and the first does not, and the reverse) and the mean NLL difference. Header and clock
+it matches and the first does not, and the reverse), the mean NLL difference and the mean value-NLL
+difference (clustered by game). Header and clock
 values are checked as read (``chesscore.pgn_values``): a rating is an integer 0..4000, a
 ``TimeControl`` finite seconds up to a week, so an impossible value refuses the game (one line) or,
 with ``--skip-bad``, skips and counts it; it is never placed in a bin. Every flag is checked before
@@ -46,10 +52,12 @@ JSON (``--json``)::
      null_move}, bad[...]},
      "positions_skipped": {opening, clock, rating, time_control}, "bins": [...],
      "models": [{"name", "label", "weights", "overall": {positions, top1, top1_ci, top3, top3_ci,
-                 top5, top5_ci, nll, nll_ci}, "by_rating": [{bin, lo, hi, ...}], "by_time_control": [...],
+                 top5, top5_ci, nll, nll_ci, value_positions, value_games, value_nll, value_nll_ci},
+                 "by_rating": [{bin, lo, hi, ...}], "by_time_control": [...],
                  "by_clock": [...], "by_phase": [...]}],
      "paired": [{"baseline", "model", "overall": {positions, gained, lost, mcnemar_p, top1_diff,
-                 nll_diff, nll_diff_ci}, "by_rating": [...], ...}], "seconds", "positions_per_s"}
+                 nll_diff, nll_diff_ci, value_nll_diff, value_nll_diff_ci}, "by_rating": [...], ...}],
+     "seconds", "positions_per_s"}
 """
 
 from __future__ import annotations
@@ -81,7 +89,13 @@ from pdx_lightning.chesscore.pgn_games import (
 from pdx_lightning.chesscore.pgn_values import MAX_RATING
 from pdx_lightning.errors import UserError
 from pdx_lightning.evaluation.markdown import markdown_table
-from pdx_lightning.evaluation.stats import bin_edges_labels, mcnemar_exact, mean_interval_moments, wilson_interval
+from pdx_lightning.evaluation.stats import (
+    bin_edges_labels,
+    cluster_mean_interval,
+    mcnemar_exact,
+    mean_interval_moments,
+    wilson_interval,
+)
 from pdx_lightning.nets.arguments import add_network_arguments
 from pdx_lightning.nets.inference import device_of, evaluate
 from pdx_lightning.runtime.jsonio import write_json
@@ -141,51 +155,89 @@ def position_codes(
     }
 
 
+NO_RESULT = -1  # the outcome code of a position whose game has no result
+
+
+def outcome_code(result: int | None, ply: int) -> int:
+    """The game's result from the side to move at ``ply`` as a WDL index (0 win, 1 draw, 2 loss), or
+    ``NO_RESULT``; ``result``: +1 White won, -1 Black won, 0 draw (``HumanGame.result``)."""
+    if result is None:
+        return NO_RESULT
+    mover = result if ply % 2 == 0 else -result
+    return 1 - mover
+
+
 @dataclass
 class MatchScores:
-    """Per model (M) and position (B): top-k matches and NLL of the human move."""
+    """Per model (M) and position (B): top-k matches and NLL of the human move, and the value head's NLL
+    of the game's result (NaN where the game has none)."""
 
     top: dict[int, np.ndarray]  # k -> (M, B) bool
     nll: np.ndarray  # (M, B) float64, nats
+    vnll: np.ndarray  # (M, B) float64, nats; NaN without a result
 
 
 @torch.inference_mode()
 def score_positions(
-    models: Sequence[torch.nn.Module], x: torch.Tensor, mask: torch.Tensor, human: torch.Tensor, micro_batch: int = 512
+    models: Sequence[torch.nn.Module],
+    x: torch.Tensor,
+    mask: torch.Tensor,
+    human: torch.Tensor,
+    micro_batch: int = 512,
+    outcome: torch.Tensor | None = None,
 ) -> MatchScores:
-    """Match and NLL of the human moves ``human`` (B,) policy indices, legal under ``mask`` (B, P)."""
+    """Match and NLL of the human moves ``human`` (B,) policy indices, legal under ``mask`` (B, P); the
+    value NLL of ``outcome`` (B,) WDL indices from the mover's side (``NO_RESULT``: none; default none)."""
     top: dict[int, list[torch.Tensor]] = {k: [] for k in TOP_K}
-    nll = []
+    nll, vnll = [], []
+    if outcome is None:
+        outcome = torch.full_like(human, NO_RESULT)
+    known = outcome >= 0
     for model in models:
-        logp, _ = evaluate(model, x, mask, micro_batch)  # (B, P), -inf off the legal moves
+        logp, wdl = evaluate(model, x, mask, micro_batch)  # (B, P), -inf off the legal moves; (B, 3)
         lp = logp.gather(1, human[:, None])[:, 0]  # (B,)
         rank = (logp > lp[:, None]).sum(1) + 1  # (B,)
         for k in TOP_K:
             top[k].append((logp.argmax(1) == human) if k == 1 else rank <= k)
         nll.append(-lp.double())
-    return MatchScores({k: torch.stack(v).numpy() for k, v in top.items()}, torch.stack(nll).numpy())
+        p = wdl.double().gather(1, outcome.clamp(min=0)[:, None])[:, 0]
+        vnll.append(torch.where(known, -torch.log(p), torch.nan))
+    return MatchScores(
+        {k: torch.stack(v).numpy() for k, v in top.items()}, torch.stack(nll).numpy(), torch.stack(vnll).numpy()
+    )
 
 
 class Tally:
     """Running totals per axis bin and model: n, top-1/3/5 matches, Σ NLL, Σ NLL²; and per model
-    against the first: gained, lost (top-1 discordant pairs), Σ ΔNLL, Σ ΔNLL²."""
+    against the first: gained, lost (top-1 discordant pairs), Σ ΔNLL, Σ ΔNLL². The value NLL (and its
+    difference from the first model's) is kept as per-game running sums (``VALUE``: positions n, Σ x,
+    Σ S_g², Σ n_g S_g, Σ n_g², games; ``stats.cluster_mean_interval``): ``add`` takes whole games."""
 
     FIELDS = ("n", "top1", "top3", "top5", "nll", "nll_sq")
     PAIRED = ("gained", "lost", "dnll", "dnll_sq")
+    VALUE = ("n", "sum", "s2", "ns", "n2", "games")
 
     def __init__(self, n_models: int, axes: list[Axis]) -> None:
         self.axes = axes
         self.counts = {a.name: np.zeros((len(a.labels), n_models, len(self.FIELDS))) for a in axes}
         self.paired = {a.name: np.zeros((len(a.labels), n_models, len(self.PAIRED))) for a in axes}
+        self.value = {a.name: np.zeros((len(a.labels), n_models, len(self.VALUE))) for a in axes}
+        self.value_diff = {a.name: np.zeros((len(a.labels), n_models, len(self.VALUE))) for a in axes}
 
-    def add(self, codes: dict[str, np.ndarray], s: MatchScores) -> None:
+    def add(self, codes: dict[str, np.ndarray], s: MatchScores, games: np.ndarray | None = None) -> None:
+        """Add positions: their bin on each axis (``codes``), their scores, and the game each comes from
+        (``games``, (B,) ids; every game's positions in this one call; default: each its own game)."""
         t1 = s.top[1]
         per = np.stack([np.ones_like(s.nll), t1, s.top[3], s.top[5], s.nll, s.nll**2], -1)  # (M, B, F)
         d = s.nll - s.nll[:1]
         pair = np.stack([t1 & ~t1[:1], ~t1 & t1[:1], d, d**2], -1).astype(np.float64)  # (M, B, 4)
+        games = np.arange(s.nll.shape[1]) if games is None else np.asarray(games)
+        known = ~np.isnan(s.vnll[0])
         for a in self.axes:
             np.add.at(self.counts[a.name], codes[a.name], per.transpose(1, 0, 2))
             np.add.at(self.paired[a.name], codes[a.name], pair.transpose(1, 0, 2))
+            for acc, x in ((self.value, s.vnll), (self.value_diff, s.vnll - s.vnll[:1])):
+                _add_clustered(acc[a.name], codes[a.name][known], games[known], x[:, known])
 
     def group(self, axis: str, j: int, m: int) -> dict:
         n, *sums = self.counts[axis][j, m]
@@ -196,6 +248,9 @@ class Tally:
             out[f"top{k}_ci"] = list(wilson_interval(int(round(v)), n))  # noqa: RUF046  (NumPy < 2 rounds to a float64)
         m_, lo, hi = mean_interval_moments(n, float(sums[3]), float(sums[4]))
         out.update(nll=m_, nll_ci=[lo, hi])
+        v = self.value[axis][j, m]
+        vm, vlo, vhi = _clustered(v)
+        out.update(value_positions=int(v[0]), value_games=int(v[5]), value_nll=vm, value_nll_ci=[vlo, vhi])
         return out
 
     def pair_group(self, axis: str, j: int, m: int) -> dict:
@@ -210,6 +265,7 @@ class Tally:
             "top1_diff": float((gained - lost) / n) if n else math.nan,
             "nll_diff": d,
             "nll_diff_ci": [lo, hi],
+            **dict(zip(("value_nll_diff", "value_nll_diff_ci"), _mean_ci(_clustered(self.value_diff[axis][j, m])))),
         }
 
     def _breakdowns(self, m: int, fn) -> dict:
@@ -227,6 +283,39 @@ class Tally:
         return self._breakdowns(m, self.pair_group)
 
 
+def _add_clustered(acc: np.ndarray, bins: np.ndarray, games: np.ndarray, x: np.ndarray) -> None:
+    """Add values ``x`` (M, B) of positions in axis bins ``bins`` (B,) from games ``games`` (B,) to ``acc``
+    (bins, M, ``Tally.VALUE``): each (bin, game) is one cluster, whole in this call."""
+    if not len(bins):
+        return
+    keys, cluster = np.unique(np.stack([bins, games], 1), axis=0, return_inverse=True)
+    cluster = cluster.reshape(-1)
+    n_c = np.bincount(cluster, minlength=len(keys)).astype(np.float64)  # (C,)
+    s_c = np.zeros((len(keys), x.shape[0]))
+    np.add.at(s_c, cluster, x.T)  # (C, M)
+    rows = np.stack(
+        [
+            np.broadcast_to(n_c[:, None], s_c.shape),
+            s_c,
+            s_c**2,
+            n_c[:, None] * s_c,
+            np.broadcast_to(n_c[:, None] ** 2, s_c.shape),
+            np.ones_like(s_c),
+        ],
+        -1,
+    )  # (C, M, 6)
+    np.add.at(acc, keys[:, 0], rows)
+
+
+def _clustered(v: np.ndarray) -> tuple[float, float, float]:
+    n, total, s2, ns, n2, games = (float(t) for t in v)
+    return cluster_mean_interval(int(n), total, s2, ns, n2, int(games))
+
+
+def _mean_ci(t: tuple[float, float, float]) -> tuple[float, list[float]]:
+    return t[0], [t[1], t[2]]
+
+
 # ---------------------------------------------------------------- streaming
 
 
@@ -239,6 +328,8 @@ class _Pending:
     speed: list[int] = field(default_factory=list)
     clock: list[float] = field(default_factory=list)
     ply: list[int] = field(default_factory=list)
+    outcome: list[int] = field(default_factory=list)
+    game: list[int] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -294,7 +385,9 @@ def evaluate_games(
         if not pend:
             return
         x = torch.from_numpy(encode_rows(pend.rows))  # (B, 112, 8, 8)
-        s = score_positions(models, x, indices_mask(pend.legal), torch.tensor(pend.human), micro_batch)
+        s = score_positions(
+            models, x, indices_mask(pend.legal), torch.tensor(pend.human), micro_batch, torch.tensor(pend.outcome)
+        )
         tally.add(
             position_codes(
                 np.array(pend.rating, float),
@@ -304,6 +397,7 @@ def evaluate_games(
                 bins,
             ),
             s,
+            np.array(pend.game),
         )
         bar.update(len(pend))
         pend = _Pending()
@@ -324,13 +418,22 @@ def evaluate_games(
                 pend.speed.append(speed_code[game.speed])
                 pend.clock.append(math.nan if c is None else float(c))
                 pend.ply.append(ply)
-                if len(pend) >= batch:
-                    flush()
+                pend.outcome.append(outcome_code(game.result, ply))
+                pend.game.append(used)
+            if len(pend) >= batch:  # whole games per batch: the value NLL is clustered by game
+                flush()
         flush()
     return HumanEvalResult(tally, read, used, skipped, time.perf_counter() - t0)
 
 
 # ---------------------------------------------------------------- report
+
+
+def _value_text(m: float, ci: list[float], sign: str) -> str:
+    """A value NLL (or difference) with its interval; "–" where no game had a result."""
+    if math.isnan(m):
+        return "–"
+    return f"{m:{sign}.3f} [{ci[0]:{sign}.3f}, {ci[1]:{sign}.3f}]"
 
 
 def fmt_rate(g: dict, key: str) -> str:
@@ -345,7 +448,7 @@ def render(labels: list[str], summaries: list[dict], paired: list[dict]) -> str:
         "Wilson interval; NLL in nats)",
         "",
         markdown_table(
-            ["Model", "positions", "top-1 (%)", "top-3 (%)", "top-5 (%)", "NLL"],
+            ["Model", "positions", "top-1 (%)", "top-3 (%)", "top-5 (%)", "NLL", "value NLL [95%, by game]"],
             [
                 [
                     lab,
@@ -354,6 +457,7 @@ def render(labels: list[str], summaries: list[dict], paired: list[dict]) -> str:
                     fmt_rate(s["overall"], "top3"),
                     fmt_rate(s["overall"], "top5"),
                     f"{s['overall']['nll']:.3f}",
+                    _value_text(s["overall"]["value_nll"], s["overall"]["value_nll_ci"], ""),
                 ]
                 for lab, s in zip(labels, summaries)
             ],
@@ -388,10 +492,11 @@ def render(labels: list[str], summaries: list[dict], paired: list[dict]) -> str:
     if paired:
         out += [
             "",
-            f"### Paired with {labels[0]} on the same positions (top-1: exact McNemar; ΔNLL: 95% t)",
+            f"### Paired with {labels[0]} on the same positions (top-1: exact McNemar; ΔNLL: 95% t; Δ value "
+            "NLL: 95% t clustered by game)",
             "",
             markdown_table(
-                ["Model", "Δtop-1 (pts)", "gained", "lost", "McNemar p", "ΔNLL (nats)"],
+                ["Model", "Δtop-1 (pts)", "gained", "lost", "McNemar p", "ΔNLL (nats)", "Δ value NLL (nats)"],
                 [
                     [
                         p["label"],
@@ -401,6 +506,7 @@ def render(labels: list[str], summaries: list[dict], paired: list[dict]) -> str:
                         f"{p['overall']['mcnemar_p']:.3g}",
                         f"{p['overall']['nll_diff']:+.3f} [{p['overall']['nll_diff_ci'][0]:+.3f}, "
                         f"{p['overall']['nll_diff_ci'][1]:+.3f}]",
+                        _value_text(p["overall"]["value_nll_diff"], p["overall"]["value_nll_diff_ci"], "+"),
                     ]
                     for p in paired
                 ],

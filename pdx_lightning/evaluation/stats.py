@@ -7,6 +7,9 @@
   per-puzzle log-ratio for paired model comparisons).
 * :func:`mean_interval_moments` — the same interval from running sums (``n``, Σx, Σx²), for
   streamed evaluations that keep no per-position arrays.
+* :func:`cluster_mean_interval` — the interval of a mean over positions that come in clusters (the
+  positions of one game share its result), from running per-cluster sums: the cluster-robust
+  (sandwich) variance, t with clusters − 1 degrees of freedom.
 * :func:`mcnemar_exact` — exact McNemar test on the discordant pairs of two
   models scored on the same puzzles.
 * :func:`bin_edges_labels` / :func:`assign_bins` — rating/difficulty bins
@@ -63,6 +66,27 @@ def mean_interval_moments(
     if sem == 0.0:
         return m, m, m
     lo, hi = _st.t.interval(confidence, n - 1, loc=m, scale=sem)
+    return m, float(lo), float(hi)
+
+
+def cluster_mean_interval(
+    n: int, total: float, s2: float, ns: float, n2: float, clusters: int, confidence: float = 0.95
+) -> tuple[float, float, float]:
+    """``(mean, lo, hi)`` of the mean of ``n`` values that fall in ``clusters`` clusters, from running sums
+    over the clusters c (S_c = the sum of the cluster's values, n_c = its size): ``total`` = Σ S_c,
+    ``s2`` = Σ S_c², ``ns`` = Σ n_c S_c, ``n2`` = Σ n_c². The mean's variance is the cluster-robust one,
+    C/(C−1) · Σ_c (S_c − n_c m)² / n² (Liang–Zeger with the small-sample factor); the interval is Student t
+    with C − 1 degrees of freedom. One value per cluster gives :func:`mean_interval_moments`' interval."""
+    if n <= 0:
+        return math.nan, math.nan, math.nan
+    m = total / n
+    if clusters < 2:
+        return m, math.nan, math.nan
+    resid = max(0.0, s2 - 2.0 * m * ns + m * m * n2)  # Σ (S_c − n_c m)²; rounding can leave a tiny negative
+    sem = math.sqrt(clusters / (clusters - 1) * resid) / n
+    if sem == 0.0:
+        return m, m, m
+    lo, hi = _st.t.interval(confidence, clusters - 1, loc=m, scale=sem)
     return m, float(lo), float(hi)
 
 

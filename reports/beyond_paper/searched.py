@@ -14,12 +14,18 @@ change from the single pass, paired by opening (the same 500 openings at every n
 pair scores at N nodes minus at 1 node, a 95% percentile bootstrap over the opening pairs), and the
 ladder rating. A change whose interval holds 0 is "unchanged"; one above 0 "grows", below "shrinks".
 
+A match still being played (its games so far saved by ``run.sh save`` as ``records/partial/<name>.pgn.xz``)
+is reported as interim: its Elo and change from the complete opening pairs played so far, marked with
+the number of games, never as a verdict.
+
 A match or cell without records is reported as not run; nothing here is filled in by hand.
 """
 
 from __future__ import annotations
 
+import io
 import json
+import lzma
 import re
 from pathlib import Path
 
@@ -41,6 +47,35 @@ NOT_RUN = "not run"
 def _load(records: Path, name: str) -> dict | None:
     path = records / f"{name}.json"
     return json.loads(path.read_text()) if path.is_file() else None
+
+
+def partial_record(records: Path, name: str) -> dict | None:
+    """The games of an unfinished match saved under ``records/partial/<name>.pgn.xz`` as a record with
+    ``games`` only (round, colours, result), or None when there is none. Games without a result are
+    left out."""
+    import chess.pgn
+
+    path = records / "partial" / f"{name}.pgn.xz"
+    if not path.is_file():
+        return None
+    games = []
+    with lzma.open(path, "rt", encoding="utf-8") as f:
+        text = io.StringIO(f.read())
+    while (h := chess.pgn.read_headers(text)) is not None:
+        if h.get("Result") in RESULT_SCORE:
+            games.append({"round": h["Round"], "white": h["White"], "black": h["Black"], "result": h["Result"]})
+    return {"games": games}
+
+
+def pairs_elo(doc: dict, label: str, base: str = "base") -> tuple[float, float, int]:
+    """Elo of ``label`` against ``base`` from the complete opening pairs of ``doc``'s games (pentanomial, ±
+    95% half-width) and the number of pairs."""
+    from pdx_lightning.evaluation.match import pentanomial_elo
+
+    scores = pair_scores(doc, label, base).values()
+    counts = tuple(sum(round(2 * s) == k for s in scores) for k in range(5))
+    elo, half = pentanomial_elo(counts)
+    return elo, half, len(scores)
 
 
 def match_elo(doc: dict, label: str, base: str = "base") -> tuple[float, float, float]:
@@ -229,6 +264,16 @@ def verdict_rows(records: Path, nodes: tuple[int, ...] = (16, 64)) -> tuple[list
         entry: dict = {"label": label, "single": (elo1, half1), "searched": {}}
         for n in nodes:
             doc = _load(records, f"lc0_n{n}_{label}")
+            part = partial_record(records, f"lc0_n{n}_{label}") if doc is None else None
+            if part is not None and pair_scores(part, label):
+                elo, half, pairs = pairs_elo(part, label)
+                d, lo, hi, _pairs = search_change(one, part, label)
+                entry.setdefault("interim", {})[n] = (elo, half, d, lo, hi, len(part["games"]))
+                row += [
+                    f"interim, {len(part['games']):,} of 1,000 games: {elo:+.1f} ± {half:.1f}",
+                    f"interim, {pairs} pairs: {d:+.1f} [{lo:+.1f}, {hi:+.1f}]",
+                ]
+                continue
             if doc is None:
                 row += [NOT_RUN, NOT_RUN]
                 continue
@@ -254,15 +299,23 @@ def search_answer(data: list[dict], nodes: tuple[int, ...] = (16, 64)) -> str:
     parts = []
     for n in nodes:
         got = [e for e in data if n in e["searched"]]
+        running = [e for e in data if n in e.get("interim", {})]
+        interim = "; ".join(
+            f"{e['label']} after {e['interim'][n][5]:,} games {e['interim'][n][2]:+.1f} "
+            f"[{e['interim'][n][3]:+.1f}, {e['interim'][n][4]:+.1f}]"
+            for e in running
+        )
+        if running:
+            interim = f" (still running, change from the single pass so far: {interim})"
         if not got:
-            parts.append(f"At {n} nodes: not run")
+            parts.append(f"At {n} nodes: {'no match finished' + interim if running else 'not run'}")
             continue
         words = [e["searched"][n][5] for e in got]
         changes = [e["searched"][n][2] for e in got]
         counts = ", ".join(f"{words.count(w)} {w}" for w in ("grows", "unchanged", "shrinks") if w in words)
         parts.append(
             f"At {n} nodes ({len(got)} of {len(data)} cells): change from the single pass "
-            f"{min(changes):+.1f} to {max(changes):+.1f} Elo; {counts}"
+            f"{min(changes):+.1f} to {max(changes):+.1f} Elo; {counts}{interim}"
         )
     return ". ".join(parts) + "."
 

@@ -18,7 +18,7 @@ from pdx_lightning.chesscore.moves import POLICY_SIZE, move_to_index
 from pdx_lightning.chesscore.pgn_games import MoveFilter, ReadStats, read_games
 from pdx_lightning.cli import main
 from pdx_lightning.evaluation.humans import evaluate_games
-from pdx_lightning.evaluation.stats import mean_interval, mean_interval_moments
+from pdx_lightning.evaluation.stats import cluster_mean_interval, mean_interval, mean_interval_moments
 from pdx_lightning.nets import NetOutput, load_model
 
 FIX = Path(__file__).parents[1] / "fixtures"
@@ -35,6 +35,14 @@ class Uniform(torch.nn.Module):
     def forward(self, x):
         B = x.shape[0]
         return NetOutput(torch.zeros(B, POLICY_SIZE) + self.w, torch.zeros(B, 3))
+
+
+class FixedWdl(Uniform):
+    """The uniform policy, and the same WDL (0.6, 0.3, 0.1) for the side to move everywhere."""
+
+    def forward(self, x):
+        out = super().forward(x)
+        return NetOutput(out.policy, torch.log(torch.tensor([0.6, 0.3, 0.1])).expand(x.shape[0], 3))
 
 
 def reference(model, games, filt):
@@ -78,6 +86,72 @@ def test_hand_computed_uniform_policy(tmp_path):
     assert [b["bin"] for b in s["by_time_control"]] == ["blitz"] and s["by_clock"][0]["bin"] == "none"
 
 
+def test_value_nll_is_hand_computed_from_the_result_seen_by_the_mover(tmp_path):
+    # 1. e4 e5 1-0: White to move (wins) reads P(win) = 0.6, Black to move (loses) P(loss) = 0.1
+    path = tmp_path / "won.pgn"
+    head = '[Event "t"]\n[WhiteElo "1500"]\n[BlackElo "1600"]\n[TimeControl "300+0"]\n'
+    path.write_text(f'{head}[Result "1-0"]\n\n1. e4 e5 1-0\n\n{head}[Result "*"]\n\n1. d4 *\n')
+    s = run_eval([FixedWdl(), Uniform()], path, MoveFilter())
+    o = s.tally.summary(0)
+    assert o["overall"]["positions"] == 3 and o["overall"]["value_positions"] == 2  # "*": no result
+    assert o["overall"]["value_games"] == 1 and math.isnan(o["overall"]["value_nll_ci"][0])  # one game: no interval
+    assert o["overall"]["value_nll"] == pytest.approx(-(math.log(0.6) + math.log(0.1)) / 2)
+    by = {b["bin"]: b["value_nll"] for b in o["by_rating"]}
+    assert by["1500-1600"] == pytest.approx(-math.log(0.6)) and by["1600-1700"] == pytest.approx(-math.log(0.1))
+    assert s.tally.summary(1)["overall"]["value_nll"] == pytest.approx(math.log(3))  # uniform WDL
+    d = s.tally.compare(1)["overall"]["value_nll_diff"]
+    assert d == pytest.approx(math.log(3) + (math.log(0.6) + math.log(0.1)) / 2)
+    # a draw: both sides read P(draw)
+    path.write_text(f'{head}[Result "1/2-1/2"]\n\n1. e4 e5 1/2-1/2\n')
+    assert run_eval([FixedWdl()], path, MoveFilter()).tally.summary(0)["overall"]["value_nll"] == pytest.approx(
+        -math.log(0.3)
+    )
+
+
+def test_value_nll_and_its_game_clustered_interval_match_a_slow_reference():
+    torch.manual_seed(0)
+    model = load_model("random:tiny").eval()
+    games = list(read_games(GAMES20, max_games=6))
+    vnll, cluster = [], []
+    for k, g in enumerate(games):
+        board = chess.Board()
+        for ply, move in enumerate(g.moves):
+            if MAIA_FILTER.keeps(g, ply) is None and g.result is not None:
+                with torch.no_grad():
+                    wdl = torch.softmax(model(torch.from_numpy(encode_boards([board]))).wdl[0].double(), 0)
+                mover = g.result if board.turn == chess.WHITE else -g.result
+                vnll.append(-math.log(float(wdl[{1: 0, 0: 1, -1: 2}[mover]])))
+                cluster.append(k)
+            board.push(move)
+    x, c = np.array(vnll), np.array(cluster)
+    assert len(set(cluster)) >= 4
+    # the sandwich variance written out over the clusters
+    m = x.mean()
+    resid = sum((x[c == k].sum() - (c == k).sum() * m) ** 2 for k in set(cluster))
+    n_c = len(set(cluster))
+    sem = math.sqrt(n_c / (n_c - 1) * resid) / len(x)
+    from scipy import stats
+
+    lo, hi = stats.t.interval(0.95, n_c - 1, loc=m, scale=sem)
+    o = run_eval([model], max_games=6, batch=37, micro_batch=16).tally.summary(0)["overall"]
+    assert (o["value_positions"], o["value_games"]) == (len(x), n_c)
+    assert o["value_nll"] == pytest.approx(m, rel=1e-5)
+    assert o["value_nll_ci"] == pytest.approx([lo, hi], rel=1e-5)
+
+
+def test_cluster_mean_interval_by_hand_and_with_one_value_per_cluster():
+    # clusters {1, 1} and {3}: m = 5/3, Σ (S_c − n_c m)² = (2 − 10/3)² + (3 − 5/3)² = 32/9,
+    # var = 2/1 · 32/9 / 3² = 64/81, sem = 8/9, t with 1 degree of freedom
+    m, lo, hi = cluster_mean_interval(3, 5.0, 2.0**2 + 3.0**2, 2 * 2.0 + 1 * 3.0, 2**2 + 1**2, 2)
+    from scipy import stats
+
+    assert m == pytest.approx(5 / 3) and hi - m == pytest.approx(stats.t.ppf(0.975, 1) * 8 / 9) and m - lo == hi - m
+    x = np.random.default_rng(1).normal(size=50)  # singleton clusters: the plain t interval
+    got = cluster_mean_interval(50, x.sum(), (x**2).sum(), x.sum(), 50.0, 50)
+    assert got == pytest.approx(mean_interval(x))
+    assert math.isnan(cluster_mean_interval(2, 1.0, 1.0, 1.0, 4.0, 1)[1])
+
+
 def test_matches_one_position_at_a_time_reference():
     torch.manual_seed(0)
     model = load_model("random:tiny").eval()
@@ -109,7 +183,7 @@ def test_paired_with_itself_is_null_and_batching_does_not_matter():
     m = load_model("random:tiny").eval()
     res = run_eval([m, m], max_games=4)
     c = res.tally.compare(1)["overall"]
-    assert (c["gained"], c["lost"], c["mcnemar_p"], c["nll_diff"]) == (0, 0, 1.0, 0.0)
+    assert (c["gained"], c["lost"], c["mcnemar_p"], c["nll_diff"], c["value_nll_diff"]) == (0, 0, 1.0, 0.0, 0.0)
     a, b = run_eval([m], max_games=4, batch=5).tally.summary(0), res.tally.summary(0)
     assert a["overall"]["nll"] == pytest.approx(b["overall"]["nll"])
     assert [(x["bin"], x["positions"], x["top1"]) for x in a["by_phase"]] == [

@@ -195,6 +195,49 @@ def test_the_verdicts_read_the_records_and_never_fill_in(tmp_path):
     assert answer.endswith(". At 64 nodes: not run.")
 
 
+def _pgn(games: list[dict], unfinished: bool = True) -> str:
+    """The games of a hand-made record as the arena's PGN headers (and one game still in play)."""
+    text = ""
+    for g in games:
+        text += f'[Event "pdx arena"]\n[Round "{g["round"]}"]\n[White "{g["white"]}"]\n[Black "{g["black"]}"]\n'
+        text += f'[Result "{g["result"]}"]\n\n1. e4 e5 {g["result"]}\n\n'
+    if unfinished:
+        text += '[Event "pdx arena"]\n[Round "99.1"]\n[White "base"]\n[Black "rev_s3"]\n[Result "*"]\n\n1. e4 *\n\n'
+    return text
+
+
+def test_an_unfinished_match_is_reported_as_interim_from_its_saved_games(tmp_path):
+    import lzma
+
+    mod = _module("searched")
+    (tmp_path / "lc0_n1_rev_s3.json").write_text(json.dumps(_match_record("rev_s3", [1.0] * 100)))
+    assert mod.partial_record(tmp_path, "lc0_n64_rev_s3") is None
+    # 40 pairs played so far, the cell scoring 0.25 a game (2 games of 4 pairs' worth lost): one game unpaired
+    games = _match_record("rev_s3", [0.5] * 40)["games"] + [
+        {"round": "41.1", "white": "rev_s3", "black": "base", "result": "0-1"}
+    ]
+    (tmp_path / "partial").mkdir()
+    with lzma.open(tmp_path / "partial" / "lc0_n64_rev_s3.pgn.xz", "wt") as f:
+        f.write(_pgn(games))
+    part = mod.partial_record(tmp_path, "lc0_n64_rev_s3")
+    assert len(part["games"]) == 81  # the game in play ("*") is left out
+    elo, half, pairs = mod.pairs_elo(part, "rev_s3")
+    assert pairs == 40 and elo == pytest.approx(400 * math.log10(0.25 / 0.75)) and half == 0.0  # every pair ½
+    _header, rows, data = mod.verdict_rows(tmp_path)
+    (row,) = rows
+    assert row[4] == f"interim, 81 of 1,000 games: {elo:+.1f} ± 0.0"
+    assert row[5].startswith(f"interim, 40 pairs: {elo:+.1f} [")  # the single pass scored exactly 0.5
+    assert 64 not in data[0]["searched"] and data[0]["interim"][64][5] == 81
+    answer = mod.search_answer(data)
+    assert answer.endswith(
+        f"At 64 nodes: no match finished (still running, change from the single pass so far: "
+        f"rev_s3 after 81 games {elo:+.1f} [{elo:+.1f}, {elo:+.1f}])."
+    )
+    # a finished match's record wins over its saved games
+    (tmp_path / "lc0_n64_rev_s3.json").write_text(json.dumps(_match_record("rev_s3", [1.0] * 100)))
+    assert mod.verdict_rows(tmp_path)[1][0][4].startswith("-0.0 ± ")
+
+
 def _ladder(label: str, vs_rungs: list[list[int]]) -> dict:
     """A hand-made ladder record: ``label`` against sf:elo=1350 and sf:elo=1650, ``vs_rungs[k]`` = (W, D, L)
     of the network as White against rung k (and the mirror as Black), 10 games between the rungs."""
