@@ -553,6 +553,7 @@ def searched_sections(points: list[Point]) -> list[str]:
         ]
     else:
         out += ["The ladder has not been run yet: `run.sh ladder` scripts it; no result is claimed.", ""]
+    out += value_section(mod)
     v_header, v_rows, data = mod.verdict_rows(RECORDS)
     out += [
         "## Verdicts: single pass, under search, on the ladder",
@@ -573,6 +574,30 @@ def searched_sections(points: list[Point]) -> list[str]:
     else:
         out += ["No cell has its 1-node Lc0 match yet: no verdict is claimed.", ""]
     return out
+
+
+def value_section(mod) -> list[str]:
+    """The value heads on real games (searched.value_rows): what a search reads at its leaves."""
+    from pdx_lightning.evaluation.markdown import markdown_table
+
+    header, rows, doc = mod.value_rows(RECORDS)
+    out = ["## The value heads on real games", ""]
+    if doc is None:
+        return [*out, "Not measured yet: `run.sh value` runs it; no result is claimed.", ""]
+    g, o = doc["games"], doc["models"][0]["overall"]
+    return [
+        *out,
+        "A search (Lc0's at 16 and 64 nodes) reads the value head at its leaves; a single pass reads only the "
+        "policy. `pdx eval humans` on the files Lc0 plays, over the real Lichess games of "
+        f"`data/lichess/games_2021-10_999.pgn.zst` ({g['used']:,} games, {o['positions']:,} positions after the "
+        "first 10 plies and without moves made under 30 s; "
+        f"{o['value_positions']:,} in {o['value_games']:,} games with a result): the value NLL is −log P(the "
+        "game's result) under the network's WDL for the side to move (ln 3 ≈ 1.099 for a head that says "
+        "nothing), its intervals clustered by game; the difference is paired on the same positions.",
+        "",
+        markdown_table(header, rows),
+        "",
+    ]
 
 
 def main(out: Path = HERE) -> int:

@@ -8,7 +8,7 @@
 # from the games in its PGN (`pdx arena --resume`). `save` copies the unfinished matches' PGN into
 # records/partial/ (xz, to commit): on another machine, a match with no PGN of its own starts from there.
 #
-#   bash reports/beyond_paper/run.sh [cells|search|ladder|all|save] ... (default: all)
+#   bash reports/beyond_paper/run.sh [cells|search|ladder|value|all|save] ... (default: all)
 #   NODES="1 16 64 256" bash reports/beyond_paper/run.sh search         # node counts (default 1 16 64)
 #   B1024=1 bash reports/beyond_paper/run.sh                             # add the 1,024-game cells (~2 h of training each)
 #   COMMIT=1 bash reports/beyond_paper/run.sh                            # git-commit each match's records as it finishes
@@ -47,6 +47,9 @@
 #    sf: players here search to the depth at which Stockfish's skill move is fixed (1 + int(level)),
 #    independent of the clock, and the networks play one forward pass per move: neither side plays the
 #    calibration's time control.
+# 4. value: `pdx eval humans` on the base's and every cell's .pb.gz over the 999 real Lichess games of
+#    data/lichess/ (Maia's filters): the value head's NLL of each game's result, paired with the base's
+#    (clustered by game), beside the policy's move matching: what a search reads at its leaves.
 set -u
 cd "$(dirname "$0")/../.."
 V=${VENV:-.venv}; P=$V/bin/pdx; PY=$V/bin/python; LC0=$V/bin/lc0
@@ -121,6 +124,19 @@ ladder() {
   done <<< "$CELLS"
 }
 
+value() { # the value heads on real games: one record, humans_value
+  local models=(--model $BASE_PB --label base) label cfg cell archive
+  while read -r label cfg cell archive; do
+    [ "${DRY:-0}" = 1 ] || [ -f $E/$label.pb.gz ] || { echo "run.sh: $E/$label.pb.gz: run the cells stage first" >&2; return 1; }
+    models+=(--model $E/$label.pb.gz --label $label)
+  done <<< "$CELLS"
+  [ -f $R/humans_value.json ] && return
+  local cmd=($P eval humans "${models[@]}" --pgn data/lichess/games_2021-10_999.pgn.zst --json $W/humans_value.json)
+  if [ "${DRY:-0}" = 1 ]; then run "${cmd[@]}"; return; fi
+  "${cmd[@]}" > $W/humans_value.md || { echo "failed: value" >&2; return 1; }
+  cp $W/humans_value.json $W/humans_value.md $R/ && echo "$(date -Is) finished value"
+}
+
 save() { # the unfinished matches' games, compressed, where the records are committed
   local f name
   mkdir -p $R/partial
@@ -133,11 +149,11 @@ save() { # the unfinished matches' games, compressed, where the records are comm
 }
 
 stages=${*:-all}
-[ "$stages" = all ] && stages="cells search ladder"
+[ "$stages" = all ] && stages="cells value search ladder"
 for s in $stages; do
   case $s in
-    cells|search|ladder|save) $s ;;
-    *) echo "run.sh: unknown stage '$s' (cells, search, ladder, all, save)" >&2; exit 2 ;;
+    cells|search|ladder|value|save) $s ;;
+    *) echo "run.sh: unknown stage '$s' (cells, search, ladder, value, all, save)" >&2; exit 2 ;;
   esac
 done
 echo "run.sh: done ($stages)"

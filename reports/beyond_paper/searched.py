@@ -14,6 +14,10 @@ change from the single pass, paired by opening (the same 500 openings at every n
 pair scores at N nodes minus at 1 node, a 95% percentile bootstrap over the opening pairs), and the
 ladder rating. A change whose interval holds 0 is "unchanged"; one above 0 "grows", below "shrinks".
 
+The value heads (``value_rows``): ``pdx eval humans`` on the exported files and the base, over the 999
+real Lichess games (``humans_value.json``): each value head's NLL of the game's result and its paired
+difference from the base's (clustered by game), beside the policy's move matching.
+
 A match still being played (its games so far saved by ``run.sh save`` as ``records/partial/<name>.pgn.xz``)
 is reported as interim: its Elo and change from the complete opening pairs played so far, marked with
 the number of games, never as a verdict.
@@ -389,3 +393,38 @@ def search_mode_text(records: Path) -> str:
     )
     other = sorted(set(modes) - set(game))
     return text + (f"; not so: {', '.join(other)}." if other else ".")
+
+
+def value_rows(records: Path) -> tuple[list[str], list[list[str]], dict | None]:
+    """The value heads on real games (``humans_value.json``, ``pdx eval humans --json``): per network, the
+    value NLL of the game's result [95%, clustered by game], its difference from the base's (the first
+    model) [95%], the policy's top-1 match and NLL; and the record itself (None without one)."""
+    doc = _load(records, "humans_value")
+    header = [
+        "Network",
+        "value NLL of the result (nats) [95%]",
+        "− the base's [95%, paired]",
+        "policy top-1 match (%)",
+        "policy NLL (nats)",
+    ]
+    if doc is None:
+        return header, [], None
+    paired = {p["label"]: p["overall"] for p in doc["paired"]}
+    rows = []
+    for m in doc["models"]:
+        o, p = m["overall"], paired.get(m["label"])
+        ci = o["value_nll_ci"]
+        diff = "–"
+        if p is not None:
+            d, (lo, hi) = p["value_nll_diff"], p["value_nll_diff_ci"]
+            diff = f"{d:+.4f} [{lo:+.4f}, {hi:+.4f}]"
+        rows.append(
+            [
+                cell_name(m["label"]),
+                f"{o['value_nll']:.4f} [{ci[0]:.4f}, {ci[1]:.4f}]",
+                diff,
+                f"{100 * o['top1']:.1f}",
+                f"{o['nll']:.3f}",
+            ]
+        )
+    return header, rows, doc

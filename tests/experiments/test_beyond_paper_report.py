@@ -289,3 +289,25 @@ def test_the_search_mode_line_reads_engine_search(tmp_path):
     assert mod.search_mode_text(tmp_path).startswith("Searched matches: 1 of 1 played one game at a time")
     (tmp_path / "lc0_n64_fwd_s3.json").write_text(json.dumps({}))  # a record from before engine_search
     assert mod.search_mode_text(tmp_path).endswith("; not so: lc0_n64_fwd_s3.")
+
+
+def test_the_value_table_reads_the_humans_record(tmp_path):
+    mod = _module("searched")
+    header, rows, doc = mod.value_rows(tmp_path)
+    assert rows == [] and doc is None and header[1].startswith("value NLL")
+
+    def overall(v, lo, hi):
+        return {"value_nll": v, "value_nll_ci": [lo, hi], "top1": 0.5, "nll": 1.6, "positions": 10}
+
+    rec = {
+        "models": [
+            {"label": "base", "overall": overall(0.81, 0.79, 0.83)},
+            {"label": "fwd_s3", "overall": overall(0.86, 0.84, 0.88)},
+        ],
+        "paired": [{"label": "fwd_s3", "overall": {"value_nll_diff": 0.05, "value_nll_diff_ci": [0.04, 0.06]}}],
+    }
+    (tmp_path / "humans_value.json").write_text(json.dumps(rec))
+    _, rows, _ = mod.value_rows(tmp_path)
+    assert rows[0] == ["Maia-1900 (the base)", "0.8100 [0.7900, 0.8300]", "–", "50.0", "1.600"]
+    assert rows[1][0].startswith("Forward-KL prior (ours), 128 games/step")
+    assert rows[1][2] == "+0.0500 [+0.0400, +0.0600]"
