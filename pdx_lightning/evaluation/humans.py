@@ -13,6 +13,8 @@ human's move:
 * top-k match (k = 3, 5): ``rank(h) <= k``, rank = 1 + the number of legal moves strictly more
   probable than ``h``;
 * NLL: ``-log π(h)`` in nats;
+* entropy: ``H(π)`` over the legal moves in nats (how spread the policy is: a search such as Lc0's
+  spreads its visits by it);
 * value NLL: ``-log P(r)``, with P the model's WDL head (the side to move's win/draw/loss) and r the
   game's result from the mover's side, in nats: how well the value head (what a search such as Lc0's
   reads at its leaves) predicts how the game ended. Positions of games without a result (``*``) have
@@ -52,7 +54,8 @@ JSON (``--json``)::
      null_move}, bad[...]},
      "positions_skipped": {opening, clock, rating, time_control}, "bins": [...],
      "models": [{"name", "label", "weights", "overall": {positions, top1, top1_ci, top3, top3_ci,
-                 top5, top5_ci, nll, nll_ci, value_positions, value_games, value_nll, value_nll_ci},
+                 top5, top5_ci, nll, nll_ci, entropy, entropy_ci, value_positions, value_games, value_nll,
+                 value_nll_ci},
                  "by_rating": [{bin, lo, hi, ...}], "by_time_control": [...],
                  "by_clock": [...], "by_phase": [...]}],
      "paired": [{"baseline", "model", "overall": {positions, gained, lost, mcnemar_p, top1_diff,
@@ -175,6 +178,7 @@ class MatchScores:
     top: dict[int, np.ndarray]  # k -> (M, B) bool
     nll: np.ndarray  # (M, B) float64, nats
     vnll: np.ndarray  # (M, B) float64, nats; NaN without a result
+    entropy: np.ndarray  # (M, B) float64, nats: H(π) over the legal moves
 
 
 @torch.inference_mode()
@@ -189,7 +193,7 @@ def score_positions(
     """Match and NLL of the human moves ``human`` (B,) policy indices, legal under ``mask`` (B, P); the
     value NLL of ``outcome`` (B,) WDL indices from the mover's side (``NO_RESULT``: none; default none)."""
     top: dict[int, list[torch.Tensor]] = {k: [] for k in TOP_K}
-    nll, vnll = [], []
+    nll, vnll, ent = [], [], []
     if outcome is None:
         outcome = torch.full_like(human, NO_RESULT)
     known = outcome >= 0
@@ -200,10 +204,15 @@ def score_positions(
         for k in TOP_K:
             top[k].append((logp.argmax(1) == human) if k == 1 else rank <= k)
         nll.append(-lp.double())
+        lpd = logp.double()
+        ent.append(-torch.where(torch.isfinite(lpd), lpd.exp() * lpd, 0.0).sum(1))
         p = wdl.double().gather(1, outcome.clamp(min=0)[:, None])[:, 0]
         vnll.append(torch.where(known, -torch.log(p), torch.nan))
     return MatchScores(
-        {k: torch.stack(v).numpy() for k, v in top.items()}, torch.stack(nll).numpy(), torch.stack(vnll).numpy()
+        {k: torch.stack(v).numpy() for k, v in top.items()},
+        torch.stack(nll).numpy(),
+        torch.stack(vnll).numpy(),
+        torch.stack(ent).numpy(),
     )
 
 
@@ -213,7 +222,7 @@ class Tally:
     difference from the first model's) is kept as per-game running sums (``VALUE``: positions n, Σ x,
     Σ S_g², Σ n_g S_g, Σ n_g², games; ``stats.cluster_mean_interval``): ``add`` takes whole games."""
 
-    FIELDS = ("n", "top1", "top3", "top5", "nll", "nll_sq")
+    FIELDS = ("n", "top1", "top3", "top5", "nll", "nll_sq", "ent", "ent_sq")
     PAIRED = ("gained", "lost", "dnll", "dnll_sq")
     VALUE = ("n", "sum", "s2", "ns", "n2", "games")
 
@@ -228,7 +237,9 @@ class Tally:
         """Add positions: their bin on each axis (``codes``), their scores, and the game each comes from
         (``games``, (B,) ids; every game's positions in this one call; default: each its own game)."""
         t1 = s.top[1]
-        per = np.stack([np.ones_like(s.nll), t1, s.top[3], s.top[5], s.nll, s.nll**2], -1)  # (M, B, F)
+        per = np.stack(
+            [np.ones_like(s.nll), t1, s.top[3], s.top[5], s.nll, s.nll**2, s.entropy, s.entropy**2], -1
+        )  # (M, B, F)
         d = s.nll - s.nll[:1]
         pair = np.stack([t1 & ~t1[:1], ~t1 & t1[:1], d, d**2], -1).astype(np.float64)  # (M, B, 4)
         games = np.arange(s.nll.shape[1]) if games is None else np.asarray(games)
@@ -248,6 +259,8 @@ class Tally:
             out[f"top{k}_ci"] = list(wilson_interval(int(round(v)), n))  # noqa: RUF046  (NumPy < 2 rounds to a float64)
         m_, lo, hi = mean_interval_moments(n, float(sums[3]), float(sums[4]))
         out.update(nll=m_, nll_ci=[lo, hi])
+        e, elo, ehi = mean_interval_moments(n, float(sums[5]), float(sums[6]))
+        out.update(entropy=e, entropy_ci=[elo, ehi])
         v = self.value[axis][j, m]
         vm, vlo, vhi = _clustered(v)
         out.update(value_positions=int(v[0]), value_games=int(v[5]), value_nll=vm, value_nll_ci=[vlo, vhi])
@@ -448,7 +461,16 @@ def render(labels: list[str], summaries: list[dict], paired: list[dict]) -> str:
         "Wilson interval; NLL in nats)",
         "",
         markdown_table(
-            ["Model", "positions", "top-1 (%)", "top-3 (%)", "top-5 (%)", "NLL", "value NLL [95%, by game]"],
+            [
+                "Model",
+                "positions",
+                "top-1 (%)",
+                "top-3 (%)",
+                "top-5 (%)",
+                "NLL",
+                "entropy",
+                "value NLL [95%, by game]",
+            ],
             [
                 [
                     lab,
@@ -457,6 +479,7 @@ def render(labels: list[str], summaries: list[dict], paired: list[dict]) -> str:
                     fmt_rate(s["overall"], "top3"),
                     fmt_rate(s["overall"], "top5"),
                     f"{s['overall']['nll']:.3f}",
+                    f"{s['overall']['entropy']:.3f}",
                     _value_text(s["overall"]["value_nll"], s["overall"]["value_nll_ci"], ""),
                 ]
                 for lab, s in zip(labels, summaries)

@@ -16,7 +16,7 @@ ladder rating. A change whose interval holds 0 is "unchanged"; one above 0 "grow
 
 The value heads (``value_rows``): ``pdx eval humans`` on the exported files and the base, over the 999
 real Lichess games (``humans_value.json``): each value head's NLL of the game's result and its paired
-difference from the base's (clustered by game), beside the policy's move matching.
+difference from the base's (clustered by game), beside the policy's move matching and entropy.
 
 A match still being played (its games so far saved by ``run.sh save`` as ``records/partial/<name>.pgn.xz``)
 is reported as interim: its Elo and change from the complete opening pairs played so far, marked with
@@ -398,7 +398,7 @@ def search_mode_text(records: Path) -> str:
 def value_rows(records: Path) -> tuple[list[str], list[list[str]], dict | None]:
     """The value heads on real games (``humans_value.json``, ``pdx eval humans --json``): per network, the
     value NLL of the game's result [95%, clustered by game], its difference from the base's (the first
-    model) [95%], the policy's top-1 match and NLL; and the record itself (None without one)."""
+    model) [95%], the policy's top-1 match, NLL and entropy; and the record itself (None without one)."""
     doc = _load(records, "humans_value")
     header = [
         "Network",
@@ -406,6 +406,7 @@ def value_rows(records: Path) -> tuple[list[str], list[list[str]], dict | None]:
         "− the base's [95%, paired]",
         "policy top-1 match (%)",
         "policy NLL (nats)",
+        "policy entropy (nats)",
     ]
     if doc is None:
         return header, [], None
@@ -425,6 +426,7 @@ def value_rows(records: Path) -> tuple[list[str], list[list[str]], dict | None]:
                 diff,
                 f"{100 * o['top1']:.1f}",
                 f"{o['nll']:.3f}",
+                f"{o['entropy']:.3f}",
             ]
         )
     return header, rows, doc

@@ -47,7 +47,7 @@ class FixedWdl(Uniform):
 
 def reference(model, games, filt):
     """Slow and obvious: one position at a time, softmax over python-chess's legal moves."""
-    top1, top5, nll = [], [], []
+    top1, top5, nll, ent = [], [], [], []
     for g in games:
         board = chess.Board()
         for ply, move in enumerate(g.moves):
@@ -62,8 +62,9 @@ def reference(model, games, filt):
                 top1.append(order[0] == h)
                 top5.append(sum(float(logp[i]) > float(logp[h]) for i in range(len(legal))) < 5)
                 nll.append(-float(logp[h]))
+                ent.append(-float((logp.exp() * logp).sum()))
             board.push(move)
-    return np.array(top1), np.array(top5), np.array(nll)
+    return np.array(top1), np.array(top5), np.array(nll), np.array(ent)
 
 
 MAIA_FILTER = MoveFilter(skip_plies=10, min_clock=30)
@@ -81,6 +82,7 @@ def test_hand_computed_uniform_policy(tmp_path):
     res = run_eval([Uniform()], path, MoveFilter())
     s = res.tally.summary(0)
     assert s["overall"]["positions"] == 2 and s["overall"]["nll"] == pytest.approx(math.log(20))
+    assert s["overall"]["entropy"] == pytest.approx(math.log(20))  # uniform over 20 legal moves
     assert s["overall"]["top5"] == 1.0
     assert [b["bin"] for b in s["by_rating"]] == ["1500-1600", "1600-1700"]
     assert [b["bin"] for b in s["by_time_control"]] == ["blitz"] and s["by_clock"][0]["bin"] == "none"
@@ -157,12 +159,13 @@ def test_matches_one_position_at_a_time_reference():
     model = load_model("random:tiny").eval()
     filt = MoveFilter(skip_plies=10, min_clock=30)
     games = list(read_games(GAMES20, max_games=3))
-    t1, t5, nll = reference(model, games, filt)
+    t1, t5, nll, ent = reference(model, games, filt)
     res = run_eval([model], filt=filt, max_games=3, batch=37, micro_batch=16)  # batches straddle games
     o = res.tally.summary(0)["overall"]
     assert o["positions"] == len(nll) > 100
     assert o["top1"] == pytest.approx(t1.mean()) and o["top5"] == pytest.approx(t5.mean())
     assert o["nll"] == pytest.approx(nll.mean(), rel=1e-5)
+    assert o["entropy"] == pytest.approx(ent.mean(), rel=1e-5)
 
 
 def test_filters_change_the_positions():

@@ -297,7 +297,7 @@ def test_the_value_table_reads_the_humans_record(tmp_path):
     assert rows == [] and doc is None and header[1].startswith("value NLL")
 
     def overall(v, lo, hi):
-        return {"value_nll": v, "value_nll_ci": [lo, hi], "top1": 0.5, "nll": 1.6, "positions": 10}
+        return {"value_nll": v, "value_nll_ci": [lo, hi], "top1": 0.5, "nll": 1.6, "entropy": 1.2, "positions": 10}
 
     rec = {
         "models": [
@@ -308,6 +308,6 @@ def test_the_value_table_reads_the_humans_record(tmp_path):
     }
     (tmp_path / "humans_value.json").write_text(json.dumps(rec))
     _, rows, _ = mod.value_rows(tmp_path)
-    assert rows[0] == ["Maia-1900 (the base)", "0.8100 [0.7900, 0.8300]", "–", "50.0", "1.600"]
+    assert rows[0] == ["Maia-1900 (the base)", "0.8100 [0.7900, 0.8300]", "–", "50.0", "1.600", "1.200"]
     assert rows[1][0].startswith("Forward-KL prior (ours), 128 games/step")
     assert rows[1][2] == "+0.0500 [+0.0400, +0.0600]"
