@@ -585,13 +585,24 @@ def value_section(mod) -> list[str]:
     if doc is None:
         return [*out, "Not measured yet: `run.sh value` runs it; no result is claimed.", ""]
     g, o = doc["games"], doc["models"][0]["overall"]
+    diffs = [p["overall"] for p in doc["paired"]]
+    within = sum(d["value_nll_diff_ci"][0] <= 0 <= d["value_nll_diff_ci"][1] for d in diffs)
+    ent = [m["overall"]["entropy"] - o["entropy"] for m in doc["models"][1:]]
+    answer = (
+        f"**Answer.** The cells' value heads predict the games' results as the base's does: differences "
+        f"{min(d['value_nll_diff'] for d in diffs):+.4f} to {max(d['value_nll_diff'] for d in diffs):+.4f} nats, "
+        f"{within} of {len(diffs)} intervals holding 0. Their policies are sharper: entropy "
+        f"{min(ent):+.2f} to {max(ent):+.2f} nats from the base's {o['entropy']:.2f}, on the same positions."
+    )
     return [
         *out,
+        answer,
+        "",
         "A search (Lc0's at 16 and 64 nodes) reads the value head at its leaves; a single pass reads only the "
         "policy. `pdx eval humans` on the files Lc0 plays, over the real Lichess games of "
-        f"`data/lichess/games_2021-10_999.pgn.zst` ({g['used']:,} games, {o['positions']:,} positions after the "
-        "first 10 plies and without moves made under 30 s; "
-        f"{o['value_positions']:,} in {o['value_games']:,} games with a result): the value NLL is −log P(the "
+        f"`data/lichess/games_2021-10_999.pgn.zst` ({o['positions']:,} positions of {o['value_games']:,} games: "
+        "the first 10 plies and moves made under 30 s left out; "
+        f"{o['value_positions']:,} of them in games with a result): the value NLL is −log P(the "
         "game's result) under the network's WDL for the side to move (ln 3 ≈ 1.099 for a head that says "
         "nothing), its intervals clustered by game; the difference is paired on the same positions.",
         "",
