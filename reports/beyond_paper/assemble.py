@@ -584,7 +584,7 @@ def value_section(mod) -> list[str]:
     out = ["## The value heads on real games", ""]
     if doc is None:
         return [*out, "Not measured yet: `run.sh value` runs it; no result is claimed.", ""]
-    g, o = doc["games"], doc["models"][0]["overall"]
+    o = doc["models"][0]["overall"]
     diffs = [p["overall"] for p in doc["paired"]]
     within = sum(d["value_nll_diff_ci"][0] <= 0 <= d["value_nll_diff_ci"][1] for d in diffs)
     ent = [m["overall"]["entropy"] - o["entropy"] for m in doc["models"][1:]]

@@ -20,7 +20,7 @@ difference from the base's (clustered by game), beside the policy's move matchin
 
 A match still being played (its games so far saved by ``run.sh save`` as ``records/partial/<name>.pgn.xz``)
 is reported as interim: its Elo and change from the complete opening pairs played so far, marked with
-the number of games, never as a verdict.
+the number of games, never as a verdict (below ``MIN_INTERIM_PAIRS`` pairs, only the number of games).
 
 A match or cell without records is reported as not run; nothing here is filled in by hand.
 """
@@ -46,6 +46,7 @@ CELLS = {
 }
 NODES = (1, 16, 64, 256)
 NOT_RUN = "not run"
+MIN_INTERIM_PAIRS = 50  # fewer complete opening pairs of an unfinished match: only its count is shown
 
 
 def _load(records: Path, name: str) -> dict | None:
@@ -269,7 +270,10 @@ def verdict_rows(records: Path, nodes: tuple[int, ...] = (16, 64)) -> tuple[list
         for n in nodes:
             doc = _load(records, f"lc0_n{n}_{label}")
             part = partial_record(records, f"lc0_n{n}_{label}") if doc is None else None
-            if part is not None and pair_scores(part, label):
+            if part is not None and len(pair_scores(part, label)) < MIN_INTERIM_PAIRS:
+                row += [f"running: {len(part['games']):,} of 1,000 games", "running"]
+                continue
+            if part is not None:
                 elo, half, pairs = pairs_elo(part, label)
                 d, lo, hi, _pairs = search_change(one, part, label)
                 entry.setdefault("interim", {})[n] = (elo, half, d, lo, hi, len(part["games"]))

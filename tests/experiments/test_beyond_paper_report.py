@@ -212,26 +212,34 @@ def test_an_unfinished_match_is_reported_as_interim_from_its_saved_games(tmp_pat
     mod = _module("searched")
     (tmp_path / "lc0_n1_rev_s3.json").write_text(json.dumps(_match_record("rev_s3", [1.0] * 100)))
     assert mod.partial_record(tmp_path, "lc0_n64_rev_s3") is None
-    # 40 pairs played so far, the cell scoring 0.25 a game (2 games of 4 pairs' worth lost): one game unpaired
-    games = _match_record("rev_s3", [0.5] * 40)["games"] + [
-        {"round": "41.1", "white": "rev_s3", "black": "base", "result": "0-1"}
-    ]
     (tmp_path / "partial").mkdir()
-    with lzma.open(tmp_path / "partial" / "lc0_n64_rev_s3.pgn.xz", "wt") as f:
-        f.write(_pgn(games))
+
+    def save(pairs: int) -> None:  # pairs played so far, the cell scoring 0.25 a game; one game unpaired
+        games = _match_record("rev_s3", [0.5] * pairs)["games"] + [
+            {"round": f"{pairs + 1}.1", "white": "rev_s3", "black": "base", "result": "0-1"}
+        ]
+        with lzma.open(tmp_path / "partial" / "lc0_n64_rev_s3.pgn.xz", "wt") as f:
+            f.write(_pgn(games))
+
+    save(mod.MIN_INTERIM_PAIRS - 1)  # too few pairs for an interim Elo: only the count
+    assert mod.verdict_rows(tmp_path)[1][0][4:6] == [
+        f"running: {2 * mod.MIN_INTERIM_PAIRS - 1:,} of 1,000 games",
+        "running",
+    ]
+    save(60)
     part = mod.partial_record(tmp_path, "lc0_n64_rev_s3")
-    assert len(part["games"]) == 81  # the game in play ("*") is left out
+    assert len(part["games"]) == 121  # the game in play ("*") is left out
     elo, half, pairs = mod.pairs_elo(part, "rev_s3")
-    assert pairs == 40 and elo == pytest.approx(400 * math.log10(0.25 / 0.75)) and half == 0.0  # every pair ½
+    assert pairs == 60 and elo == pytest.approx(400 * math.log10(0.25 / 0.75)) and half == 0.0  # every pair ½
     _header, rows, data = mod.verdict_rows(tmp_path)
     (row,) = rows
-    assert row[4] == f"interim, 81 of 1,000 games: {elo:+.1f} ± 0.0"
-    assert row[5].startswith(f"interim, 40 pairs: {elo:+.1f} [")  # the single pass scored exactly 0.5
-    assert 64 not in data[0]["searched"] and data[0]["interim"][64][5] == 81
+    assert row[4] == f"interim, 121 of 1,000 games: {elo:+.1f} ± 0.0"
+    assert row[5].startswith(f"interim, 60 pairs: {elo:+.1f} [")  # the single pass scored exactly 0.5
+    assert 64 not in data[0]["searched"] and data[0]["interim"][64][5] == 121
     answer = mod.search_answer(data)
     assert answer.endswith(
         f"At 64 nodes: no match finished (still running, change from the single pass so far: "
-        f"rev_s3 after 81 games {elo:+.1f} [{elo:+.1f}, {elo:+.1f}])."
+        f"rev_s3 after 121 games {elo:+.1f} [{elo:+.1f}, {elo:+.1f}])."
     )
     # a finished match's record wins over its saved games
     (tmp_path / "lc0_n64_rev_s3.json").write_text(json.dumps(_match_record("rev_s3", [1.0] * 100)))
