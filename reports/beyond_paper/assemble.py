@@ -554,6 +554,7 @@ def searched_sections(points: list[Point]) -> list[str]:
     else:
         out += ["The ladder has not been run yet: `run.sh ladder` scripts it; no result is claimed.", ""]
     out += value_section(mod)
+    out += pilot_section(mod)
     v_header, v_rows, data = mod.verdict_rows(RECORDS)
     out += [
         "## Verdicts: single pass, under search, on the ladder",
@@ -605,6 +606,32 @@ def value_section(mod) -> list[str]:
         f"{o['value_positions']:,} of them in games with a result): the value NLL is −log P(the "
         "game's result) under the network's WDL for the side to move (ln 3 ≈ 1.099 for a head that says "
         "nothing), its intervals clustered by game; the difference is paired on the same positions.",
+        "",
+        markdown_table(header, rows),
+        "",
+    ]
+
+
+def pilot_section(mod) -> list[str]:
+    """The temperature pilot (searched.pilot_rows, temperature.json): a flatter prior at search time."""
+    from pdx_lightning.evaluation.markdown import markdown_table
+
+    out = ["## A flatter prior at search time (pilot)", ""]
+    header, rows = mod.pilot_rows(RECORDS)
+    temp = RECORDS / "temperature.json"
+    if not rows or not temp.is_file():
+        return [*out, "Not run yet: `run.sh pilot` runs it; no result is claimed.", ""]
+    t = json.loads(temp.read_text())
+    ts = ", ".join(f"{c['label']} {c['matching_t']:.3f}" for c in t["cells"])
+    return [
+        *out,
+        "Lc0 divides the policy logits by its policy softmax temperature (default "
+        f"{t['lc0_default_t']}) before its search priors. `temperature.py` finds, over {t['positions']:,} "
+        "real-game positions (every 7th ply from ply 10 of the 999 Lichess games), the temperature at which "
+        f"each cell's mean prior entropy equals the base's at the default ({t['base']['entropy_default']:.3f} "
+        f"nats): {ts}. The pilot plays the cell at that temperature against the base at the default, the first "
+        "opening pairs of the same suite, and compares with the same pairs of the default-temperature match "
+        "(paired by opening, 95% bootstrap). A pilot: fewer games than the matches above, one cell.",
         "",
         markdown_table(header, rows),
         "",

@@ -8,7 +8,7 @@
 # from the games in its PGN (`pdx arena --resume`). `save` copies the unfinished matches' PGN into
 # records/partial/ (xz, to commit): on another machine, a match with no PGN of its own starts from there.
 #
-#   bash reports/beyond_paper/run.sh [cells|search|ladder|value|all|save] ... (default: all)
+#   bash reports/beyond_paper/run.sh [cells|search|ladder|value|pilot|all|save] ... (default: all)
 #   NODES="1 16 64 256" bash reports/beyond_paper/run.sh search         # node counts (default 1 16 64)
 #   B1024=1 bash reports/beyond_paper/run.sh                             # add the 1,024-game cells (~2 h of training each)
 #   COMMIT=1 bash reports/beyond_paper/run.sh                            # git-commit each match's records as it finishes
@@ -50,6 +50,10 @@
 # 4. value: `pdx eval humans` on the base's and every cell's .pb.gz over the 999 real Lichess games of
 #    data/lichess/ (Maia's filters): the value head's NLL of each game's result, paired with the base's
 #    (clustered by game), beside the policy's move matching: what a search reads at its leaves.
+# 5. pilot (not in all): temperature.py finds the Lc0 policy softmax temperature at which each cell's
+#    priors are as spread as the base's at Lc0's default (records/temperature.json); the forward-KL cell
+#    then plays 400 games at 16 nodes at that temperature against the base at the default (the first 200
+#    opening pairs of the same suite, compared pair for pair with lc0_n16_fwd_s3).
 set -u
 cd "$(dirname "$0")/../.."
 V=${VENV:-.venv}; P=$V/bin/pdx; PY=$V/bin/python; LC0=$V/bin/lc0
@@ -137,6 +141,15 @@ value() { # the value heads on real games: one record, humans_value
   cp $W/humans_value.json $W/humans_value.md $R/ && echo "$(date -Is) finished value"
 }
 
+pilot() { # a flatter prior at search time: the forward-KL cell at its entropy-matching temperature
+  local cells=() label cfg cell archive t
+  while read -r label cfg cell archive; do cells+=($E/$label.pb.gz); done <<< "$CELLS"
+  [ -f $R/temperature.json ] || run $PY reports/beyond_paper/temperature.py $BASE_PB $R/temperature.json "${cells[@]}" || return 1
+  t=$($PY -c "import json, sys; print(next(c['matching_t'] for c in json.load(open(sys.argv[1]))['cells'] if c['label'] == 'fwd_s3'))" $R/temperature.json 2>/dev/null || echo T)
+  match pilot_temp_n16_fwd_s3 --model "$(lc0 16 $BASE_PB)" --label base \
+    --model "$(lc0 16 $E/fwd_s3.pb.gz) --policy-softmax-temp=$t" --label fwd_s3 --games 400 --concurrency 1
+}
+
 save() { # the unfinished matches' games, compressed, where the records are committed
   local f name
   mkdir -p $R/partial
@@ -152,8 +165,8 @@ stages=${*:-all}
 [ "$stages" = all ] && stages="cells value search ladder"
 for s in $stages; do
   case $s in
-    cells|search|ladder|value|save) $s ;;
-    *) echo "run.sh: unknown stage '$s' (cells, search, ladder, value, all, save)" >&2; exit 2 ;;
+    cells|search|ladder|value|pilot|save) $s ;;
+    *) echo "run.sh: unknown stage '$s' (cells, search, ladder, value, pilot, all, save)" >&2; exit 2 ;;
   esac
 done
 echo "run.sh: done ($stages)"

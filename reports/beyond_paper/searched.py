@@ -46,6 +46,7 @@ CELLS = {
 }
 NODES = (1, 16, 64, 256)
 NOT_RUN = "not run"
+LC0_POLICY_T = 1.359  # Lc0 v0.31's --policy-softmax-temp default
 MIN_INTERIM_PAIRS = 50  # fewer complete opening pairs of an unfinished match: only its count is shown
 
 
@@ -434,3 +435,57 @@ def value_rows(records: Path) -> tuple[list[str], list[list[str]], dict | None]:
             ]
         )
     return header, rows, doc
+
+
+def _spec_temperature(doc: dict, label: str) -> float | None:
+    """The ``--policy-softmax-temp`` a player of an arena record was started with (None: Lc0's default)."""
+    spec = next(p["model"] for p in doc["players"] if p["label"] == label)
+    m = re.search(r"--policy-softmax-temp=([0-9.]+)", spec)
+    return float(m.group(1)) if m else None
+
+
+def pilot_rows(records: Path) -> tuple[list[str], list[list[str]]]:
+    """The temperature pilots (``pilot_temp_n<N>_<label>.json``): the cell at N nodes with its policy softmax
+    temperature raised (the base at Lc0's default), its Elo against the base, the same opening pairs' Elo
+    at the default temperature (``lc0_n<N>_<label>``), and the paired change [95%]. The two matches' rounds
+    must be the same openings."""
+    header = [
+        "Cell",
+        "nodes",
+        "Lc0 policy temperature, cell (base)",
+        "games",
+        "Elo vs base, raised temperature",
+        "Elo vs base, default temperature, same openings",
+        "change [95%]",
+    ]
+    rows = []
+    for path in sorted(records.glob("pilot_temp_n*_*.json")):
+        m = re.match(r"pilot_temp_n(\d+)_(.+)", path.stem)
+        if m is None:
+            continue
+        n, label = int(m.group(1)), m.group(2)
+        pilot, default = json.loads(path.read_text()), _load(records, f"lc0_n{n}_{label}")
+        if default is None:
+            raise SystemExit(f"searched: {path.name}: no lc0_n{n}_{label}.json to compare it with")
+        openings = [{g["round"].split(".")[0]: g["opening"] for g in d["games"]} for d in (pilot, default)]
+        common = openings[0].keys() & openings[1].keys()
+        if any(openings[0][k] != openings[1][k] for k in common):
+            raise SystemExit(f"searched: {path.name}: its rounds are not the same openings as lc0_n{n}_{label}'s")
+        rounds = set(pair_scores(pilot, label))
+        same = {"games": [g for g in default["games"] if g["round"].split(".")[0] in rounds]}
+        e1, h1, _ = pairs_elo(pilot, label)
+        e0, h0, _ = pairs_elo(same, label)
+        d, lo, hi, pairs = search_change(default, pilot, label)
+        t_cell, t_base = _spec_temperature(pilot, label), _spec_temperature(pilot, "base")
+        rows.append(
+            [
+                cell_name(label),
+                str(n),
+                f"{t_cell or LC0_POLICY_T:.3f} ({t_base or LC0_POLICY_T:.3f})",
+                f"{len(pilot['games']):,}",
+                f"{e1:+.1f} ± {h1:.1f}",
+                f"{e0:+.1f} ± {h0:.1f}",
+                f"{d:+.1f} [{lo:+.1f}, {hi:+.1f}] ({pairs} pairs)",
+            ]
+        )
+    return header, rows

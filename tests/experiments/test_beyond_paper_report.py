@@ -319,3 +319,37 @@ def test_the_value_table_reads_the_humans_record(tmp_path):
     assert rows[0] == ["Maia-1900 (the base)", "0.8100 [0.7900, 0.8300]", "–", "50.0", "1.600", "1.200"]
     assert rows[1][0].startswith("Forward-KL prior (ours), 128 games/step")
     assert rows[1][2] == "+0.0500 [+0.0400, +0.0600]"
+
+
+def test_the_matching_temperature_by_hand():
+    import torch
+
+    mod = _module("temperature")
+    inf = float("-inf")
+    uniform = torch.tensor([[0.0, 0.0, 0.0, 0.0, inf]])  # 4 legal moves: ln 4 at every temperature
+    assert mod.mean_entropy(uniform, 1.0) == pytest.approx(math.log(4))
+    assert mod.mean_entropy(uniform, 3.0) == pytest.approx(math.log(4))
+    # (0, ln 3): p = (1/4, 3/4) at t = 1; (0, 2 ln 3) reaches the same spread at t = 2
+    h = -(0.25 * math.log(0.25) + 0.75 * math.log(0.75))
+    assert mod.mean_entropy(torch.tensor([[0.0, math.log(3), inf]]), 1.0) == pytest.approx(h)
+    assert mod.matching_temperature(torch.tensor([[0.0, 2 * math.log(3), inf]]), h) == pytest.approx(2.0, abs=1e-5)
+
+
+def test_the_pilot_is_compared_with_the_same_openings_at_the_default_temperature(tmp_path):
+    mod = _module("searched")
+    assert mod.pilot_rows(tmp_path)[1] == []
+    default = _match_record("fwd_s3", [0.5] * 60 + [1.0] * 40)  # the first 60 pairs: 0.25 a game
+    pilot = _match_record("fwd_s3", [1.0] * 60)  # the same 60 openings: 0.5 a game
+    for d, t in ((default, ""), (pilot, " --policy-softmax-temp=1.678")):
+        d["players"] = [{"label": "base", "model": "uci[nodes=16]:lc0"}, {"label": "fwd_s3", "model": f"uci:lc0{t}"}]
+    (tmp_path / "lc0_n16_fwd_s3.json").write_text(json.dumps(default))
+    (tmp_path / "pilot_temp_n16_fwd_s3.json").write_text(json.dumps(pilot))
+    _header, (row,) = mod.pilot_rows(tmp_path)
+    e0 = 400 * math.log10(0.25 / 0.75)  # the default match on the pilot's 60 pairs only
+    assert row[1:4] == ["16", "1.678 (1.359)", "120"] and row[5] == f"{e0:+.1f} ± 0.0"
+    assert float(row[4].split()[0]) == pytest.approx(0.0, abs=1e-9) and row[4].endswith("± 0.0")
+    assert row[6].startswith(f"{-e0:+.1f} [") and row[6].endswith("(60 pairs)")
+    pilot["games"][0]["opening"] = "elsewhere"  # a round that is another opening: refused
+    (tmp_path / "pilot_temp_n16_fwd_s3.json").write_text(json.dumps(pilot))
+    with pytest.raises(SystemExit, match="not the same openings"):
+        mod.pilot_rows(tmp_path)

@@ -1,0 +1,97 @@
+"""The policy softmax temperature at which a fine-tuned cell's prior is as spread as the base's in Lc0.
+
+Lc0 divides the policy logits by its ``--policy-softmax-temp`` (default 1.359) before the softmax that
+gives its search priors. Over real-game positions (every 7th ply from ply 10 of the games of
+``data/lichess/games_2021-10_999.pgn.zst``, about 6,000), this finds the temperature T at which a
+cell's mean prior entropy equals the base's at Lc0's default (``scipy.optimize.brentq``), for the
+pilot match of ``run.sh pilot`` (the cell played at T, the base at the default).
+
+    python reports/beyond_paper/temperature.py BASE.pb.gz OUT.json CELL.pb.gz [CELL.pb.gz ...]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+LC0_DEFAULT_T = 1.359  # Lc0 v0.31's --policy-softmax-temp default
+GAMES = "data/lichess/games_2021-10_999.pgn.zst"
+
+
+def mean_entropy(logits: torch.Tensor, t: float) -> float:
+    """Mean entropy (nats) of softmax(logits / t) per row; -inf logits (illegal moves) carry no mass."""
+    lp = torch.log_softmax(logits.double() / t, dim=1)
+    return float(-torch.where(torch.isfinite(lp), lp.exp() * lp, 0.0).sum(1).mean())
+
+
+def matching_temperature(logits: torch.Tensor, target: float, lo: float = 0.1, hi: float = 10.0) -> float:
+    """The temperature in [lo, hi] (Lc0's range) at which ``mean_entropy(logits, t)`` equals ``target``."""
+    from scipy.optimize import brentq
+
+    return float(brentq(lambda t: mean_entropy(logits, t) - target, lo, hi, xtol=1e-6))
+
+
+def positions(path: str = GAMES, every: int = 7, skip: int = 10, limit: int = 6000) -> list:
+    import chess
+
+    from pdx_lightning.chesscore.pgn_games import read_games
+
+    boards: list[chess.Board] = []
+    for g in read_games(path):
+        b = chess.Board()
+        for ply, move in enumerate(g.moves):
+            if ply >= skip and ply % every == 0:
+                boards.append(b.copy())
+            b.push(move)
+        if len(boards) >= limit:
+            break
+    return boards
+
+
+def legal_logits(name: str, boards: list) -> torch.Tensor:
+    from pdx_lightning.chesscore.encoding import encode_boards
+    from pdx_lightning.chesscore.moves import legal_mask
+    from pdx_lightning.nets import load_model
+
+    model = load_model(name).eval()
+    x, mask = torch.from_numpy(encode_boards(boards)), legal_mask(boards)
+    with torch.inference_mode():
+        out = torch.cat([model(x[i : i + 512]).policy.float() for i in range(0, len(x), 512)])
+    return out.masked_fill(~mask, float("-inf"))
+
+
+def main(argv: list[str]) -> int:
+    base, out, *cells = argv
+    torch.set_num_threads(1)
+    boards = positions()
+    ref = legal_logits(base, boards)
+    target = mean_entropy(ref, LC0_DEFAULT_T)
+    rec = {
+        "positions": len(boards),
+        "games": GAMES,
+        "lc0_default_t": LC0_DEFAULT_T,
+        "base": {"model": base, "entropy_t1": mean_entropy(ref, 1.0), "entropy_default": target},
+        "cells": [],
+    }
+    for cell in cells:
+        lg = legal_logits(cell, boards)
+        t = matching_temperature(lg, target)
+        rec["cells"].append(
+            {
+                "model": cell,
+                "label": Path(cell).name.removesuffix(".pb.gz"),
+                "entropy_t1": mean_entropy(lg, 1.0),
+                "entropy_default": mean_entropy(lg, LC0_DEFAULT_T),
+                "matching_t": round(t, 3),
+            }
+        )
+        print(f"{cell}: T = {t:.3f} gives the base's mean prior entropy {target:.3f}")
+    Path(out).write_text(json.dumps(rec, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
