@@ -467,7 +467,10 @@ def pilot_rows(records: Path) -> tuple[list[str], list[list[str]]]:
         pilot, default = json.loads(path.read_text()), _load(records, f"lc0_n{n}_{label}")
         if default is None:
             raise SystemExit(f"searched: {path.name}: no lc0_n{n}_{label}.json to compare it with")
-        openings = [{g["round"].split(".")[0]: g["opening"] for g in d["games"]} for d in (pilot, default)]
+        openings: list[dict[str, set[str]]] = [{}, {}]
+        for seen, d in zip(openings, (pilot, default)):
+            for g in d["games"]:
+                seen.setdefault(g["round"].split(".")[0], set()).add(g["opening"])
         common = openings[0].keys() & openings[1].keys()
         if any(openings[0][k] != openings[1][k] for k in common):
             raise SystemExit(f"searched: {path.name}: its rounds are not the same openings as lc0_n{n}_{label}'s")
