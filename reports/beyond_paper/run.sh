@@ -14,6 +14,12 @@
 #   COMMIT=1 bash reports/beyond_paper/run.sh                            # git-commit each match's records as it finishes
 #   DRY=1 bash reports/beyond_paper/run.sh                               # print the commands, run nothing
 #   PROCS=2 bash reports/beyond_paper/run.sh search                      # 2 Lc0/Stockfish processes per player
+#   ONLY="fwd_s3 none_s0" bash reports/beyond_paper/run.sh cells search  # only these cells (labels below)
+#
+# Two cores: one run.sh per cell, each in its own worktree (a sweep writes its runs/ directory's
+# sweep.json), with runs/beyond_paper a link to one shared directory, e.g.
+#   (cd ../wt1 && ONLY=fwd_s3 bash reports/beyond_paper/run.sh cells search) &
+#   (cd ../wt2 && ONLY=none_s0 bash reports/beyond_paper/run.sh cells search) &
 #   VENV=/path/to/.venv SHARED=/path/to/shared bash reports/beyond_paper/run.sh   # other locations
 #
 # 1. cells: the checkpoints of the committed cells were not kept, so each is retrained from its sweep
@@ -72,6 +78,11 @@ none_s0 conf/sweep/maia_seeds8.yaml none-adaptive reports/sweep_maia_seeds8/runs
 fwd_b1024 conf/sweep/maia_batch1024.yaml forward_kl-adaptive-b0.01 reports/sweep_maia_1024/cells_json.tar.xz
 none_b1024 conf/sweep/maia_batch1024.yaml none-adaptive reports/sweep_maia_1024/cells_json.tar.xz
 recipe conf/sweep/maia_paper_recipe.yaml forward_kl-adaptive-b0.01 reports/sweep_maia_1024/paper_recipe/cells_json.tar.xz"
+
+if [ -n "${ONLY:-}" ]; then
+  for o in $ONLY; do grep -q "^$o " <<< "$CELLS" || { echo "run.sh: ONLY: no cell '$o'" >&2; exit 2; }; done
+  CELLS=$(grep -E "^($(tr ' ' '|' <<< "$ONLY")) " <<< "$CELLS")
+fi
 
 run() { if [ "${DRY:-0}" = 1 ]; then printf '%q ' "$@"; echo; else "$@"; fi; }
 out_of() { $PY -c "import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))['out'])" "$1"; }
