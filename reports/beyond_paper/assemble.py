@@ -617,14 +617,26 @@ def pilot_section(mod) -> list[str]:
     from pdx_lightning.evaluation.markdown import markdown_table
 
     out = ["## A flatter prior at search time (pilot)", ""]
-    header, rows = mod.pilot_rows(RECORDS)
+    header, rows, data = mod.pilot_rows(RECORDS)
     temp = RECORDS / "temperature.json"
     if not rows or not temp.is_file():
         return [*out, "Not run yet: `run.sh pilot` runs it; no result is claimed.", ""]
     t = json.loads(temp.read_text())
     ts = ", ".join(f"{c['label']} {c['matching_t']:.3f}" for c in t["cells"])
+    answers = []
+    for p in data:
+        (e, h), (d, lo, hi), e0 = p["elo"], p["change"], p["default"][0]
+        where = {"grows": "above 0", "shrinks": "below 0", "unchanged": "holds 0"}[mod.change_word(lo, hi)]
+        part = " (its upper bound short of the whole loss)" if e0 < 0 and hi < -e0 else ""
+        answers.append(
+            f"At {p['nodes']} nodes with its priors as spread as the base's, {p['label']} plays {e:+.1f} ± {h:.1f} "
+            f"against the base, {e0:+.1f} at the default temperature on the same openings; the change, {d:+.1f} "
+            f"[{lo:+.1f}, {hi:+.1f}], {where}{part}."
+        )
     return [
         *out,
+        "**Answer.** " + " ".join(answers),
+        "",
         "Lc0 divides the policy logits by its policy softmax temperature (default "
         f"{t['lc0_default_t']}) before its search priors. `temperature.py` finds, over {t['positions']:,} "
         "real-game positions (every 7th ply from ply 10 of the 999 Lichess games), the temperature at which "

@@ -444,11 +444,11 @@ def _spec_temperature(doc: dict, label: str) -> float | None:
     return float(m.group(1)) if m else None
 
 
-def pilot_rows(records: Path) -> tuple[list[str], list[list[str]]]:
+def pilot_rows(records: Path) -> tuple[list[str], list[list[str]], list[dict]]:
     """The temperature pilots (``pilot_temp_n<N>_<label>.json``): the cell at N nodes with its policy softmax
     temperature raised (the base at Lc0's default), its Elo against the base, the same opening pairs' Elo
     at the default temperature (``lc0_n<N>_<label>``), and the paired change [95%]. The two matches' rounds
-    must be the same openings."""
+    must be the same openings. The header, the rows, and per pilot its numbers (the answer's text)."""
     header = [
         "Cell",
         "nodes",
@@ -458,7 +458,7 @@ def pilot_rows(records: Path) -> tuple[list[str], list[list[str]]]:
         "Elo vs base, default temperature, same openings",
         "change [95%]",
     ]
-    rows = []
+    rows, data = [], []
     for path in sorted(records.glob("pilot_temp_n*_*.json")):
         m = re.match(r"pilot_temp_n(\d+)_(.+)", path.stem)
         if m is None:
@@ -491,4 +491,5 @@ def pilot_rows(records: Path) -> tuple[list[str], list[list[str]]]:
                 f"{d:+.1f} [{lo:+.1f}, {hi:+.1f}] ({pairs} pairs)",
             ]
         )
-    return header, rows
+        data.append({"label": label, "nodes": n, "elo": (e1, h1), "default": (e0, h0), "change": (d, lo, hi)})
+    return header, rows, data

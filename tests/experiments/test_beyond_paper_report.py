@@ -344,11 +344,12 @@ def test_the_pilot_is_compared_with_the_same_openings_at_the_default_temperature
         d["players"] = [{"label": "base", "model": "uci[nodes=16]:lc0"}, {"label": "fwd_s3", "model": f"uci:lc0{t}"}]
     (tmp_path / "lc0_n16_fwd_s3.json").write_text(json.dumps(default))
     (tmp_path / "pilot_temp_n16_fwd_s3.json").write_text(json.dumps(pilot))
-    _header, (row,) = mod.pilot_rows(tmp_path)
+    _header, (row,), (data,) = mod.pilot_rows(tmp_path)
     e0 = 400 * math.log10(0.25 / 0.75)  # the default match on the pilot's 60 pairs only
     assert row[1:4] == ["16", "1.678 (1.359)", "120"] and row[5] == f"{e0:+.1f} ± 0.0"
     assert float(row[4].split()[0]) == pytest.approx(0.0, abs=1e-9) and row[4].endswith("± 0.0")
     assert row[6].startswith(f"{-e0:+.1f} [") and row[6].endswith("(60 pairs)")
+    assert data["change"][0] == pytest.approx(-e0) and data["nodes"] == 16
     pilot["games"][0]["opening"] = "elsewhere"  # a round that is another opening: refused
     (tmp_path / "pilot_temp_n16_fwd_s3.json").write_text(json.dumps(pilot))
     with pytest.raises(SystemExit, match="not the same openings"):
