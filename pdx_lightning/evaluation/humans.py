@@ -270,6 +270,7 @@ class Tally:
         n = int(self.counts[axis][j, m, 0])
         gained, lost, dsum, dsq = self.paired[axis][j, m]
         d, lo, hi = mean_interval_moments(n, float(dsum), float(dsq))
+        vd, vlo, vhi = _clustered(self.value_diff[axis][j, m])
         return {
             "positions": n,
             "gained": int(gained),
@@ -278,7 +279,8 @@ class Tally:
             "top1_diff": float((gained - lost) / n) if n else math.nan,
             "nll_diff": d,
             "nll_diff_ci": [lo, hi],
-            **dict(zip(("value_nll_diff", "value_nll_diff_ci"), _mean_ci(_clustered(self.value_diff[axis][j, m])))),
+            "value_nll_diff": vd,
+            "value_nll_diff_ci": [vlo, vhi],
         }
 
     def _breakdowns(self, m: int, fn) -> dict:
@@ -323,10 +325,6 @@ def _add_clustered(acc: np.ndarray, bins: np.ndarray, games: np.ndarray, x: np.n
 def _clustered(v: np.ndarray) -> tuple[float, float, float]:
     n, total, s2, ns, n2, games = (float(t) for t in v)
     return cluster_mean_interval(int(n), total, s2, ns, n2, int(games))
-
-
-def _mean_ci(t: tuple[float, float, float]) -> tuple[float, list[float]]:
-    return t[0], [t[1], t[2]]
 
 
 # ---------------------------------------------------------------- streaming
