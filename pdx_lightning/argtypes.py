@@ -127,6 +127,23 @@ workers = int_in(1, MAX_WORKERS, name="workers")
 seed = int_in(0, MAX_SEED, name="seed")
 
 
+def shard(text: str) -> tuple[int, int]:
+    """``K/N`` with ``1 <= K <= N <= MAX_WORKERS``: the K-th of N shards (``pdx arena --shard``)."""
+    k, sep, n = text.strip().partition("/")
+    parse = int_in(1, MAX_WORKERS)
+    try:
+        if not sep or len(text) > 40:
+            raise argparse.ArgumentTypeError("")
+        kk, nn = parse(k), parse(n)
+    except argparse.ArgumentTypeError:
+        kk = nn = 0
+    if not 1 <= kk <= nn:
+        raise argparse.ArgumentTypeError(
+            f"must be K/N with 1 <= K <= N <= {MAX_WORKERS:,} (the K-th of N shards, e.g. 1/2), got {_shown(text)}"
+        )
+    return kk, nn
+
+
 def _float(text: str) -> float | None:
     try:
         value = float(text) if len(text) <= 40 else None

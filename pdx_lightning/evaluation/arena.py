@@ -34,7 +34,7 @@ from pdx_lightning.atomicfile import atomic_write_text
 from pdx_lightning.chesscore.opening_files import DEFAULT_SUITE, Opening, load_openings
 from pdx_lightning.evaluation import elo, match
 from pdx_lightning.evaluation.arena_game import MAX_PLIES, ArenaError, Game, GameRules, to_pgn
-from pdx_lightning.evaluation.arena_loop import play_games, round_robin
+from pdx_lightning.evaluation.arena_loop import play_games, round_robin, shard_slots
 from pdx_lightning.evaluation.arena_players import EnginePlayer, Player, StockfishPlayer, UciPlayer, make_player
 from pdx_lightning.evaluation.arena_report import ArenaRun, SprtMonitor, arena_report
 from pdx_lightning.evaluation.arena_resume import resumed_games
@@ -170,6 +170,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "nothing from more games in flight than --engine-procs, a small --concurrency keeps more of a "
         "stopped run",
     )
+    a(
+        "--shard",
+        metavar="K/N",
+        type=argtypes.shard,
+        help="play only the K-th of N shards of the schedule: the opening pairs p (counted from 0) with "
+        "p mod N = K-1, both games of each. Splits one match over N processes or machines, each with its "
+        "own --pgn; then concatenate the shards' PGN files and run the same command without --shard, with "
+        "--resume on the joined file, for the whole match's report (it plays whatever is missing). Argmax "
+        "and fixed-node engine games are the same in any shard; needs --pgn; not with --sprt",
+    )
     a("--json", help="write results as JSON here")
     a("--md", help="write the markdown report here (it is also printed)")
     a("--quiet", action="store_true", help="no progress bar")
@@ -237,6 +247,11 @@ def run(args: argparse.Namespace) -> int:
     sprt = parse_sprt(args.sprt) if getattr(args, "sprt", None) else None
     if sprt is not None and len(specs) != 2:
         raise ArenaError(f"--sprt tests one match: give exactly two --model players, got {len(specs)}")
+    shard = getattr(args, "shard", None)
+    if shard is not None and not args.pgn:
+        raise ArenaError("--shard plays part of a match, to be joined with the other shards' games: give --pgn")
+    if shard is not None and sprt is not None:
+        raise ArenaError("--sprt stops on the whole match's games: it cannot run in a --shard")
     base = _resolve(args.base, labels, specs, "--base") or labels[0]
     anchor = _resolve(args.anchor, labels, specs, "--anchor") or base
     openings = load_openings(args.openings)
@@ -257,7 +272,8 @@ def run(args: argparse.Namespace) -> int:
     if monitor is not None:
         for g in played:
             monitor(g)
-    games, players, seconds = _play(args, labels, temps, openings, sched, monitor, played)
+    only = shard_slots(len(sched), *shard) if shard is not None else None
+    games, players, seconds = _play(args, labels, temps, openings, sched, monitor, played, only)
     report = arena_report(
         ArenaRun(
             games=games,
@@ -268,6 +284,7 @@ def run(args: argparse.Namespace) -> int:
             seconds=seconds,
             resumed=frozenset(g.id for g in played),
             scheduled=len(sched),
+            shard=shard,
             sampled=args.sample,
             openings=args.openings,
             config={k: v for k, v in vars(args).items() if not k.startswith("_")},
@@ -323,6 +340,7 @@ def _play(
     sched: list[tuple[int, int, int]],
     monitor: SprtMonitor | None,
     played: list[Game],
+    only: frozenset[int] | None = None,
 ) -> tuple[list[Game], list[Player], float]:
     """Start the players, play the schedule (streaming ``--pgn``; after ``played``, the resumed games),
     close the players: the games, the players and the seconds of play."""
@@ -368,6 +386,7 @@ def _play(
             on_finish=finished,
             stop=monitor.stop if monitor is not None else None,
             played=played,
+            only=only,
         )
         seconds = time.perf_counter() - t0
     finally:

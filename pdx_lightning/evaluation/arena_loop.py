@@ -9,7 +9,7 @@ every player for its moves in all the games in which it is to move at once
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from pdx_lightning.chesscore.opening_files import Opening
 from pdx_lightning.evaluation.arena_game import MAX_PLIES, ArenaError, Game, GameRules
@@ -33,6 +33,15 @@ def round_robin(
     return sched
 
 
+def shard_slots(n_games: int, k: int, n: int) -> frozenset[int]:
+    """The schedule indices of shard ``k`` of ``n`` (1-based): the games of every opening pair ``p``
+    (games ``2p`` and ``2p + 1``) with ``p mod n == k - 1``. The shards partition the schedule, each
+    keeping its pairs whole."""
+    if not 1 <= k <= n:
+        raise ArenaError(f"shard {k}/{n}: K must be in [1, N]")
+    return frozenset(i for i in range(n_games) if (i // 2) % n == k - 1)
+
+
 def play_games(
     players: Sequence[Player],
     openings: list[Opening],
@@ -48,16 +57,18 @@ def play_games(
     on_finish: Callable[[Game], None] | None = None,
     stop: Callable[[], bool] | None = None,
     played: Sequence[Game] = (),
+    only: Collection[int] | None = None,
 ) -> list[Game]:
     """Play ``schedule`` with up to ``concurrency`` games in flight; finished games in schedule order.
 
     ``on_finish(game)`` is called as each game ends (finish order). ``stop()`` is asked before a pair's
     first game (even schedule index) is started: True schedules nothing more (the second game of a
     started pair is always played, games in flight finish). ``played``: finished games of this
-    schedule (a resumed arena's, ``arena_resume``), kept as they are; their slots are not played."""
+    schedule (a resumed arena's, ``arena_resume``), kept as they are; their slots are not played.
+    ``only``: the schedule indices to play (a shard's, :func:`shard_slots`; default all)."""
     rules = GameRules(max_plies, claim_draws, adjudicate, adjudicate_draw, adjudicate_win)
     skip = {g.id for g in played}
-    pending = deque((i, s) for i, s in enumerate(schedule) if i not in skip)
+    pending = deque((i, s) for i, s in enumerate(schedule) if i not in skip and (only is None or i in only))
     active: list[Game] = []
     done: list[Game] = list(played)
 
@@ -68,7 +79,12 @@ def play_games(
                 on_finish(g)
 
     bar = progress_bar(
-        total=len(schedule), initial=len(played), desc="arena", unit="game", leave=True, disable=not progress
+        total=len(pending) + len(played),
+        initial=len(played),
+        desc="arena",
+        unit="game",
+        leave=True,
+        disable=not progress,
     )
     try:
         while pending or active:

@@ -135,7 +135,7 @@ class ArenaRun:
     base: str
     anchor: str  # the ladder's fixed player
     seconds: float  # of this run's play (a resumed run's games from the --pgn file took none)
-    scheduled: int  # games in the schedule (more than played after an SPRT stop)
+    scheduled: int  # games in the schedule (more than played after an SPRT stop, or in a shard)
     sampled: bool
     openings: str  # the opening suite's path
     config: dict[str, Any]  # the command's options, recorded in the report as given
@@ -143,6 +143,7 @@ class ArenaRun:
     anchor_elo: float = 0.0
     prior_draws: float = 2.0
     sprt: SprtMonitor | None = None
+    shard: tuple[int, int] | None = None  # (K, N): the K-th of N shards of the schedule (--shard)
     # the UCI_Elo scale moved between Stockfish versions: the versions go with the ratings
     stockfish: dict[str, str] = field(default_factory=dict)
     uci_engines: dict[str, str] = field(default_factory=dict)
@@ -174,6 +175,13 @@ def arena_report(run: ArenaRun) -> dict[str, Any]:
         + (resumed if run.resumed else "")
         + "\n\n"
     )
+    if run.shard is not None:
+        k, n = run.shard
+        head += (
+            f"Shard {k}/{n}: the opening pairs p with p mod {n} = {k - 1} only ({len(games)} of the schedule's "
+            f"{run.scheduled} games). For the whole match, join the shards' PGN files and rerun without "
+            "`--shard`, with `--resume` on the joined file.\n\n"
+        )
     head += "Terminations: " + ", ".join(f"{k} {v}" for k, v in reasons.most_common())
     if run.engine_search is not None:
         head += "\n\n" + ENGINE_SEARCH[run.engine_search]
@@ -183,6 +191,7 @@ def arena_report(run: ArenaRun) -> dict[str, Any]:
         "base": run.base,
         "seconds": run.seconds,
         "resumed_games": len(run.resumed),
+        "shard": list(run.shard) if run.shard is not None else None,
         "engine_search": run.engine_search,
         "games_per_s": rate,
         "plies": plies,

@@ -16,7 +16,8 @@ import chess.pgn
 import pytest
 import torch
 
-from pdx_lightning.evaluation import arena
+from pdx_lightning import argtypes
+from pdx_lightning.evaluation import arena, arena_loop
 from pdx_lightning.evaluation.arena_game import ArenaError
 from pdx_lightning.evaluation.arena_resume import ArenaResumeError, round_slot
 
@@ -258,3 +259,65 @@ def test_engine_search_tokens_clear_every_move_or_keep_a_game(tmp_path):
     for _ in range(2):
         player.choose([g])
     assert tokens == [(7, 0), (7, 1), 7, 7]
+
+
+def test_shard_slots_partition_the_schedule_keeping_each_opening_pair_whole():
+    shards = [arena_loop.shard_slots(12, k, 4) for k in (1, 2, 3, 4)]
+    assert shards[0] == {0, 1, 8, 9} and shards[1] == {2, 3, 10, 11} and shards[3] == {6, 7}
+    assert sorted(i for s in shards for i in s) == list(range(12))  # disjoint and complete
+    assert arena_loop.shard_slots(12, 1, 1) == frozenset(range(12))
+    with pytest.raises(ArenaError, match=r"shard 3/2: K must be in \[1, N\]"):
+        arena_loop.shard_slots(12, 3, 2)
+
+
+@pytest.mark.parametrize("text", ["0/2", "3/2", "1/0", "a/b", "1", "1/2/3", "nan/2", "1/inf", "/", "-1/2", "1/1025"])
+def test_a_shard_flag_that_is_not_k_of_n_is_refused(text):
+    with pytest.raises(argparse.ArgumentTypeError, match=r"must be K/N with 1 <= K <= N <= 1,024 .*got"):
+        argtypes.shard(text)
+    assert argtypes.shard(" 2/3 ") == (2, 3) and argtypes.shard("1/1") == (1, 1)
+
+
+def test_two_shards_joined_and_resumed_equal_the_whole_match(tmp_path, full, monkeypatch):
+    """Shards 1/2 and 2/2 play disjoint halves (each opening pair whole); their PGN files joined and
+    resumed without --shard give the uninterrupted match's games and ratings, playing nothing."""
+    halves = []
+    for k in (1, 2):
+        d = tmp_path / f"shard{k}"
+        d.mkdir()
+        assert arena.run(_args(d, "--shard", f"{k}/2")) == 0
+        r = _report(d)
+        assert r["shard"] == [k, 2] and f"Shard {k}/2: the opening pairs p with p mod 2 = {k - 1} only" in r["markdown"]
+        assert {g["round"] for g in r["games"]} == {f"{p + 1}.{c}" for p in range(k - 1, 6, 2) for c in (1, 2)}
+        halves.append((d / "r.pgn").read_text())
+    joined = tmp_path / "joined"
+    joined.mkdir()
+    (joined / "r.pgn").write_text(halves[1] + halves[0])
+    monkeypatch.setattr(arena, "make_player", _no_engine_needed(arena.make_player))
+    assert arena.run(_args(joined, "--resume")) == 0
+    want, got = _report(full), _report(joined)
+    assert got["games"] == want["games"] and got["counts"] == want["counts"] and got["resumed_games"] == 12
+    assert got["elo"]["ratings"] == want["elo"]["ratings"] and got["shard"] is None
+
+
+def test_a_stopped_shard_resumes_its_own_games_only(tmp_path):
+    d = tmp_path / "whole"
+    d.mkdir()
+    assert arena.run(_args(d, "--shard", "2/3")) == 0
+    want = _report(d)
+    games = _texts((d / "r.pgn").read_text())
+    assert len(games) == 4
+    (d / "r.pgn").write_text(games[0] + "\n\n" + games[1][: games[1].index("\n\n") + 12])  # one kept, one cut
+    assert arena.run(_args(d, "--shard", "2/3", "--resume")) == 0
+    got = _report(d)
+    assert got["games"] == want["games"] and got["resumed_games"] == 1
+
+
+def test_a_shard_needs_pgn_and_no_sprt(tmp_path):
+    p = argparse.ArgumentParser()
+    arena.add_arguments(p)
+    two = ["--model", "random:tiny:0", "--model", "random:tiny:1", "--games", "4"]
+    with pytest.raises(ArenaError, match="--shard plays part of a match.*give --pgn"):
+        arena.run(p.parse_args([*two, "--shard", "1/2"]))
+    with pytest.raises(ArenaError, match="--sprt stops on the whole match's games: it cannot run in a --shard"):
+        arena.run(p.parse_args([*two, "--shard", "1/2", "--sprt", "0,10", "--pgn", str(tmp_path / "s.pgn")]))
+    assert not (tmp_path / "s.pgn").exists()
