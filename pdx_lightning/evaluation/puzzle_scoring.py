@@ -21,6 +21,9 @@ with optimal mates found only for mate-in-1; the full set needs ``AltMoves``.
   independently: the policy is Markovian);
 * ``ℓ = −Σ_k log Σ_{a∈W(s_k)} π(a|s_k)`` (Eq. 9), ``p* = e^{−ℓ}``, under the
   untempered policy; geometric mean = ``exp(−mean ℓ)``, arithmetic = mean p*.
+* ``move_by="value"`` (``--move-by value``): the move at each solver ply is the value head's one-ply
+  choice (``evaluation.value_choice``) instead of the policy's argmax; correctness and "solved" are
+  then the value head's, ℓ and p* still the policy's.
 * Paired comparisons are per-puzzle log-ratios ``log p*_B − log p*_A`` (= ℓ_A − ℓ_B),
   reported as the probability ratio ``exp(mean)`` with a t-interval.
 """
@@ -48,11 +51,16 @@ from pdx_lightning.evaluation.stats import (
     wilson_interval,
 )
 from pdx_lightning.evaluation.suite import Puzzle, Suite, load_suite
+from pdx_lightning.evaluation.value_choice import value_choices
 from pdx_lightning.nets.arguments import add_network_arguments
 from pdx_lightning.nets.inference import device_of, evaluate_boards
 from pdx_lightning.runtime.jsonio import write_json
 from pdx_lightning.runtime.progress import progress
 
+MOVE_BY = {
+    "policy": "the policy's argmax",
+    "value": "the value head's one-ply choice: the move whose resulting position it rates best for the mover",
+}
 MULTI_SOLUTION_RULE = (
     "accepted = marked move + AltMoves + any immediate checkmate; solved = every solver "
     "ply's argmax accepted, an argmax checkmate ends the puzzle won"
@@ -81,8 +89,9 @@ class SuiteResult:
     ply_rank: np.ndarray  # (P,) int64 1 + number of moves strictly more probable than the best accepted
     ply_top_log_p: np.ndarray  # (P,) float64 log π of the argmax
     ply_value: np.ndarray  # (P,) float64 W − L of the value head, side to move's view
-    ply_move: list[str]  # (P,) UCI of the argmax
+    ply_move: list[str]  # (P,) UCI of the argmax (of the value head's choice with move_by="value")
     seconds: float = 0.0
+    move_by: str = "policy"  # what chose the moves scored as correct: "policy" (argmax) or "value" (one ply)
 
     @property
     def n_positions(self) -> int:
@@ -113,6 +122,7 @@ def score_suite(
     micro_batch: int = 512,
     chunk: int = 8192,
     progress_desc: str | None = None,
+    move_by: str = "policy",
 ) -> SuiteResult:
     """Score ``puzzles`` with ``model`` (used as given: pass it in eval mode, on its device).
 
@@ -121,7 +131,10 @@ def score_suite(
     (chunk, 4288) output memory on 100k-puzzle suites) and evaluated in
     ``micro_batch`` network calls. ``progress_desc`` names a progress bar over the
     solver positions (the ``pdx eval`` tools); None (validation in training) draws none.
+    ``move_by``: "policy" scores the policy's argmax, "value" the value head's one-ply choice.
     """
+    if move_by not in MOVE_BY:
+        raise ValueError(f"move_by must be one of {list(MOVE_BY)}, got {move_by!r}")
     t0 = time.perf_counter()
     N = len(puzzles)
     depth = np.array([p.depth for p in puzzles], dtype=np.int64)
@@ -142,7 +155,12 @@ def score_suite(
                 acc = _padded([_indices(puzzles[i].accepted[k], b.turn) for i, b in zip(ids, bs)])  # (C, A)
                 mts = _padded([_indices(puzzles[i].mates[k], b.turn) for i, b in zip(ids, bs)])  # (C, M)
                 g = logp.gather(1, acc.clamp(min=0)).masked_fill(acc < 0, -math.inf)  # (C, A)
-                top = logp.argmax(dim=1)  # (C,)
+                if move_by == "value":
+                    top = torch.tensor(
+                        [move_to_index(m, b.turn) for m, b in zip(value_choices(model, bs, micro_batch), bs)]
+                    )
+                else:
+                    top = logp.argmax(dim=1)  # (C,)
                 best = g.max(dim=1).values
                 rows = offsets[ids] + k
                 correct[rows] = (acc == top[:, None]).any(1).numpy()
@@ -190,6 +208,7 @@ def score_suite(
         ply_value=value,
         ply_move=top_uci,
         seconds=time.perf_counter() - t0,
+        move_by=move_by,
     )
 
 
@@ -376,6 +395,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=list(RATING_BINS),
         help="inner rating/difficulty bin edges, comma-separated (default: 600,800,...,2600)",
     )
+    parser.add_argument(
+        "--move-by",
+        choices=list(MOVE_BY),
+        default="policy",
+        help="what picks the move scored as correct: the policy's argmax, or the value head one ply deep "
+        "(every legal move played, the resulting position the value head rates best for the mover; "
+        "~35 network calls a position). p* and ℓ stay the policy's (default: policy)",
+    )
     parser.add_argument("--json", metavar="OUT", help="write summaries, paired comparisons and per-puzzle arrays")
 
 
@@ -430,19 +457,28 @@ def run_eval(args: argparse.Namespace, command: str, render: Callable[[list[str]
         model = load_model(name, weights=args.weights).to(device).eval()
         evaluate_boards(model, [suite.puzzles[0].board])  # warm-up, so positions/s excludes one-off setup
         results.append(
-            score_suite(model, suite.puzzles, micro_batch=args.micro_batch, progress_desc=command.removeprefix("eval "))
+            score_suite(
+                model,
+                suite.puzzles,
+                micro_batch=args.micro_batch,
+                progress_desc=command.removeprefix("eval "),
+                move_by=getattr(args, "move_by", "policy"),
+            )
         )
     summaries = [summarize(r, args.bins) for r in results]
     paired = [
         {"baseline": args.model[0], "model": m, **compare(results[0], r, args.bins)}
         for m, r in zip(args.model[1:], results[1:])
     ]
-    print(render(args.model, summaries, paired))
+    move_by = getattr(args, "move_by", "policy")
+    head = f"Moves scored: {MOVE_BY[move_by]} (`--move-by {move_by}`); p* and ℓ are the policy's.\n\n"
+    print((head if move_by != "policy" else "") + render(args.model, summaries, paired))
     if args.json:
         ps = suite.puzzles
         doc = {
             "command": command,
             "multi_solution": MULTI_SOLUTION_RULE,
+            "move_by": move_by,
             "suite": {
                 "files": suite.paths,
                 "rows": suite.n_rows,

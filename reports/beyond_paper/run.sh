@@ -8,7 +8,7 @@
 # from the games in its PGN (`pdx arena --resume`). `save` copies the unfinished matches' PGN into
 # records/partial/ (xz, to commit): on another machine, a match with no PGN of its own starts from there.
 #
-#   bash reports/beyond_paper/run.sh [cells|search|ladder|value|pilot|all|save] ... (default: all)
+#   bash reports/beyond_paper/run.sh [cells|search|ladder|value|valuemove|pilot|all|save] ... (default: all)
 #   NODES="1 16 64 256" bash reports/beyond_paper/run.sh search         # node counts (default 1 16 64)
 #   B1024=1 bash reports/beyond_paper/run.sh                             # add the 1,024-game cells (~2 h of training each)
 #   COMMIT=1 bash reports/beyond_paper/run.sh                            # git-commit each match's records as it finishes
@@ -56,7 +56,11 @@
 # 4. value: `pdx eval humans` on the base's and every cell's .pb.gz over the 999 real Lichess games of
 #    data/lichess/ (Maia's filters): the value head's NLL of each game's result, paired with the base's
 #    (clustered by game), beside the policy's move matching: what a search reads at its leaves.
-# 5. pilot (not in all): temperature.py finds the Lc0 policy softmax temperature at which each cell's
+# 5. valuemove: `pdx eval puzzles` on the base's and every cell's .pb.gz over the 1,986 real Lichess
+#    puzzles of data/lichess/, scored twice: by the policy's argmax and by the value head one ply deep
+#    (`--move-by value`: every legal move played, the resulting position the value head rates best);
+#    value_move.py keeps the summaries, paired tests and solved bits (records/puzzles_value_move.json).
+# 6. pilot (not in all): temperature.py finds the Lc0 policy softmax temperature at which each cell's
 #    priors are as spread as the base's at Lc0's default (records/temperature.json); the forward-KL cell
 #    then plays 400 games at 16 nodes at that temperature against the base at the default (the first 200
 #    opening pairs of the same suite, compared pair for pair with lc0_n16_fwd_s3).
@@ -152,6 +156,24 @@ value() { # the value heads on real games: one record, humans_value
   cp $W/humans_value.json $W/humans_value.md $R/ && echo "$(date -Is) finished value"
 }
 
+valuemove() { # the value heads' ranking of moves on real puzzles: one record, puzzles_value_move
+  local models=(--model $BASE_PB) labels=(base) label cfg cell archive by
+  while read -r label cfg cell archive; do
+    [ "${DRY:-0}" = 1 ] || [ -f $E/$label.pb.gz ] || { echo "run.sh: $E/$label.pb.gz: run the cells stage first" >&2; return 1; }
+    models+=(--model $E/$label.pb.gz); labels+=($label)
+  done <<< "$CELLS"
+  [ -f $R/puzzles_value_move.json ] && return
+  for by in policy value; do
+    [ -f $W/puzzles_by_$by.json ] && continue
+    local cmd=($P eval puzzles "${models[@]}" --suite data/lichess/puzzles_random_2k.csv --device cpu --move-by $by
+      --json $W/puzzles_by_$by.json)
+    if [ "${DRY:-0}" = 1 ]; then run "${cmd[@]}"; continue; fi
+    "${cmd[@]}" > $W/puzzles_by_$by.md || { echo "failed: valuemove ($by)" >&2; return 1; }
+  done
+  run $PY reports/beyond_paper/value_move.py $W/puzzles_by_policy.json $W/puzzles_by_value.json \
+    $R/puzzles_value_move.json "${labels[@]}" && { [ "${DRY:-0}" = 1 ] || echo "$(date -Is) finished valuemove"; }
+}
+
 pilot() { # a flatter prior at search time: the forward-KL cell at its entropy-matching temperature
   local cells=() label cfg cell archive t
   while read -r label cfg cell archive; do cells+=($E/$label.pb.gz); done <<< "$CELLS"
@@ -173,11 +195,11 @@ save() { # the unfinished matches' games, compressed, where the records are comm
 }
 
 stages=${*:-all}
-[ "$stages" = all ] && stages="cells value search ladder"
+[ "$stages" = all ] && stages="cells value valuemove search ladder"
 for s in $stages; do
   case $s in
-    cells|search|ladder|value|pilot|save) $s ;;
-    *) echo "run.sh: unknown stage '$s' (cells, search, ladder, value, pilot, all, save)" >&2; exit 2 ;;
+    cells|search|ladder|value|valuemove|pilot|save) $s ;;
+    *) echo "run.sh: unknown stage '$s' (cells, search, ladder, value, valuemove, pilot, all, save)" >&2; exit 2 ;;
   esac
 done
 echo "run.sh: done ($stages)"
