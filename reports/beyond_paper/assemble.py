@@ -554,6 +554,7 @@ def searched_sections(points: list[Point]) -> list[str]:
     else:
         out += ["The ladder has not been run yet: `run.sh ladder` scripts it; no result is claimed.", ""]
     out += value_section(mod)
+    out += value_move_section(mod)
     out += pilot_section(mod)
     v_header, v_rows, data = mod.verdict_rows(RECORDS)
     out += [
@@ -610,6 +611,61 @@ def value_section(mod) -> list[str]:
         markdown_table(header, rows),
         "",
     ]
+
+
+def value_move_section(mod) -> list[str]:
+    """The value heads' move choice on real puzzles (value_move.py, puzzles_value_move.json): how well
+    what a search compares at its leaves ranks the moves."""
+    from pdx_lightning.evaluation.markdown import markdown_table
+
+    out = ["## The value heads' choice of move on real puzzles", ""]
+    path = RECORDS / "puzzles_value_move.json"
+    if not path.is_file():
+        return [*out, "Not measured yet: `run.sh valuemove` runs it; no result is claimed.", ""]
+    vm = _script(HERE / "value_move.py", "beyond_paper_value_move")
+    rec = json.loads(path.read_text())
+    header, rows = vm.rows(rec, mod.cell_name)
+    return [
+        *out,
+        "**Answer.** " + value_move_answer(rec),
+        "",
+        "A search compares the positions it expands by their value-head evaluations. `pdx eval puzzles "
+        "--move-by value` scores that ranking alone: at every solver position each legal move is played and "
+        "the move whose resulting position the value head rates best for the mover (L + D/2 of the opponent's "
+        "WDL; a mate by the rules) is the one scored, beside the policy's argmax on the same puzzles. "
+        f"{rec['puzzles']:,} real Lichess puzzles (`data/lichess/puzzles_random_2k.csv`), the files Lc0 plays; "
+        "solved = every solver move accepted (the puzzle scorer's rule); differences from the base paired by "
+        "puzzle (gained/lost, exact McNemar p).",
+        "",
+        markdown_table(header, rows),
+        "",
+    ]
+
+
+def value_move_answer(rec: dict) -> str:
+    """The answer, from the record: each cell's change from the base by the policy and by the value head,
+    and whether the value head's lost more (by its McNemar test)."""
+    parts, worse = [], 0
+    pol = {p["label"]: p for p in rec["policy"]["paired"]}
+    for p in rec["value"]["paired"]:
+        q = pol[p["label"]]
+        sig = p["mcnemar_p"] < 0.05
+        worse += sig and p["acc_diff"] < 0
+        parts.append(
+            f"{p['label']} {100 * p['acc_diff']:+.1f} points by its value head (p = {p['mcnemar_p']:.2g}), "
+            f"{100 * q['acc_diff']:+.1f} by its policy"
+        )
+    b_pol, b_val = rec["policy"]["models"][0]["acc"], rec["value"]["models"][0]["acc"]
+    n = len(rec["value"]["paired"])
+    verdict = (
+        f"{worse} of {n} cells' value heads choose worse than the base's (McNemar p < 0.05)"
+        if worse
+        else "no cell's value head chooses worse than the base's (every McNemar p ≥ 0.05 or a gain)"
+    )
+    return (
+        f"The base solves {100 * b_pol:.1f}% of the puzzles by its policy and {100 * b_val:.1f}% by its value "
+        f"head one ply deep. Against the base: {'; '.join(parts)}. So {verdict}."
+    )
 
 
 def pilot_section(mod) -> list[str]:

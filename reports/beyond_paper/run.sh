@@ -7,6 +7,8 @@
 # exists is not redone, a match whose JSON exists is skipped, a match interrupted midway continues
 # from the games in its PGN (`pdx arena --resume`). `save` copies the unfinished matches' PGN into
 # records/partial/ (xz, to commit): on another machine, a match with no PGN of its own starts from there.
+# A match may also be split over cores or machines by hand with `pdx arena --shard K/N` (the same command
+# line, --pgn runs/beyond_paper/MATCH.shardKofN.pgn); `save` joins its shards' games into one file.
 #
 #   bash reports/beyond_paper/run.sh [cells|search|ladder|value|valuemove|pilot|all|save] ... (default: all)
 #   NODES="1 16 64 256" bash reports/beyond_paper/run.sh search         # node counts (default 1 16 64)
@@ -189,8 +191,13 @@ save() { # the unfinished matches' games, compressed, where the records are comm
   for f in $W/*.pgn; do
     [ -f "$f" ] || continue
     name=$(basename "$f" .pgn)
+    name=${name%.shard*of*}  # a match split with `pdx arena --shard K/N`: its shards' games joined
     [ -f $R/$name.json ] && continue
-    xz -9 -c "$f" > $R/partial/$name.pgn.xz && echo "saved $name: $(grep -c '^\[Event ' "$f") games"
+    [ -f $W/$name.pgn ] && [ "$f" != $W/$name.pgn ] && continue  # saved from the unsplit file
+    [ "$f" = $W/$name.pgn ] || [ "$f" = "$(ls $W/$name.shard*of*.pgn | head -1)" ] || continue
+    cat $( [ "$f" = $W/$name.pgn ] && echo "$f" || ls $W/$name.shard*of*.pgn ) > $W/$name.joined.tmp
+    xz -9 -c $W/$name.joined.tmp > $R/partial/$name.pgn.xz && echo "saved $name: $(grep -c '^\[Event ' $W/$name.joined.tmp) games"
+    rm -f $W/$name.joined.tmp
   done
 }
 

@@ -191,7 +191,7 @@ def test_the_verdicts_read_the_records_and_never_fill_in(tmp_path):
     assert row[3].startswith("-34.9 [") and row[3].endswith("]: shrinks")
     assert row[4:] == ["not run"] * 4  # no 64-node match, no ladder
     answer = mod.search_answer(data)
-    assert answer.startswith("At 16 nodes (1 of 1 cells): change from the single pass -34.9 to -34.9 Elo; 1 shrinks")
+    assert answer.startswith("At 16 nodes (1 of 1 cells): change from the single pass -34.9 Elo; 1 shrinks")
     assert answer.endswith(". At 64 nodes: not run.")
 
 
@@ -354,3 +354,74 @@ def test_the_pilot_is_compared_with_the_same_openings_at_the_default_temperature
     (tmp_path / "pilot_temp_n16_fwd_s3.json").write_text(json.dumps(pilot))
     with pytest.raises(SystemExit, match="not the same openings"):
         mod.pilot_rows(tmp_path)
+
+
+def _puzzle_json(by: str, solved: list[list[bool]], ids=("a", "b", "c")) -> dict:
+    """A ``pdx eval puzzles --json`` output of three puzzles: one model per row of ``solved``."""
+    from pdx_lightning.evaluation.stats import mcnemar_exact, wilson_interval
+
+    models = [
+        {
+            "name": f"m{k}.pb.gz",
+            "summary": {"n": len(s), "acc": sum(s) / len(s), "acc_ci": list(wilson_interval(sum(s), len(s)))},
+            "per_puzzle": {"solved": s},
+        }
+        for k, s in enumerate(solved)
+    ]
+    paired = []
+    for s in solved[1:]:
+        gained = sum(b and not a for a, b in zip(solved[0], s))
+        lost = sum(a and not b for a, b in zip(solved[0], s))
+        paired.append(
+            {
+                "acc_diff": (sum(s) - sum(solved[0])) / len(s),
+                "gained": gained,
+                "lost": lost,
+                "mcnemar_p": mcnemar_exact(gained, lost),
+            }
+        )
+    doc = {"suite": {"files": ["p.csv"], "puzzles": len(ids)}, "puzzles": {"id": list(ids)}, "models": models}
+    return {**doc, "paired": paired, **({"move_by": by} if by != "policy" else {})}
+
+
+def test_the_value_move_record_keeps_what_the_table_needs_and_checks_its_inputs(tmp_path):
+    vm = _module("value_move")
+    docs = {
+        "policy": _puzzle_json("policy", [[True, True, False], [True, True, True]]),
+        "value": _puzzle_json("value", [[True, False, False], [False, False, False]]),
+    }
+    rec = vm.trim(docs, ["base", "fwd_s3"])
+    assert rec["value"]["models"][0]["solved"] == "100" and rec["policy"]["models"][1]["solved"] == "111"
+    assert rec["value"]["paired"] == [{"label": "fwd_s3", "acc_diff": -1 / 3, "gained": 0, "lost": 1, "mcnemar_p": 1.0}]
+    header, rows = vm.rows(rec)
+    assert header[1].startswith("policy argmax") and header[3].startswith("value head, one ply")
+    assert rows[0][1].startswith("66.7 [") and rows[0][2] == "–" and rows[0][3].startswith("33.3 [")
+    assert rows[1][2] == "+33.3 (+1/−0; p = 1)" and rows[1][4] == "-33.3 (+0/−1; p = 1)"
+    with pytest.raises(ValueError, match="the value run's JSON was scored --move-by policy"):
+        vm.trim({"policy": docs["policy"], "value": docs["policy"]}, ["base", "fwd_s3"])
+    other = _puzzle_json("value", [[True, False, False], [False, False, False]], ids=("a", "b", "x"))
+    with pytest.raises(ValueError, match="the value run scored other puzzles than the policy run"):
+        vm.trim({"policy": docs["policy"], "value": other}, ["base", "fwd_s3"])
+    with pytest.raises(ValueError, match="1 labels for the 2 models of the policy run"):
+        vm.trim(docs, ["base"])
+    out = tmp_path / "r.json"
+    (tmp_path / "p.json").write_text(json.dumps(docs["policy"]))
+    (tmp_path / "v.json").write_text(json.dumps(docs["value"]))
+    assert vm.main([str(tmp_path / "p.json"), str(tmp_path / "v.json"), str(out), "base", "fwd_s3"]) == 0
+    assert json.loads(out.read_text()) == json.loads(json.dumps(rec))
+
+
+def test_the_value_move_answer_says_which_value_heads_choose_worse():
+    assemble = _module("assemble")
+    vm = _module("value_move")
+    n = 40  # the base solves all 40 by both; the cell loses 12 by its value head, 0 by its policy
+    docs = {
+        "policy": _puzzle_json("policy", [[True] * n, [True] * n], ids=tuple(map(str, range(n)))),
+        "value": _puzzle_json("value", [[True] * n, [True] * 28 + [False] * 12], ids=tuple(map(str, range(n)))),
+    }
+    text = assemble.value_move_answer(vm.trim(docs, ["base", "fwd_s3"]))
+    assert "The base solves 100.0% of the puzzles by its policy and 100.0% by its value head" in text
+    assert "fwd_s3 -30.0 points by its value head (p = 0.00049), +0.0 by its policy" in text
+    assert text.endswith("So 1 of 1 cells' value heads choose worse than the base's (McNemar p < 0.05).")
+    docs["value"] = _puzzle_json("value", [[True] * n, [True] * 39 + [False]], ids=tuple(map(str, range(n))))
+    assert "no cell's value head chooses worse" in assemble.value_move_answer(vm.trim(docs, ["base", "fwd_s3"]))
