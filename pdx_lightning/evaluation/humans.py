@@ -18,8 +18,13 @@ human's move:
 * value NLL: ``-log P(r)``, with P the model's WDL head (the side to move's win/draw/loss) and r the
   game's result from the mover's side, in nats: how well the value head (what a search such as Lc0's
   reads at its leaves) predicts how the game ended. Positions of games without a result (``*``) have
-  none. The positions of one game share its result, so its interval is clustered by game (the
-  cluster-robust variance, ``stats.cluster_mean_interval``), not per position.
+  none.
+
+The positions of one game are not independent (one player, one result), so the intervals of the means
+(NLL, entropy, value NLL) and of the paired mean differences are clustered by game (the cluster-robust
+variance, ``stats.cluster_mean_interval``, t with games − 1 degrees of freedom), not per position. The
+match rates' Wilson intervals and the McNemar test count positions as independent: approximate, and
+narrower than a clustered interval would be.
 
 The matches are counted as plain running sums, not with torchmetrics' ``MulticlassAccuracy(top_k=...)``:
 its top-k is ``torch.topk``, which breaks a tie among equally probable moves by index where the rank rule
@@ -30,10 +35,10 @@ Reported overall and by the mover's rating (100-point bins, ``--bins``), the gam
 category (from the ``TimeControl`` header as base + 40 x increment: ultrabullet < 30 s, bullet < 180,
 blitz < 480, rapid < 1500, classical; ``-`` is correspondence), the mover's clock before the move
 (< 30 s, 30–120 s, >= 120 s, none) and the game phase (ply of the position: 0–19, 20–39, 40–59,
-60+), with 95% Wilson intervals on the match rates and Student-t intervals on the NLL; each model
-after the first is paired with the first on the same positions: exact McNemar on top-1 (positions
-it matches and the first does not, and the reverse), the mean NLL difference and the mean value-NLL
-difference (clustered by game). Header and clock
+60+), with 95% Wilson intervals on the match rates and game-clustered t intervals on the means; each
+model after the first is paired with the first on the same positions: exact McNemar on top-1
+(positions it matches and the first does not, and the reverse), the mean NLL difference and the mean
+value-NLL difference (clustered by game). Header and clock
 values are checked as read (``chesscore.pgn_values``): a rating is an integer 0..4000, a
 ``TimeControl`` finite seconds up to a week, so an impossible value refuses the game (one line) or,
 with ``--skip-bad``, skips and counts it; it is never placed in a bin. Every flag is checked before
@@ -54,7 +59,7 @@ JSON (``--json``)::
      null_move}, bad[...]},
      "positions_skipped": {opening, clock, rating, time_control}, "bins": [...],
      "models": [{"name", "label", "weights", "overall": {positions, top1, top1_ci, top3, top3_ci,
-                 top5, top5_ci, nll, nll_ci, entropy, entropy_ci, value_positions, value_games, value_nll,
+                 top5, top5_ci, nll, nll_ci, entropy, entropy_ci, games, value_positions, value_games, value_nll,
                  value_nll_ci},
                  "by_rating": [{bin, lo, hi, ...}], "by_time_control": [...],
                  "by_clock": [...], "by_phase": [...]}],
@@ -96,7 +101,6 @@ from pdx_lightning.evaluation.stats import (
     bin_edges_labels,
     cluster_mean_interval,
     mcnemar_exact,
-    mean_interval_moments,
     wilson_interval,
 )
 from pdx_lightning.nets.arguments import add_network_arguments
@@ -217,38 +221,45 @@ def score_positions(
 
 
 class Tally:
-    """Running totals per axis bin and model: n, top-1/3/5 matches, Σ NLL, Σ NLL²; and per model
-    against the first: gained, lost (top-1 discordant pairs), Σ ΔNLL, Σ ΔNLL². The value NLL (and its
-    difference from the first model's) is kept as per-game running sums (``VALUE``: positions n, Σ x,
-    Σ S_g², Σ n_g S_g, Σ n_g², games; ``stats.cluster_mean_interval``): ``add`` takes whole games."""
+    """Running totals per axis bin and model: n, top-1/3/5 matches; per model against the first: gained,
+    lost (top-1 discordant pairs). The means (NLL, entropy, value NLL) and the paired differences (NLL,
+    value NLL) are kept as per-game running sums (``CLUSTER``: positions n, Σ x, Σ S_g², Σ n_g S_g, Σ n_g²,
+    games; ``stats.cluster_mean_interval``), their intervals clustered by game: ``add`` takes whole games."""
 
-    FIELDS = ("n", "top1", "top3", "top5", "nll", "nll_sq", "ent", "ent_sq")
-    PAIRED = ("gained", "lost", "dnll", "dnll_sq")
-    VALUE = ("n", "sum", "s2", "ns", "n2", "games")
+    FIELDS = ("n", "top1", "top3", "top5")
+    PAIRED = ("gained", "lost")
+    CLUSTER = ("n", "sum", "s2", "ns", "n2", "games")
+    MEANS = ("nll", "entropy", "value_nll", "nll_diff", "value_nll_diff")
 
     def __init__(self, n_models: int, axes: list[Axis]) -> None:
         self.axes = axes
         self.counts = {a.name: np.zeros((len(a.labels), n_models, len(self.FIELDS))) for a in axes}
         self.paired = {a.name: np.zeros((len(a.labels), n_models, len(self.PAIRED))) for a in axes}
-        self.value = {a.name: np.zeros((len(a.labels), n_models, len(self.VALUE))) for a in axes}
-        self.value_diff = {a.name: np.zeros((len(a.labels), n_models, len(self.VALUE))) for a in axes}
+        self.means = {
+            q: {a.name: np.zeros((len(a.labels), n_models, len(self.CLUSTER))) for a in axes} for q in self.MEANS
+        }
 
     def add(self, codes: dict[str, np.ndarray], s: MatchScores, games: np.ndarray | None = None) -> None:
         """Add positions: their bin on each axis (``codes``), their scores, and the game each comes from
         (``games``, (B,) ids; every game's positions in this one call; default: each its own game)."""
         t1 = s.top[1]
-        per = np.stack(
-            [np.ones_like(s.nll), t1, s.top[3], s.top[5], s.nll, s.nll**2, s.entropy, s.entropy**2], -1
-        )  # (M, B, F)
-        d = s.nll - s.nll[:1]
-        pair = np.stack([t1 & ~t1[:1], ~t1 & t1[:1], d, d**2], -1).astype(np.float64)  # (M, B, 4)
+        per = np.stack([np.ones_like(s.nll), t1, s.top[3], s.top[5]], -1)  # (M, B, F)
+        pair = np.stack([t1 & ~t1[:1], ~t1 & t1[:1]], -1).astype(np.float64)  # (M, B, 2)
         games = np.arange(s.nll.shape[1]) if games is None else np.asarray(games)
-        known = ~np.isnan(s.vnll[0])
+        every = np.ones(len(games), bool)
+        known = ~np.isnan(s.vnll[0])  # positions of games with a result
+        means = {
+            "nll": (s.nll, every),
+            "entropy": (s.entropy, every),
+            "value_nll": (s.vnll, known),
+            "nll_diff": (s.nll - s.nll[:1], every),
+            "value_nll_diff": (s.vnll - s.vnll[:1], known),
+        }
         for a in self.axes:
             np.add.at(self.counts[a.name], codes[a.name], per.transpose(1, 0, 2))
             np.add.at(self.paired[a.name], codes[a.name], pair.transpose(1, 0, 2))
-            for acc, x in ((self.value, s.vnll), (self.value_diff, s.vnll - s.vnll[:1])):
-                _add_clustered(acc[a.name], codes[a.name][known], games[known], x[:, known])
+            for q, (x, keep) in means.items():
+                _add_clustered(self.means[q][a.name], codes[a.name][keep], games[keep], x[:, keep])
 
     def group(self, axis: str, j: int, m: int) -> dict:
         n, *sums = self.counts[axis][j, m]
@@ -257,20 +268,18 @@ class Tally:
         for k, v in zip(TOP_K, sums[:3]):
             out[f"top{k}"] = float(v / n) if n else math.nan
             out[f"top{k}_ci"] = list(wilson_interval(int(round(v)), n))  # noqa: RUF046  (NumPy < 2 rounds to a float64)
-        m_, lo, hi = mean_interval_moments(n, float(sums[3]), float(sums[4]))
-        out.update(nll=m_, nll_ci=[lo, hi])
-        e, elo, ehi = mean_interval_moments(n, float(sums[5]), float(sums[6]))
-        out.update(entropy=e, entropy_ci=[elo, ehi])
-        v = self.value[axis][j, m]
-        vm, vlo, vhi = _clustered(v)
-        out.update(value_positions=int(v[0]), value_games=int(v[5]), value_nll=vm, value_nll_ci=[vlo, vhi])
+        for q in ("nll", "entropy", "value_nll"):
+            mean, lo, hi = _clustered(self.means[q][axis][j, m])
+            out.update({q: mean, f"{q}_ci": [lo, hi]})
+        v = self.means["value_nll"][axis][j, m]
+        out.update(value_positions=int(v[0]), value_games=int(v[5]), games=int(self.means["nll"][axis][j, m, 5]))
         return out
 
     def pair_group(self, axis: str, j: int, m: int) -> dict:
         n = int(self.counts[axis][j, m, 0])
-        gained, lost, dsum, dsq = self.paired[axis][j, m]
-        d, lo, hi = mean_interval_moments(n, float(dsum), float(dsq))
-        vd, vlo, vhi = _clustered(self.value_diff[axis][j, m])
+        gained, lost = self.paired[axis][j, m]
+        d, lo, hi = _clustered(self.means["nll_diff"][axis][j, m])
+        vd, vlo, vhi = _clustered(self.means["value_nll_diff"][axis][j, m])
         return {
             "positions": n,
             "gained": int(gained),
@@ -300,7 +309,7 @@ class Tally:
 
 def _add_clustered(acc: np.ndarray, bins: np.ndarray, games: np.ndarray, x: np.ndarray) -> None:
     """Add values ``x`` (M, B) of positions in axis bins ``bins`` (B,) from games ``games`` (B,) to ``acc``
-    (bins, M, ``Tally.VALUE``): each (bin, game) is one cluster, whole in this call."""
+    (bins, M, ``Tally.CLUSTER``): each (bin, game) is one cluster, whole in this call."""
     if not len(bins):
         return
     keys, cluster = np.unique(np.stack([bins, games], 1), axis=0, return_inverse=True)
@@ -456,7 +465,7 @@ def render(labels: list[str], summaries: list[dict], paired: list[dict]) -> str:
     """Markdown: overall, then each breakdown (top-1 % per model), then the pairings with the first."""
     out = [
         "## Human move matching (top-k: % of human moves in the model's k most probable; ± half the 95% "
-        "Wilson interval; NLL in nats)",
+        "Wilson interval; NLL and entropy in nats)",
         "",
         markdown_table(
             [
@@ -513,8 +522,8 @@ def render(labels: list[str], summaries: list[dict], paired: list[dict]) -> str:
     if paired:
         out += [
             "",
-            f"### Paired with {labels[0]} on the same positions (top-1: exact McNemar; ΔNLL: 95% t; Δ value "
-            "NLL: 95% t clustered by game)",
+            f"### Paired with {labels[0]} on the same positions (top-1: exact McNemar; ΔNLL and Δ value NLL: "
+            "95% t clustered by game)",
             "",
             markdown_table(
                 ["Model", "Δtop-1 (pts)", "gained", "lost", "McNemar p", "ΔNLL (nats)", "Δ value NLL (nats)"],

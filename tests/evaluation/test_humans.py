@@ -45,10 +45,22 @@ class FixedWdl(Uniform):
         return NetOutput(out.policy, torch.log(torch.tensor([0.6, 0.3, 0.1])).expand(x.shape[0], 3))
 
 
+class FixedLogits(Uniform):
+    """The same random logits (scale 2) in every position."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("z", 2.0 * torch.randn(POLICY_SIZE, generator=torch.Generator().manual_seed(5)))
+
+    def forward(self, x):
+        out = super().forward(x)
+        return NetOutput(out.policy + self.z, out.wdl)
+
+
 def reference(model, games, filt):
     """Slow and obvious: one position at a time, softmax over python-chess's legal moves."""
-    top1, top5, nll, ent = [], [], [], []
-    for g in games:
+    top1, top5, nll, ent, game = [], [], [], [], []
+    for k, g in enumerate(games):
         board = chess.Board()
         for ply, move in enumerate(g.moves):
             if filt.keeps(g, ply) is None:
@@ -63,8 +75,20 @@ def reference(model, games, filt):
                 top5.append(sum(float(logp[i]) > float(logp[h]) for i in range(len(legal))) < 5)
                 nll.append(-float(logp[h]))
                 ent.append(-float((logp.exp() * logp).sum()))
+                game.append(k)
             board.push(move)
-    return np.array(top1), np.array(top5), np.array(nll), np.array(ent)
+    return np.array(top1), np.array(top5), np.array(nll), np.array(ent), np.array(game)
+
+
+def sandwich(x: np.ndarray, c: np.ndarray) -> tuple[float, float, float]:
+    """The mean of ``x`` and its 95% t interval clustered by ``c``, the sandwich variance written out."""
+    from scipy import stats
+
+    m, ks = x.mean(), sorted(set(c.tolist()))
+    resid = sum((x[c == k].sum() - (c == k).sum() * m) ** 2 for k in ks)
+    sem = math.sqrt(len(ks) / (len(ks) - 1) * resid) / len(x)
+    lo, hi = stats.t.interval(0.95, len(ks) - 1, loc=m, scale=sem)
+    return m, lo, hi
 
 
 MAIA_FILTER = MoveFilter(skip_plies=10, min_clock=30)
@@ -159,13 +183,22 @@ def test_matches_one_position_at_a_time_reference():
     model = load_model("random:tiny").eval()
     filt = MoveFilter(skip_plies=10, min_clock=30)
     games = list(read_games(GAMES20, max_games=3))
-    t1, t5, nll, ent = reference(model, games, filt)
-    res = run_eval([model], filt=filt, max_games=3, batch=37, micro_batch=16)  # batches straddle games
+    t1, t5, nll, ent, game = reference(model, games, filt)
+    other = FixedLogits()  # a sharp policy, far from random:tiny's near-uniform one
+    nll1 = reference(other, games, filt)[2]
+    res = run_eval([model, other], filt=filt, max_games=3, batch=37, micro_batch=16)  # batches straddle games
     o = res.tally.summary(0)["overall"]
-    assert o["positions"] == len(nll) > 100
+    assert o["positions"] == len(nll) > 100 and o["games"] == 3
     assert o["top1"] == pytest.approx(t1.mean()) and o["top5"] == pytest.approx(t5.mean())
-    assert o["nll"] == pytest.approx(nll.mean(), rel=1e-5)
-    assert o["entropy"] == pytest.approx(ent.mean(), rel=1e-5)
+    # the means, and their intervals clustered by game (the positions of a game are not independent)
+    m, lo, hi = sandwich(nll, game)
+    assert o["nll"] == pytest.approx(m, rel=1e-5) and o["nll_ci"] == pytest.approx([lo, hi], rel=1e-5)
+    m, lo, hi = sandwich(ent, game)
+    assert o["entropy"] == pytest.approx(m, rel=1e-5) and o["entropy_ci"] == pytest.approx([lo, hi], rel=1e-5)
+    m, lo, hi = sandwich(nll1 - nll, game)
+    c = res.tally.compare(1)["overall"]
+    assert c["nll_diff"] == pytest.approx(m, rel=1e-5) and c["nll_diff_ci"] == pytest.approx([lo, hi], rel=1e-5)
+    assert hi - lo > 1.2 * (mean_interval(nll1 - nll)[2] - mean_interval(nll1 - nll)[1])  # wider than per position
 
 
 def test_filters_change_the_positions():
