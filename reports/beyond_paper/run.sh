@@ -7,8 +7,12 @@
 # exists is not redone, a match whose JSON exists is skipped, a match interrupted midway continues
 # from the games in its PGN (`pdx arena --resume`). `save` copies the unfinished matches' PGN into
 # records/partial/ (xz, to commit): on another machine, a match with no PGN of its own starts from there.
-# A match may also be split over cores or machines by hand with `pdx arena --shard K/N` (the same command
-# line, --pgn runs/beyond_paper/MATCH.shardKofN.pgn); `save` joins its shards' games into one file.
+# SHARD=K/N splits every match over N processes (cores or machines, runs/beyond_paper shared or the
+# shards' PGN files gathered): this one plays shard K (`pdx arena --shard`) from its share of the saved
+# games (shard_games.py); the last shard to finish joins them into the match's records. `save` joins the
+# shards' games into records/partial/ as one file.
+#   (cd ../wt1 && SHARD=1/2 ONLY=rev_s3 NODES=64 bash reports/beyond_paper/run.sh search) &
+#   (cd ../wt2 && SHARD=2/2 ONLY=rev_s3 NODES=64 bash reports/beyond_paper/run.sh search) &
 #
 #   bash reports/beyond_paper/run.sh [cells|search|ladder|value|valuemove|pilot|all|save] ... (default: all)
 #   NODES="1 16 64 256" bash reports/beyond_paper/run.sh search         # node counts (default 1 16 64)
@@ -106,9 +110,28 @@ keep() { # name: the match's records into the report, committed when COMMIT=1
 match() { # name, arena arguments...
   local name=$1; shift
   [ -f $R/$name.json ] && return
+  if [ -n "${SHARD:-}" ]; then shard_match $name "$@"; return; fi
   [ -f $W/$name.pgn ] || [ ! -f $R/partial/$name.pgn.xz ] || [ "${DRY:-0}" = 1 ] || xz -dc $R/partial/$name.pgn.xz > $W/$name.pgn
   run $P arena "$@" --openings $O --threads 1 --engine-procs ${PROCS:-1} --pgn $W/$name.pgn --resume \
     --json $W/$name.json --md $W/$name.md --quiet || { echo "failed: $name" >&2; return 1; }
+  keep $name
+}
+
+shard_match() { # SHARD=K/N: shard K of the match into its own PGN (from its saved games); the last shard
+  # to finish joins every shard's games and writes the match's records (its --resume plays nothing more)
+  local name=$1; shift
+  local k=${SHARD%/*} n=${SHARD#*/}; local s=$W/$name.shard${k}of$n
+  local src=$W/$name.pgn; [ -f $src ] || src=$R/partial/$name.pgn.xz
+  if [ ! -f $s.pgn ] && [ -f $src ] && [ "${DRY:-0}" != 1 ]; then
+    xz -dcf $src | $PY reports/beyond_paper/shard_games.py $k $n > $s.pgn || return 1
+  fi
+  run $P arena "$@" --openings $O --threads 1 --engine-procs ${PROCS:-1} --shard $k/$n --pgn $s.pgn --resume \
+    --json $s.json --md $s.md --quiet || { echo "failed: $name shard $k/$n" >&2; return 1; }
+  local i
+  for i in $(seq 1 $n); do [ -f $W/$name.shard${i}of$n.json ] || return 0; done
+  [ "${DRY:-0}" = 1 ] || cat $W/$name.shard*of$n.pgn > $W/$name.pgn
+  run $P arena "$@" --openings $O --threads 1 --engine-procs ${PROCS:-1} --pgn $W/$name.pgn --resume \
+    --json $W/$name.json --md $W/$name.md --quiet || { echo "failed: $name (joining its shards)" >&2; return 1; }
   keep $name
 }
 

@@ -324,8 +324,7 @@ def search_answer(data: list[dict], nodes: tuple[int, ...] = (16, 64)) -> str:
         counts = ", ".join(f"{words.count(w)} {w}" for w in ("grows", "unchanged", "shrinks") if w in words)
         span = f"{changes[0]:+.1f}" if len(changes) == 1 else f"{min(changes):+.1f} to {max(changes):+.1f}"
         parts.append(
-            f"At {n} nodes ({len(got)} of {len(data)} cells): change from the single pass "
-            f"{span} Elo; {counts}{interim}"
+            f"At {n} nodes ({len(got)} of {len(data)} cells): change from the single pass {span} Elo; {counts}{interim}"
         )
     return ". ".join(parts) + "."
 

@@ -425,3 +425,37 @@ def test_the_value_move_answer_says_which_value_heads_choose_worse():
     assert text.endswith("So 1 of 1 cells' value heads choose worse than the base's (McNemar p < 0.05).")
     docs["value"] = _puzzle_json("value", [[True] * n, [True] * 39 + [False]], ids=tuple(map(str, range(n))))
     assert "no cell's value head chooses worse" in assemble.value_move_answer(vm.trim(docs, ["base", "fwd_s3"]))
+
+
+def test_shard_games_splits_saved_games_by_opening_pair_and_the_shards_join_to_all(tmp_path):
+    import io
+
+    import chess.pgn
+
+    sg = _module("shard_games")
+    games = [
+        {"round": f"{p}.{c}", "white": "base" if c == 1 else "rev_s3", "black": "rev_s3" if c == 1 else "base"}
+        | {"result": "1-0"}
+        for p in (1, 2, 3, 5, 8)
+        for c in (1, 2)
+    ]
+    text = _pgn(games)  # and round 99.1 still in play ("*")
+
+    def rounds(out: str) -> list[str]:
+        stream, got = io.StringIO(out), []
+        while (g := chess.pgn.read_game(stream)) is not None:
+            got.append(g.headers["Round"])
+        return got
+
+    outs = []
+    for k in (1, 2, 3):
+        out = io.StringIO()
+        assert sg.shard_games(io.StringIO(text), out, k, 3) == {1: 2, 2: 6, 3: 2}[k]
+        outs.append(rounds(out.getvalue()))
+    # pairs p = round − 1 = 0, 1, 2, 4, 7; shard k holds p mod 3 = k − 1: 0 | 1, 4, 7 | 2
+    assert outs == [["1.1", "1.2"], ["2.1", "2.2", "5.1", "5.2", "8.1", "8.2"], ["3.1", "3.2"]]
+    assert sorted(r for o in outs for r in o) == sorted(g["round"] for g in games)  # each finished game once
+    with pytest.raises(ValueError, match=r"shard 4/3: K must be in \[1, N\]"):
+        sg.shard_games(io.StringIO(text), io.StringIO(), 4, 3)
+    with pytest.raises(ValueError, match="Round '7' is not an arena round"):
+        sg.shard_games(io.StringIO(text.replace('[Round "2.1"]', '[Round "7"]')), io.StringIO(), 1, 3)

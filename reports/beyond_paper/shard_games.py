@@ -1,0 +1,46 @@
+"""The games of one shard of a match, from a PGN of any of its games (``run.sh`` with ``SHARD=K/N``).
+
+``pdx arena --shard K/N`` plays the opening pairs p with p mod N = K - 1; a match's saved games
+(``records/partial/``, any shards joined) are split so that each shard resumes from its own games
+only, and the shards' files, joined again, hold every game once. Games without a result (``*``) are
+left out (the arena plays them again).
+
+    xz -dc records/partial/MATCH.pgn.xz | python reports/beyond_paper/shard_games.py K N > MATCH.shardKofN.pgn
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+import chess.pgn
+
+from pdx_lightning.evaluation.arena_resume import round_slot
+
+
+def shard_games(src: TextIO, dst: TextIO, k: int, n: int) -> int:
+    """Write the finished games of ``src`` whose ``Round`` slot lies in shard ``k`` of ``n``; their count."""
+    if not 1 <= k <= n:
+        raise ValueError(f"shard {k}/{n}: K must be in [1, N]")
+    kept = 0
+    while (game := chess.pgn.read_game(src)) is not None:
+        slot = round_slot(game.headers.get("Round", ""))
+        if slot is None:
+            raise ValueError(f"Round {game.headers.get('Round')!r} is not an arena round (k.1 or k.2)")
+        if (slot // 2) % n == k - 1 and game.headers.get("Result", "*") != "*":
+            print(game, file=dst, end="\n\n")
+            kept += 1
+    return kept
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print(__doc__.strip().splitlines()[-1].strip(), file=sys.stderr)
+        return 2
+    kept = shard_games(sys.stdin, sys.stdout, int(argv[0]), int(argv[1]))
+    print(f"shard {argv[0]}/{argv[1]}: {kept} games", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
