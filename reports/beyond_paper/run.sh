@@ -129,7 +129,10 @@ shard_match() { # SHARD=K/N: shard K of the match into its own PGN (from its sav
     --json $s.json --md $s.md --quiet || { echo "failed: $name shard $k/$n" >&2; return 1; }
   local i
   for i in $(seq 1 $n); do [ -f $W/$name.shard${i}of$n.json ] || return 0; done
-  [ "${DRY:-0}" = 1 ] || cat $W/$name.shard*of$n.pgn > $W/$name.pgn
+  if [ "${DRY:-0}" != 1 ]; then
+    cat $(ls $W/$name.pgn $W/$name.shard*of$n.pgn 2>/dev/null) | $PY reports/beyond_paper/shard_games.py 1 1 > $W/$name.joined.tmp \
+      && mv $W/$name.joined.tmp $W/$name.pgn || { echo "failed: $name (its shards disagree)" >&2; return 1; }
+  fi
   run $P arena "$@" --openings $O --threads 1 --engine-procs ${PROCS:-1} --pgn $W/$name.pgn --resume \
     --json $W/$name.json --md $W/$name.md --quiet || { echo "failed: $name (joining its shards)" >&2; return 1; }
   keep $name
@@ -214,14 +217,13 @@ save() { # the unfinished matches' games, compressed, where the records are comm
   for f in $W/*.pgn; do
     [ -f "$f" ] || continue
     name=$(basename "$f" .pgn)
-    name=${name%.shard*of*}  # a match split with `pdx arena --shard K/N`: its shards' games joined
-    [ -f $R/$name.json ] && continue
-    [ -f $W/$name.pgn ] && [ "$f" != $W/$name.pgn ] && continue  # saved from the unsplit file
-    [ "$f" = $W/$name.pgn ] || [ "$f" = "$(ls $W/$name.shard*of*.pgn | head -1)" ] || continue
-    cat $( [ "$f" = $W/$name.pgn ] && echo "$f" || ls $W/$name.shard*of*.pgn ) > $W/$name.joined.tmp
+    name=${name%.shard*of*}  # a match split with `pdx arena --shard K/N`: its games and its shards' joined
+    [ -f $R/$name.json ] || [ -f $W/$name.joined.tmp ] && continue
+    cat $(ls $W/$name.pgn $W/$name.shard*of*.pgn 2>/dev/null) | $PY reports/beyond_paper/shard_games.py 1 1 \
+      > $W/$name.joined.tmp || { echo "run.sh: save: $name: its files disagree" >&2; rm -f $W/$name.joined.tmp; continue; }
     xz -9 -c $W/$name.joined.tmp > $R/partial/$name.pgn.xz && echo "saved $name: $(grep -c '^\[Event ' $W/$name.joined.tmp) games"
-    rm -f $W/$name.joined.tmp
   done
+  rm -f $W/*.joined.tmp
 }
 
 stages=${*:-all}

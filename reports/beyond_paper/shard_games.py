@@ -3,9 +3,11 @@
 ``pdx arena --shard K/N`` plays the opening pairs p with p mod N = K - 1; a match's saved games
 (``records/partial/``, any shards joined) are split so that each shard resumes from its own games
 only, and the shards' files, joined again, hold every game once. Games without a result (``*``) are
-left out (the arena plays them again).
+left out (the arena plays them again); a game in the input twice (files that overlap) is written once,
+and two different games of one round are an error. ``1 1`` joins files: every finished game once.
 
     xz -dc records/partial/MATCH.pgn.xz | python reports/beyond_paper/shard_games.py K N > MATCH.shardKofN.pgn
+    cat MATCH.pgn MATCH.shard*.pgn | python reports/beyond_paper/shard_games.py 1 1 > joined.pgn
 """
 
 from __future__ import annotations
@@ -19,18 +21,25 @@ from pdx_lightning.evaluation.arena_resume import round_slot
 
 
 def shard_games(src: TextIO, dst: TextIO, k: int, n: int) -> int:
-    """Write the finished games of ``src`` whose ``Round`` slot lies in shard ``k`` of ``n``; their count."""
+    """Write the finished games of ``src`` whose ``Round`` slot lies in shard ``k`` of ``n``, each once;
+    their count."""
     if not 1 <= k <= n:
         raise ValueError(f"shard {k}/{n}: K must be in [1, N]")
-    kept = 0
+    seen: dict[int, str] = {}
     while (game := chess.pgn.read_game(src)) is not None:
         slot = round_slot(game.headers.get("Round", ""))
         if slot is None:
             raise ValueError(f"Round {game.headers.get('Round')!r} is not an arena round (k.1 or k.2)")
-        if (slot // 2) % n == k - 1 and game.headers.get("Result", "*") != "*":
-            print(game, file=dst, end="\n\n")
-            kept += 1
-    return kept
+        if (slot // 2) % n != k - 1 or game.headers.get("Result", "*") == "*":
+            continue
+        text = str(game)
+        if slot in seen:
+            if seen[slot] != text:
+                raise ValueError(f"round {game.headers['Round']}: two different games")
+            continue
+        seen[slot] = text
+        print(text, file=dst, end="\n\n")
+    return len(seen)
 
 
 def main(argv: list[str]) -> int:

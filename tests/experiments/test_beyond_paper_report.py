@@ -459,3 +459,10 @@ def test_shard_games_splits_saved_games_by_opening_pair_and_the_shards_join_to_a
         sg.shard_games(io.StringIO(text), io.StringIO(), 4, 3)
     with pytest.raises(ValueError, match="Round '7' is not an arena round"):
         sg.shard_games(io.StringIO(text.replace('[Round "2.1"]', '[Round "7"]')), io.StringIO(), 1, 3)
+    # joining overlapping files (1 of 1): a game twice is written once, two different games of a round refused
+    out = io.StringIO()
+    assert sg.shard_games(io.StringIO(text + text), out, 1, 1) == 10
+    assert sorted(rounds(out.getvalue())) == sorted(g["round"] for g in games)
+    other = _pgn([{**games[0], "result": "0-1"}], unfinished=False)
+    with pytest.raises(ValueError, match=r"round 1\.1: two different games"):
+        sg.shard_games(io.StringIO(text + other), io.StringIO(), 1, 1)
