@@ -33,13 +33,18 @@ def round_robin(
     return sched
 
 
-def shard_slots(n_games: int, k: int, n: int) -> frozenset[int]:
-    """The schedule indices of shard ``k`` of ``n`` (1-based): the games of every opening pair ``p``
-    (games ``2p`` and ``2p + 1``) with ``p mod n == k - 1``. The shards partition the schedule, each
-    keeping its pairs whole."""
+def in_shard(slot: int, k: int, n: int) -> bool:
+    """Whether schedule index ``slot`` is in shard ``k`` of ``n`` (1-based): its opening pair ``p`` (games
+    ``2p`` and ``2p + 1``) has ``p mod n == k - 1``. The shards partition a schedule, each keeping its pairs
+    whole."""
     if not 1 <= k <= n:
         raise ArenaError(f"shard {k}/{n}: K must be in [1, N]")
-    return frozenset(i for i in range(n_games) if (i // 2) % n == k - 1)
+    return (slot // 2) % n == k - 1
+
+
+def shard_slots(n_games: int, k: int, n: int) -> frozenset[int]:
+    """The schedule indices of shard ``k`` of ``n`` (:func:`in_shard`)."""
+    return frozenset(i for i in range(n_games) if in_shard(i, k, n))
 
 
 def play_games(

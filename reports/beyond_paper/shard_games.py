@@ -17,20 +17,20 @@ from typing import TextIO
 
 import chess.pgn
 
+from pdx_lightning.evaluation.arena_loop import in_shard
 from pdx_lightning.evaluation.arena_resume import round_slot
 
 
 def shard_games(src: TextIO, dst: TextIO, k: int, n: int) -> int:
     """Write the finished games of ``src`` whose ``Round`` slot lies in shard ``k`` of ``n``, each once;
     their count."""
-    if not 1 <= k <= n:
-        raise ValueError(f"shard {k}/{n}: K must be in [1, N]")
+    in_shard(0, k, n)  # checks k and n
     seen: dict[int, str] = {}
     while (game := chess.pgn.read_game(src)) is not None:
         slot = round_slot(game.headers.get("Round", ""))
         if slot is None:
             raise ValueError(f"Round {game.headers.get('Round')!r} is not an arena round (k.1 or k.2)")
-        if (slot // 2) % n != k - 1 or game.headers.get("Result", "*") == "*":
+        if not in_shard(slot, k, n) or game.headers.get("Result", "*") == "*":
             continue
         text = str(game)
         if slot in seen:

@@ -455,7 +455,7 @@ def test_shard_games_splits_saved_games_by_opening_pair_and_the_shards_join_to_a
     # pairs p = round − 1 = 0, 1, 2, 4, 7; shard k holds p mod 3 = k − 1: 0 | 1, 4, 7 | 2
     assert outs == [["1.1", "1.2"], ["2.1", "2.2", "5.1", "5.2", "8.1", "8.2"], ["3.1", "3.2"]]
     assert sorted(r for o in outs for r in o) == sorted(g["round"] for g in games)  # each finished game once
-    with pytest.raises(ValueError, match=r"shard 4/3: K must be in \[1, N\]"):
+    with pytest.raises(ValueError, match=r"shard 4/3: K must be in \[1, N\]"):  # an ArenaError
         sg.shard_games(io.StringIO(text), io.StringIO(), 4, 3)
     with pytest.raises(ValueError, match="Round '7' is not an arena round"):
         sg.shard_games(io.StringIO(text.replace('[Round "2.1"]', '[Round "7"]')), io.StringIO(), 1, 3)
