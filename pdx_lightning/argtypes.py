@@ -130,14 +130,11 @@ seed = int_in(0, MAX_SEED, name="seed")
 def shard(text: str) -> tuple[int, int]:
     """``K/N`` with ``1 <= K <= N <= MAX_WORKERS``: the K-th of N shards (``pdx arena --shard``)."""
     k, sep, n = text.strip().partition("/")
-    parse = int_in(1, MAX_WORKERS)
     try:
-        if not sep or len(text) > 40:
-            raise argparse.ArgumentTypeError("")
-        kk, nn = parse(k), parse(n)
+        kk, nn = workers(k), workers(n)  # each an integer in [1, MAX_WORKERS]
     except argparse.ArgumentTypeError:
         kk = nn = 0
-    if not 1 <= kk <= nn:
+    if not (sep and 1 <= kk <= nn):
         raise argparse.ArgumentTypeError(
             f"must be K/N with 1 <= K <= N <= {MAX_WORKERS:,} (the K-th of N shards, e.g. 1/2), got {_shown(text)}"
         )

@@ -246,20 +246,17 @@ class Tally:
         per = np.stack([np.ones_like(s.nll), t1, s.top[3], s.top[5]], -1)  # (M, B, F)
         pair = np.stack([t1 & ~t1[:1], ~t1 & t1[:1]], -1).astype(np.float64)  # (M, B, 2)
         games = np.arange(s.nll.shape[1]) if games is None else np.asarray(games)
-        every = np.ones(len(games), bool)
-        known = ~np.isnan(s.vnll[0])  # positions of games with a result
-        means = {
-            "nll": (s.nll, every),
-            "entropy": (s.entropy, every),
-            "value_nll": (s.vnll, known),
-            "nll_diff": (s.nll - s.nll[:1], every),
-            "value_nll_diff": (s.vnll - s.vnll[:1], known),
-        }
+        known = ~np.isnan(s.vnll[0])  # positions of games with a result (the value NLL's)
+        groups = (  # the quantities of one set of positions share its clusters
+            (np.ones(len(games), bool), {"nll": s.nll, "entropy": s.entropy, "nll_diff": s.nll - s.nll[:1]}),
+            (known, {"value_nll": s.vnll, "value_nll_diff": s.vnll - s.vnll[:1]}),
+        )
         for a in self.axes:
             np.add.at(self.counts[a.name], codes[a.name], per.transpose(1, 0, 2))
             np.add.at(self.paired[a.name], codes[a.name], pair.transpose(1, 0, 2))
-            for q, (x, keep) in means.items():
-                _add_clustered(self.means[q][a.name], codes[a.name][keep], games[keep], x[:, keep])
+            for keep, xs in groups:
+                adds = [(self.means[q][a.name], x[:, keep]) for q, x in xs.items()]
+                _add_clustered(adds, codes[a.name][keep], games[keep])
 
     def group(self, axis: str, j: int, m: int) -> dict:
         n, *sums = self.counts[axis][j, m]
@@ -307,28 +304,21 @@ class Tally:
         return self._breakdowns(m, self.pair_group)
 
 
-def _add_clustered(acc: np.ndarray, bins: np.ndarray, games: np.ndarray, x: np.ndarray) -> None:
-    """Add values ``x`` (M, B) of positions in axis bins ``bins`` (B,) from games ``games`` (B,) to ``acc``
-    (bins, M, ``Tally.CLUSTER``): each (bin, game) is one cluster, whole in this call."""
+def _add_clustered(adds: list[tuple[np.ndarray, np.ndarray]], bins: np.ndarray, games: np.ndarray) -> None:
+    """For each ``(acc, x)`` of ``adds``, add values ``x`` (M, B) of positions in axis bins ``bins`` (B,)
+    from games ``games`` (B,) to ``acc`` (bins, M, ``Tally.CLUSTER``): each (bin, game) is one cluster,
+    whole in this call, found once for every quantity."""
     if not len(bins):
         return
     keys, cluster = np.unique(np.stack([bins, games], 1), axis=0, return_inverse=True)
     cluster = cluster.reshape(-1)
-    n_c = np.bincount(cluster, minlength=len(keys)).astype(np.float64)  # (C,)
-    s_c = np.zeros((len(keys), x.shape[0]))
-    np.add.at(s_c, cluster, x.T)  # (C, M)
-    rows = np.stack(
-        [
-            np.broadcast_to(n_c[:, None], s_c.shape),
-            s_c,
-            s_c**2,
-            n_c[:, None] * s_c,
-            np.broadcast_to(n_c[:, None] ** 2, s_c.shape),
-            np.ones_like(s_c),
-        ],
-        -1,
-    )  # (C, M, 6)
-    np.add.at(acc, keys[:, 0], rows)
+    n_c = np.bincount(cluster, minlength=len(keys)).astype(np.float64)[:, None]  # (C, 1)
+    for acc, x in adds:
+        s_c = np.zeros((len(keys), x.shape[0]))
+        np.add.at(s_c, cluster, x.T)  # (C, M)
+        n = np.broadcast_to(n_c, s_c.shape)
+        rows = np.stack([n, s_c, s_c**2, n * s_c, n**2, np.ones_like(s_c)], -1)  # (C, M, 6)
+        np.add.at(acc, keys[:, 0], rows)
 
 
 def _clustered(v: np.ndarray) -> tuple[float, float, float]:

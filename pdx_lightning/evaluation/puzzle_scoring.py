@@ -452,6 +452,7 @@ def run_eval(args: argparse.Namespace, command: str, render: Callable[[list[str]
         print("no puzzles to score")
         return 1
     device = device_of(args.device)
+    move_by = getattr(args, "move_by", "policy")
     results = []
     for name in args.model:
         model = load_model(name, weights=args.weights).to(device).eval()
@@ -462,7 +463,7 @@ def run_eval(args: argparse.Namespace, command: str, render: Callable[[list[str]
                 suite.puzzles,
                 micro_batch=args.micro_batch,
                 progress_desc=command.removeprefix("eval "),
-                move_by=getattr(args, "move_by", "policy"),
+                move_by=move_by,
             )
         )
     summaries = [summarize(r, args.bins) for r in results]
@@ -470,7 +471,6 @@ def run_eval(args: argparse.Namespace, command: str, render: Callable[[list[str]
         {"baseline": args.model[0], "model": m, **compare(results[0], r, args.bins)}
         for m, r in zip(args.model[1:], results[1:])
     ]
-    move_by = getattr(args, "move_by", "policy")
     head = f"Moves scored: {MOVE_BY[move_by]} (`--move-by {move_by}`); p* and ℓ are the policy's.\n\n"
     print((head if move_by != "policy" else "") + render(args.model, summaries, paired))
     if args.json:
