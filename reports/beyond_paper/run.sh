@@ -112,9 +112,13 @@ match() { # name, arena arguments...
   [ -f $R/$name.json ] && return
   if [ -n "${SHARD:-}" ]; then shard_match $name "$@"; return; fi
   [ -f $W/$name.pgn ] || [ ! -f $R/partial/$name.pgn.xz ] || [ "${DRY:-0}" = 1 ] || xz -dc $R/partial/$name.pgn.xz > $W/$name.pgn
-  run $P arena "$@" --openings $O --threads 1 --engine-procs ${PROCS:-1} --pgn $W/$name.pgn --resume \
-    --json $W/$name.json --md $W/$name.md --quiet || { echo "failed: $name" >&2; return 1; }
+  arena $W/$name "$@" || { echo "failed: $name" >&2; return 1; }
   keep $name
+}
+arena() { # out (PGN, JSON and markdown: out.pgn, ...), arena arguments...: one resumable arena run
+  local out=$1; shift
+  run $P arena "$@" --openings $O --threads 1 --engine-procs ${PROCS:-1} --pgn $out.pgn --resume \
+    --json $out.json --md $out.md --quiet
 }
 
 shard_match() { # SHARD=K/N: shard K of the match into its own PGN (from its saved games); the last shard
@@ -125,16 +129,14 @@ shard_match() { # SHARD=K/N: shard K of the match into its own PGN (from its sav
   if [ ! -f $s.pgn ] && [ -f $src ] && [ "${DRY:-0}" != 1 ]; then
     xz -dcf $src | $PY reports/beyond_paper/shard_games.py $k $n > $s.pgn || return 1
   fi
-  run $P arena "$@" --openings $O --threads 1 --engine-procs ${PROCS:-1} --shard $k/$n --pgn $s.pgn --resume \
-    --json $s.json --md $s.md --quiet || { echo "failed: $name shard $k/$n" >&2; return 1; }
+  arena $s "$@" --shard $k/$n || { echo "failed: $name shard $k/$n" >&2; return 1; }
   local i
   for i in $(seq 1 $n); do [ -f $W/$name.shard${i}of$n.json ] || return 0; done
   if [ "${DRY:-0}" != 1 ]; then
     cat $(ls $W/$name.pgn $W/$name.shard*of$n.pgn 2>/dev/null) | $PY reports/beyond_paper/shard_games.py 1 1 > $W/$name.joined.tmp \
       && mv $W/$name.joined.tmp $W/$name.pgn || { echo "failed: $name (its shards disagree)" >&2; return 1; }
   fi
-  run $P arena "$@" --openings $O --threads 1 --engine-procs ${PROCS:-1} --pgn $W/$name.pgn --resume \
-    --json $W/$name.json --md $W/$name.md --quiet || { echo "failed: $name (joining its shards)" >&2; return 1; }
+  arena $W/$name "$@" || { echo "failed: $name (joining its shards)" >&2; return 1; }
   keep $name
 }
 
