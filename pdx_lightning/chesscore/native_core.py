@@ -51,7 +51,7 @@ from pdx_lightning.chesscore.boundary import (
 from pdx_lightning.chesscore.rules import Reason
 from pdx_lightning.errors import UserError
 
-ABI = 2  # pdx_core.c's PDX_ABI: entry points and limits this module expects
+ABI = 3  # pdx_core.c's PDX_ABI: entry points and limits this module expects
 WINDOW = 200  # positions a game holds since its last capture or pawn move
 LIMITS = (ABI, MAX_MOVES, LEGAL_STRIDE, WINDOW, MAX_FULLMOVE, MAX_HALFMOVE)  # pdx_core_limits()
 POLICY = 4288  # moves.POLICY_SIZE (moves imports torch; test_core_boundary checks they agree)
@@ -162,6 +162,19 @@ def library() -> ctypes.CDLL:
                 "pdx_core_legal_moves": (i32, [P, i32, P]),
                 "pdx_core_repetitions": (i32, [P, i32]),
                 "pdx_core_perft": (i64, [P, i32, i32]),
+                # the search's forest (pdx_lightning.search.forest checks every argument)
+                "pdx_forest_new": (P, [i32, P, P]),
+                "pdx_forest_free": (None, [P]),
+                "pdx_forest_reset": (i32, [P, i32, P, i32]),
+                "pdx_forest_advance": (i32, [P, i32, P, i32, i32]),
+                "pdx_forest_begin": (i32, [P, i32, P, P]),
+                "pdx_forest_gather": (i32, [P, i32, P, P, P, P, P, P, P]),
+                "pdx_forest_scatter": (i32, [P, i32, P, P, P, P]),
+                "pdx_forest_root": (i32, [P, i32, i32, P, P, P, P, P, P]),
+                "pdx_forest_pv": (i32, [P, i32, i32, P]),
+                "pdx_fast_exp": (ctypes.c_float, [ctypes.c_float]),
+                "pdx_fast_log": (ctypes.c_float, [ctypes.c_float]),
+                "pdx_prior_round": (ctypes.c_float, [ctypes.c_float]),
             }
             for name, (res, args) in sig.items():
                 fn = getattr(lib, name)
