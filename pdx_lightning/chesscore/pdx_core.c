@@ -1371,7 +1371,7 @@ static int32_t best_edge(const Tree *T, int32_t i) {
 
 /* tree t's root: its edges (at most cap) as move, visits, Q (W - L for the side to move at the root; 0
    unvisited), prior, and terminal kind; info = root visits, root Q (side to move), playouts, summed and
-   maximal depth of this search's playouts. Returns the number of root edges, or a code */
+   maximal depth of this search's playouts, root D. Returns the number of root edges, or a code */
 int pdx_forest_root(const Forest *F, int t, int cap, uint16_t *moves, int32_t *visits, float *q, float *p,
                     int32_t *term, double *info) {
     if (bad_tree(F, t)) return PDX_E_INDEX;
@@ -1393,6 +1393,7 @@ int pdx_forest_root(const Forest *F, int t, int cap, uint16_t *moves, int32_t *v
     info[2] = T->playouts;
     info[3] = T->cum_depth;
     info[4] = T->max_depth;
+    info[5] = r->d;
     return n;
 }
 

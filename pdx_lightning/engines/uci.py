@@ -1,11 +1,18 @@
 """The network as a UCI engine: ``pdx uci --model M`` (or ``python -m pdx_lightning.engines.uci``).
 
-Every ``go`` is one forward pass, whatever its limits (``depth``, ``nodes``,
-``movetime``, clocks, ``infinite`` … are accepted and ignored, except
+``go nodes N`` with N ≥ 2 (or the option ``Nodes``, ``--nodes``, for a ``go`` without ``nodes``)
+searches: pdx's PUCT with Lc0 v0.31's semantics (:mod:`pdx_lightning.search`; ``--search
+key=value,...`` sets its other settings, e.g. ``cpuct=2,reuse=0``), keeping the game's tree between
+``position`` commands of one game as Lc0 does, and plays the most visited move; ``searchmoves`` then
+picks the best of the listed moves (the search itself visits every move). Its ``info`` line carries
+the search's depth (mean), seldepth, nodes (root visits), nps, the root's W/D/L and the principal
+variation. Otherwise (``Nodes`` 1, the default) every ``go`` is one forward pass, whatever its other
+limits (``depth``, ``movetime``, clocks, ``infinite`` … are accepted and ignored, except
 ``searchmoves``, which restricts the choice). The move is the argmax of the
 policy (``Temperature`` 0, the default) or a draw from μ ∝ π^{1/τ} (Eq. 6):
 ``setoption name Temperature value 1`` samples raw π, ``value adaptive`` uses
-τ = H(WDL) of the position (Eq. 5), as the adaptive arms play.
+τ = H(WDL) of the position (Eq. 5), as the adaptive arms play. A ``nodes`` outside
+[1, ``MAX_NODES``] is one ``info string error`` and ``bestmove 0000``.
 
 Before ``bestmove`` the engine sends
 ``info depth 1 seldepth 1 nodes 1 time T score cp X wdl W D L pv MOVE``:
@@ -67,7 +74,9 @@ GO_INT_KEYS = ("wtime", "btime", "winc", "binc", "movestogo", "depth", "nodes", 
 GO_FLAGS = ("infinite", "ponder")
 _GO_INT = re.compile(r"-?[0-9]{1,18}")  # go's limits are ignored, only checked: no int() of a 5000-digit token
 _LOAD_LOCK = threading.Lock()
-SPIN_BOUNDS = {"Seed": (0, 2147483647), "Threads": (1, 256)}  # as advertised in answer to `uci`
+MAX_NODES = 1_000_000  # pdx_lightning.search.settings.MAX_NODES (tests/engines check they agree)
+SPIN_BOUNDS = {"Seed": (0, 2147483647), "Threads": (1, 256), "Nodes": (1, MAX_NODES)}  # as advertised to `uci`
+SPIN_DEFAULTS = {"Seed": 0, "Threads": 1, "Nodes": 1}
 # A command line is read at most this long; the rest of a longer line is read in chunks and dropped.
 # The longest legal game under FIDE's 75-move rule is under 17,700 plies (~90 KB as a `position` line).
 MAX_LINE_CHARS = 1 << 20
@@ -133,6 +142,17 @@ def check_model_name(name: str) -> None:
         )
 
 
+def check_search(text: str) -> tuple:
+    """``--search key=value,...``: (SearchSettings, reuse), or UciOptionError naming the bad part."""
+    from pdx_lightning.search.spec import parse_search_spec  # noqa: PLC0415
+
+    try:
+        settings, reuse, _ = parse_search_spec(f"search[{text}]:_")
+    except UserError as e:
+        raise UciOptionError(f"--search: {' '.join(str(e).split())}") from None
+    return settings, reuse
+
+
 def _short(token: str) -> str:
     return repr(token[:20] + ("…" if len(token) > 20 else ""))
 
@@ -147,14 +167,19 @@ class UciEngine:
         temperature: str = "0",
         seed: int | str = 0,
         threads: int | str = 1,
+        nodes: int | str = 1,
+        search: str = "",
     ) -> None:
         self.model_name, self.out = model_name, out
         self.options = {
             "Temperature": check_temperature(temperature, "--temperature"),
             "Seed": str(check_spin("Seed", seed, "--seed")),
             "Threads": str(check_spin("Threads", threads, "--threads")),
+            "Nodes": str(check_spin("Nodes", nodes, "--nodes")),
             "UCI_ShowWDL": "true",
         }
+        self.search_settings, self.search_reuse = check_search(search)
+        self.searcher = None  # a pdx_lightning.search.BatchedSearch, made at the first searched go
         self.root = chess.STARTING_FEN
         self.board = chess.Board()
         self.pending: str | None = None  # bestmove held back by go infinite / ponder
@@ -265,7 +290,7 @@ class UciEngine:
         self.send("id author pdx_lightning")
         self.send("option name Temperature type string default 0")
         for key, (lo, hi) in SPIN_BOUNDS.items():
-            self.send(f"option name {key} type spin default {0 if key == 'Seed' else 1} min {lo} max {hi}")
+            self.send(f"option name {key} type spin default {SPIN_DEFAULTS[key]} min {lo} max {hi}")
         self.send("option name UCI_ShowWDL type check default true")
         self.send("uciok")
 
@@ -282,6 +307,8 @@ class UciEngine:
     def cmd_ucinewgame(self, args: list[str]) -> None:
         self.flush_pending()
         self.root, self.board, self.refused = chess.STARTING_FEN, chess.Board(), None
+        if self.searcher is not None:
+            self.searcher.forget(0)
 
     def cmd_d(self, args: list[str]) -> None:
         state = f"; the last position command was refused: {self.refused}" if self.refused else ""
@@ -368,9 +395,10 @@ class UciEngine:
             )
 
     def _parse_go(self, args: list[str]) -> tuple[dict, list[chess.Move]]:
-        """The flags (``infinite``, ``ponder``) and the legal ``searchmoves``; one ``info string`` for each
-        kind of bad token (a count and the first few, however many there are)."""
-        flags: dict[str, bool] = {}
+        """The flags (``infinite``, ``ponder``; ``nodes``: its value, checked by ``cmd_go``) and the legal
+        ``searchmoves``; one ``info string`` for each kind of bad token (a count and the first few, however
+        many there are)."""
+        flags: dict = {}
         searchmoves: list[chess.Move] = []
         malformed: list[str] = []
         not_legal: list[str] = []
@@ -378,7 +406,9 @@ class UciEngine:
         while i < len(args):
             tok = args[i]
             if tok in GO_INT_KEYS and i + 1 < len(args) and _GO_INT.fullmatch(args[i + 1]):
-                i += 2  # limits are accepted and ignored: one forward pass
+                if tok == "nodes":
+                    flags["nodes"] = int(args[i + 1])  # at most 18 digits (_GO_INT)
+                i += 2  # the other limits are accepted and ignored
             elif tok in GO_FLAGS:
                 flags[tok], i = True, i + 1
             elif tok == "searchmoves":
@@ -404,13 +434,20 @@ class UciEngine:
 
     def cmd_go(self, args: list[str]) -> None:
         self.flush_pending()  # a GUI that skipped stop: answer the previous search first
-        flags: dict[str, bool] = {}
+        flags: dict = {}
         try:
             self._ready()
             flags, searchmoves = self._parse_go(args)
+            nodes = flags.get("nodes", int(self.options["Nodes"]))
+            lo, hi = SPIN_BOUNDS["Nodes"]
             if self.refused:
                 self.error(f"no position to search: the last position command was refused ({self.refused})")
                 line = NULL_MOVE
+            elif not lo <= nodes <= hi:
+                self.error(f"go nodes must be in [{lo}, {hi:,}], got {nodes}; no search")
+                line = NULL_MOVE
+            elif nodes > 1:
+                line = self._tree_search(nodes, searchmoves)
             else:
                 line = self._search(searchmoves)
         except ModelUnavailable as e:
@@ -474,6 +511,42 @@ class UciEngine:
         return f"bestmove {move.uci()}"
 
 
+    def _tree_search(self, nodes: int, searchmoves: list[chess.Move]) -> str:
+        """pdx's PUCT to ``nodes`` root visits: sends the ``info`` line, returns the ``bestmove`` line."""
+        from pdx_lightning.search import BatchedSearch  # noqa: PLC0415
+
+        t0 = time.perf_counter()
+        board = self.board
+        if not any(board.legal_moves):
+            mated = board.is_check()
+            self.send(f"info string no legal move: {'checkmate' if mated else 'stalemate'}")
+            self.send("info depth 0 score " + ("mate 0" if mated else "cp 0"))
+            return NULL_MOVE
+        if self.searcher is None:
+            assert self.model is not None  # _ready(): loaded
+            self.searcher = BatchedSearch(self.model, self.search_settings, slots=1, reuse=self.search_reuse)
+        r = self.searcher.search([board], nodes=nodes)[0]
+        move, pv = r.best, r.pv
+        if searchmoves and move not in searchmoves:
+            visits = r.visits()
+            move = max(searchmoves, key=lambda m: visits.get(m, 0))
+            pv = [move]
+        root = r.root
+        i = root.moves.index(move)
+        q, d = float(root.q[i]), root.root_d
+        w, l_ = max(0.0, (1.0 + q - d) / 2), max(0.0, (1.0 - q - d) / 2)
+        secs = max(time.perf_counter() - t0, 1e-6)
+        info = (
+            f"info depth {max(1, round(root.mean_depth))} seldepth {max(1, root.max_depth)} nodes {root.root_visits} "
+            f"nps {round(root.playouts / secs)} time {max(1, round(secs * 1000))} score cp {score_to_cp(w + 0.5 * d)}"
+        )
+        if self.options["UCI_ShowWDL"] == "true":
+            pw, pl = round(1000 * w), round(1000 * l_)
+            info += f" wdl {pw} {1000 - pw - pl} {pl}"
+        self.send(f"{info} pv {' '.join(m.uci() for m in pv)}")
+        return f"bestmove {move.uci()}"
+
+
 def read_command(stream: TextIO) -> tuple[str, int]:
     """The next line, at most MAX_LINE_CHARS long: ``(line, 0)``, ``("", 0)`` at the end of input, or
     ``(its first MAX_LINE_CHARS characters, its full length)`` for a longer line, whose rest is read
@@ -513,6 +586,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", default="0", help=f"sampling seed, {lo}..{hi} (UCI option Seed)")
     lo, hi = SPIN_BOUNDS["Threads"]
     parser.add_argument("--threads", default="1", help=f"torch threads, {lo}..{hi} (UCI option Threads)")
+    lo, hi = SPIN_BOUNDS["Nodes"]
+    parser.add_argument(
+        "--nodes",
+        default="1",
+        help=f"nodes of a go without 'nodes', {lo}..{hi:,} (UCI option Nodes): 1 is one forward pass, more "
+        "searches with pdx's PUCT (Lc0 v0.31's semantics)",
+    )
+    parser.add_argument(
+        "--search",
+        default="",
+        help="the search's settings as key=value,... (cpuct, cpuct_base, cpuct_factor, fpu_value, "
+        "policy_softmax_temp, two_fold_draws, sticky_endgames, cache_size, reuse; Lc0 v0.31's defaults)",
+    )
 
 
 def _exit_now(code: int) -> NoReturn:
@@ -547,7 +633,7 @@ def run(args: argparse.Namespace, stdin: TextIO | None = None, stdout: TextIO | 
     if hasattr(stdin, "reconfigure"):  # a byte that is not UTF-8 must not kill the engine: it becomes U+FFFD
         stdin.reconfigure(errors="replace")
     check_model_name(args.model)
-    engine = UciEngine(args.model, stdout, args.temperature, args.seed, args.threads)
+    engine = UciEngine(args.model, stdout, args.temperature, args.seed, args.threads, args.nodes, args.search)
     rc = serve(engine, stdin)
     if process:
         _exit_now(rc)

@@ -6,7 +6,8 @@ sampled, a draw from its play distribution μ ∝ π^{1/τ} (Eq. 6; τ ``"adapti
 Eq. 5, the adaptive arms' behaviour policy; ``1`` for raw π). ``sf:...`` players are Stockfish
 anchors (``pdx_lightning.engines.stockfish``) and ``uci:...`` players any UCI engine
 (``pdx_lightning.engines.external``), one move at a time per engine process (``--engine-procs``
-processes per player search in parallel).
+processes per player search in parallel). ``search[nodes=N,...]:MODEL`` players search with pdx's own
+PUCT (Lc0's semantics), all their games at once (``evaluation.search_player``).
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from pdx_lightning.chesscore.moves import index_to_move, legal_mask
 from pdx_lightning.chesscore.policy import tempered_log_probs, wdl_entropy
 from pdx_lightning.engines.external import is_uci_spec, parse_uci_spec
 from pdx_lightning.engines.stockfish import RestartingEngine, is_stockfish_spec, open_engine, parse_stockfish_spec
-from pdx_lightning.evaluation.arena_game import Game
+from pdx_lightning.evaluation.arena_game import ArenaError, Game
 from pdx_lightning.nets.inference import evaluate
+from pdx_lightning.search.spec import is_search_spec, parse_search_spec
 
 
 class Player(Protocol):
@@ -190,9 +192,18 @@ def make_player(
     stockfish: str | None = None,
     engine_procs: int = 1,
 ) -> Player:
-    """A player from a model name (``pdx_lightning.nets.load_model``), an ``sf:`` spec or a ``uci:`` spec
-    (``engine_procs`` processes of the engine, :class:`EnginePlayer`)."""
+    """A player from a model name (``pdx_lightning.nets.load_model``), a ``search[...]:MODEL`` spec (the
+    model inside pdx's search, :mod:`~pdx_lightning.evaluation.search_player`), an ``sf:`` spec or a
+    ``uci:`` spec (``engine_procs`` processes of the engine, :class:`EnginePlayer`)."""
     label = label or spec
+    if is_search_spec(spec):
+        from pdx_lightning.evaluation.search_player import SearchPlayer  # noqa: PLC0415
+        from pdx_lightning.nets import load_model  # noqa: PLC0415
+
+        settings, reuse, model = parse_search_spec(spec)
+        if sample:
+            raise ArenaError(f"{spec}: --sample draws from a network's policy; a search[...] player plays its best move")
+        return SearchPlayer(label, load_model(model).to(device), settings, reuse)
     if is_stockfish_spec(spec):
         return StockfishPlayer(label, spec, stockfish, engine_procs)
     if is_uci_spec(spec):

@@ -52,7 +52,8 @@ class SearchResult:
 
 
 class BatchedSearch:
-    """Search up to ``slots`` games at once with ``model`` (the network seam: ``forward(x) -> NetOutput``)."""
+    """Search up to ``slots`` games at once with ``model`` (the network seam: ``forward(x) -> NetOutput``);
+    ``reuse=False`` searches every position from an empty tree and an empty cache."""
 
     def __init__(
         self,
@@ -60,8 +61,10 @@ class BatchedSearch:
         settings: SearchSettings,
         slots: int = 1,
         micro_batch: int = 1024,
+        reuse: bool = True,
     ) -> None:
         self.model = model.eval()
+        self.reuse = reuse
         self.settings = settings
         self.slots = slots
         self.micro_batch = micro_batch
@@ -83,7 +86,8 @@ class BatchedSearch:
         stack = board.move_stack
         known = self._stack[slot]
         if (
-            known is not None
+            self.reuse
+            and known is not None
             and self._root_fen[slot] == root_fen
             and len(stack) >= len(known)
             and stack[: len(known)] == known

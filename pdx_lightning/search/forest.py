@@ -53,6 +53,7 @@ class RootStats:
     terminal: np.ndarray
     root_visits: int
     root_q: float
+    root_d: float
     playouts: int
     mean_depth: float
     max_depth: int
@@ -175,7 +176,7 @@ class Forest:
         q = np.zeros(cap, np.float32)
         p = np.zeros(cap, np.float32)
         term = np.zeros(cap, np.int32)
-        info = np.zeros(5, np.float64)
+        info = np.zeros(6, np.float64)
         k = self.lib.pdx_forest_root(
             self._h,
             t,
@@ -199,6 +200,7 @@ class Forest:
             terminal=term[:k].copy(),
             root_visits=int(info[0]),
             root_q=float(info[1]),
+            root_d=float(info[5]),
             playouts=playouts,
             mean_depth=float(info[3]) / playouts if playouts else 0.0,
             max_depth=int(info[4]),
