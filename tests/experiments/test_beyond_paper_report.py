@@ -63,6 +63,7 @@ def test_same_cell_tells_a_retrained_cell_from_the_committed_one(tmp_path):
         "identical": True,
         "suites_differing": [],
         "metrics_differing": [],
+        "made_with_differing": {},
     }
     # one puzzle solved differently and one final metric changed: both named
     old = mod.archived(archive, cell)
@@ -72,6 +73,12 @@ def test_same_cell_tells_a_retrained_cell_from_the_committed_one(tmp_path):
     key = sorted(new["result"]["metrics"])[0]
     new["result"]["metrics"][key] += 1
     assert mod.compare(old, new) == {"identical": False, "suites_differing": ["real"], "metrics_differing": [key]}
+    # what made them: a field that differs is named with both values, one the record predates as unrecorded
+    new["result"]["environment"] = {**old["result"]["environment"], "torch": "9.9", "cpu_capability": "AVX2"}
+    assert mod.made_with(old["result"], new["result"]) == {
+        "torch": [old["result"]["environment"]["torch"], "9.9"],
+        "cpu_capability": ["unrecorded", "AVX2"],
+    }
     # a cell that was not retrained: exit 2, nothing written
     verdict.unlink()
     assert mod.main([str(archive), "forward_kl-adaptive-b0.01-s3", str(tmp_path / "runs"), str(verdict)]) == 2

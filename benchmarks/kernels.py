@@ -1,0 +1,107 @@
+"""The speed cost of holding the CPU kernels to AVX2 (``pdx --kernels avx2``, the default) against ``native``.
+
+Fine-tunes Maia-1900 (``conf/fit/maia.yaml``: 128 games, one thread) for ``--steps`` steps under each
+setting, the two interleaved, ``--repeats`` times each, and reads each optimizer step's seconds from the
+run's ``metrics.csv`` (128 games / ``perf/transitions_per_s``: self-play, the three networks' passes and the
+update, without start-up, the opening warm-up and callbacks); the first ``--skip`` steps of a run are left
+out (caches, allocator). The table gives each setting's median seconds per step over all its kept steps,
+the medians of its runs (min–max) and the ratio avx2 / native (above 1: the hold costs time). On a CPU
+without AVX-512 the two settings run the same kernels (ratio ~1).
+
+    .venv/bin/python benchmarks/kernels.py [--steps 30] [--repeats 2] [--md out.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SETTINGS = ("native", "avx2")
+
+
+def step_seconds(kernels: str, steps: int, skip: int, work: Path) -> list[float]:
+    """One fit under ``kernels``; the seconds of its steps after the first ``skip``."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "pdx_lightning.cli",
+        "--threads",
+        "1",
+        "--kernels",
+        kernels,
+        "fit",
+        "--config",
+        str(ROOT / "conf" / "fit" / "maia.yaml"),
+        "--trainer.max_steps",
+        str(steps),
+        "--trainer.enable_progress_bar",
+        "false",
+        "--trainer.enable_model_summary",
+        "false",
+        "--trainer.enable_checkpointing",
+        "false",
+        "--trainer.callbacks",
+        "null",
+        "--trainer.logger",
+        "lightning.pytorch.loggers.CSVLogger",
+        "--trainer.logger.save_dir",
+        str(work),
+    ]
+    env = {k: v for k, v in os.environ.items() if k != "PDX_KERNELS"}
+    proc = subprocess.run(cmd, check=False, cwd=ROOT, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"kernels.py: the {kernels} fit failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
+    (metrics,) = work.rglob("metrics.csv")
+    with open(metrics, newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r.get("perf/transitions_per_s")]
+    rows.sort(key=lambda r: int(r["step"]))
+    return [128 / float(r["perf/transitions_per_s"]) for r in rows[skip:]]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=30, help="steps per run (default 30)")
+    parser.add_argument("--skip", type=int, default=5, help="first steps of each run left out (default 5)")
+    parser.add_argument("--repeats", type=int, default=2, help="runs per setting, interleaved (default 2)")
+    parser.add_argument("--md", type=Path, help="also write the table here")
+    args = parser.parse_args(argv)
+    if not 0 <= args.skip < args.steps:
+        parser.error(f"--skip must be from 0 to --steps - 1 ({args.steps - 1}), got {args.skip}")
+    per_step: dict[str, list[float]] = {s: [] for s in SETTINGS}
+    runs: dict[str, list[float]] = {s: [] for s in SETTINGS}
+    with tempfile.TemporaryDirectory(prefix="pdx-kernels-") as tmp:
+        for r in range(args.repeats):
+            for s in SETTINGS:
+                secs = step_seconds(s, args.steps, args.skip, Path(tmp) / f"{s}{r}")
+                per_step[s] += secs
+                runs[s].append(statistics.median(secs))
+                print(f"{s} run {r + 1}: median {runs[s][-1]:.3f} s/step over {len(secs)} steps", flush=True)
+    med = {s: statistics.median(per_step[s]) for s in SETTINGS}
+    from pdx_lightning.runtime.kernels import cpu_model, cpu_offers  # noqa: PLC0415
+
+    lines = [
+        f"Maia-1900, 128 games, 1 thread, {args.steps} steps per run (first {args.skip} left out), "
+        f"{args.repeats} runs per setting; CPU {cpu_model()} (offers {cpu_offers()}), load {os.getloadavg()[0]:.1f}",
+        "",
+        "| kernels | s/step (median) | run medians (min–max) |",
+        "|---|---|---|",
+        *(f"| {s} | {med[s]:.3f} | {min(runs[s]):.3f}–{max(runs[s]):.3f} |" for s in SETTINGS),
+        "",
+        f"avx2 / native: {med['avx2'] / med['native']:.3f}",
+    ]
+    text = "\n".join(lines)
+    print(text)
+    if args.md:
+        args.md.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
