@@ -5,8 +5,10 @@ setting, the two interleaved, ``--repeats`` times each, and reads each optimizer
 run's ``metrics.csv`` (128 games / ``perf/transitions_per_s``: self-play, the three networks' passes and the
 update, without start-up, the opening warm-up and callbacks); the first ``--skip`` steps of a run are left
 out (caches, allocator). The table gives each setting's median seconds per step over all its kept steps,
-the medians of its runs (min–max) and the ratio avx2 / native (above 1: the hold costs time). On a CPU
-without AVX-512 the two settings run the same kernels (ratio ~1).
+the medians of its runs (min–max), the ratio of the pooled medians avx2 / native and the median of the
+per-pair ratios (run r of avx2 over run r of native, the two started back to back: the load of a shared
+machine drifts less within a pair); above 1: the hold costs time. On a CPU without AVX-512 the two
+settings run the same kernels (ratio ~1).
 
     .venv/bin/python benchmarks/kernels.py [--steps 30] [--repeats 2] [--md out.md]
 """
@@ -84,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
                 runs[s].append(statistics.median(secs))
                 print(f"{s} run {r + 1}: median {runs[s][-1]:.3f} s/step over {len(secs)} steps", flush=True)
     med = {s: statistics.median(per_step[s]) for s in SETTINGS}
+    pairs = [a / n for a, n in zip(runs["avx2"], runs["native"])]
     from pdx_lightning.runtime.kernels import cpu_model, cpu_offers  # noqa: PLC0415
 
     lines = [
@@ -94,7 +97,9 @@ def main(argv: list[str] | None = None) -> int:
         "|---|---|---|",
         *(f"| {s} | {med[s]:.3f} | {min(runs[s]):.3f}–{max(runs[s]):.3f} |" for s in SETTINGS),
         "",
-        f"avx2 / native: {med['avx2'] / med['native']:.3f}",
+        f"avx2 / native: {med['avx2'] / med['native']:.3f} (pooled medians); per pair: "
+        + ", ".join(f"{r:.3f}" for r in pairs)
+        + f" (median {statistics.median(pairs):.3f})",
     ]
     text = "\n".join(lines)
     print(text)

@@ -1,11 +1,14 @@
 """The step's bit-level fingerprint (tests/fingerprint_steps.py) is the recorded one.
 
 ``tests/fixtures/fingerprint/steps.json`` holds three real ``pdx fit`` steps of each arm (metrics, games,
-weights, AdamW state, RNG); ``before_d377ef5.json`` the same made on the tree before Algorithm 1 was gathered
-into ``rl/pdx_step.py`` (identical). A change that moves any of them fails here; a deliberate one records a
+weights, AdamW state, RNG) with the CPU kernels held to AVX2 (the default, ``runtime/kernels.py``);
+``steps_native_avx512.json`` the same with ``--kernels native`` on an AVX-512 CPU (the record before the
+hold) and ``before_d377ef5.json`` that made on the tree before Algorithm 1 was gathered into
+``rl/pdx_step.py`` (identical). A change that moves any of them fails here; a deliberate one records a
 new fingerprint (``.venv/bin/python tests/fingerprint_steps.py tests/fixtures/fingerprint/steps.json``) and
-says why in CHANGELOG.md. Bit-identity holds for one torch build and CPU kind, so another torch version
-or machine architecture skips with the reason.
+says why in CHANGELOG.md. Bit-identity holds for one torch build and kernel setting (held: any x86-64
+CPU with AVX2; native: one kind of CPU), so another torch version, an architecture where the hold does
+not apply, or ``PDX_KERNELS=native`` on a CPU of another kind skips with the reason.
 """
 
 from __future__ import annotations
@@ -18,8 +21,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from pdx_lightning.runtime.kernels import cpu_offers
+
 HERE = Path(__file__).resolve().parent
 RECORD = HERE / "fixtures" / "fingerprint" / "steps.json"
+NATIVE = HERE / "fixtures" / "fingerprint" / "steps_native_avx512.json"
 BEFORE = HERE / "fixtures" / "fingerprint" / "before_d377ef5.json"
 
 pytestmark = pytest.mark.slow
@@ -27,8 +33,14 @@ pytestmark = pytest.mark.slow
 
 def test_the_recorded_fingerprints_agree():
     """The tree before the refactor and after it: the same steps, bit for bit."""
-    before, after = json.loads(BEFORE.read_text()), json.loads(RECORD.read_text())
+    before, after = json.loads(BEFORE.read_text()), json.loads(NATIVE.read_text())
     assert before["arms"] == after["arms"]
+    # the hold moved the numbers, not the games' openings or the generators: same moves over three steps
+    held = json.loads(RECORD.read_text())
+    assert held["kernels"] == "avx2" and after["kernels"] == "native"
+    for arm, fp in held["arms"].items():
+        assert (fp["games"], fp["rng"]) == (after["arms"][arm]["games"], after["arms"][arm]["rng"])
+        assert fp["weights_all"] != after["arms"][arm]["weights_all"]
     assert set(after["arms"]) == {
         "none",
         "entropy",
@@ -40,14 +52,18 @@ def test_the_recorded_fingerprints_agree():
 
 
 def test_three_steps_per_arm_reproduce_the_recorded_fingerprint(tmp_path):
-    record = json.loads(RECORD.read_text())
+    sys.path.insert(0, str(HERE))
+    from fingerprint_steps import main, recorded_kernels
+
+    setting = recorded_kernels()
+    record = json.loads((RECORD if setting == "avx2" else NATIVE).read_text())
     if record["torch"] != torch.__version__ or record["machine"] != platform.machine():
         pytest.skip(
             f"fingerprint recorded with torch {record['torch']} on {record['machine']}; "
             f"this is torch {torch.__version__} on {platform.machine()}"
         )
-    sys.path.insert(0, str(HERE))
-    from fingerprint_steps import main
+    if setting == "native" and record["cpu_offers"] != cpu_offers():
+        pytest.skip(f"native kernels: recorded on a CPU offering {record['cpu_offers']}, this one {cpu_offers()}")
 
     out = tmp_path / "steps.json"
     assert main([str(out), "--steps", str(record["steps"])]) == 0
