@@ -8,7 +8,9 @@ out (caches, allocator). The table gives each setting's median seconds per step 
 the medians of its runs (min–max), the ratio of the pooled medians avx2 / native and the median of the
 per-pair ratios (run r of avx2 over run r of native, the two started back to back: the load of a shared
 machine drifts less within a pair); above 1: the hold costs time. On a CPU without AVX-512 the two
-settings run the same kernels (ratio ~1).
+settings run the same kernels (ratio ~1). A second table times the network alone: Maia-1900's forward and
+backward pass on 128 positions, the fastest of 15 after 3 warm-ups, in a fresh interpreter per setting
+and repeat (the minimum is what the kernels cost, whatever the machine's load).
 
     .venv/bin/python benchmarks/kernels.py [--steps 30] [--repeats 2] [--md out.md]
 """
@@ -67,6 +69,43 @@ def step_seconds(kernels: str, steps: int, skip: int, work: Path) -> list[float]
     return [128 / float(r["perf/transitions_per_s"]) for r in rows[skip:]]
 
 
+NETWORK = """
+import time, torch
+from pdx_lightning.runtime.kernels import apply_kernels
+apply_kernels({kernels!r})
+torch.set_num_threads(1)
+from pdx_lightning import load_model
+net = load_model("base:maia-1900")
+x = (torch.rand(128, 112, 8, 8, generator=torch.Generator().manual_seed(0)) < 0.1).float()
+def once():
+    out = net(x)
+    (out.policy.square().mean() + out.wdl.square().mean()).backward()
+for _ in range(3):
+    once()
+times = []
+for _ in range(15):
+    t = time.perf_counter()
+    once()
+    times.append(time.perf_counter() - t)
+print(min(times))
+"""
+
+
+def network_seconds(kernels: str) -> float:
+    """The fastest forward+backward pass of Maia-1900 on 128 positions under ``kernels``."""
+    proc = subprocess.run(
+        [sys.executable, "-c", NETWORK.format(kernels=kernels)],
+        check=False,
+        cwd=ROOT,
+        env={k: v for k, v in os.environ.items() if k != "PDX_KERNELS"},
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"kernels.py: the {kernels} network timing failed:\n{proc.stderr[-2000:]}")
+    return float(proc.stdout.split()[-1])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=30, help="steps per run (default 30)")
@@ -85,6 +124,10 @@ def main(argv: list[str] | None = None) -> int:
                 per_step[s] += secs
                 runs[s].append(statistics.median(secs))
                 print(f"{s} run {r + 1}: median {runs[s][-1]:.3f} s/step over {len(secs)} steps", flush=True)
+    net: dict[str, list[float]] = {s: [] for s in SETTINGS}
+    for _ in range(args.repeats):
+        for s in SETTINGS:
+            net[s].append(network_seconds(s))
     med = {s: statistics.median(per_step[s]) for s in SETTINGS}
     pairs = [a / n for a, n in zip(runs["avx2"], runs["native"])]
     from pdx_lightning.runtime.kernels import cpu_model, cpu_offers  # noqa: PLC0415
@@ -100,6 +143,12 @@ def main(argv: list[str] | None = None) -> int:
         f"avx2 / native: {med['avx2'] / med['native']:.3f} (pooled medians); per pair: "
         + ", ".join(f"{r:.3f}" for r in pairs)
         + f" (median {statistics.median(pairs):.3f})",
+        "",
+        "| kernels | network forward+backward, 128 positions (fastest of each run, ms) |",
+        "|---|---|",
+        *(f"| {s} | {', '.join(f'{1e3 * t:.1f}' for t in net[s])} |" for s in SETTINGS),
+        "",
+        f"avx2 / native (network, fastest): {min(net['avx2']) / min(net['native']):.3f}",
     ]
     text = "\n".join(lines)
     print(text)
