@@ -85,6 +85,26 @@ def test_same_cell_tells_a_retrained_cell_from_the_committed_one(tmp_path):
     assert not verdict.exists()
 
 
+def test_the_held_retrain_of_seed_3_is_recorded_with_what_made_it(tmp_path):
+    """reports/sweep_maia_seeds8/held_avx2: the seed-3 forward-KL cell retrained under the AVX2 hold; its
+    committed verdict against the committed cell is what same_cell.py says of the two archives, and names
+    the kernels the committed record predates."""
+    mod = _module("same_cell")
+    held = HERE.parent / "sweep_maia_seeds8" / "held_avx2"
+    cell = "forward_kl-adaptive-b0.01-s3"
+    with tarfile.open(held / "cells_json.tar.xz") as tar:
+        tar.extractall(tmp_path / "runs", filter="data")
+    made = json.loads((tmp_path / "runs" / "cells" / cell / "result.json").read_text())["environment"]
+    assert (made["kernels"], made["cpu_capability"], made["threads"]) == ("avx2", "AVX2", 1)
+    verdict = tmp_path / "v.json"
+    archive = "reports/sweep_maia_seeds8/runs_json.tar.xz"
+    assert mod.main([str(HERE.parent.parent / archive), cell, str(tmp_path / "runs"), str(verdict)]) == 0
+    now, committed = json.loads(verdict.read_text()), json.loads((held / "same_fwd_s3.json").read_text())
+    for key in ("identical", "suites_differing", "metrics_differing", "made_with_differing"):
+        assert now[key] == committed[key], key
+    assert committed["made_with_differing"]["cpu_capability"] == ["unrecorded", "AVX2"]
+
+
 def _relabelled(doc: dict, old: str, new: str) -> dict:
     """An arena record with one player renamed (as run.sh labels the cells)."""
     text = json.dumps(doc).replace(json.dumps(old), json.dumps(new))
