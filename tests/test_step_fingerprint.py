@@ -9,6 +9,8 @@ new fingerprint (``.venv/bin/python tests/fingerprint_steps.py tests/fixtures/fi
 says why in CHANGELOG.md. Bit-identity holds for one torch build and kernel setting (held: any x86-64
 CPU with AVX2; native: one kind of CPU), so another torch version, an architecture where the hold does
 not apply, or ``PDX_KERNELS=native`` on a CPU of another kind skips with the reason.
+``intervals.json`` (``tests/fingerprint_intervals.py``) holds 30 steps of the forward-KL arm, every step's
+metrics and the weights at steps 10, 20, 30, made under the hold: a change that moves a run only later.
 """
 
 from __future__ import annotations
@@ -71,3 +73,35 @@ def test_three_steps_per_arm_reproduce_the_recorded_fingerprint(tmp_path):
     for arm, expected in record["arms"].items():
         for part, value in expected.items():
             assert now["arms"][arm][part] == value, f"{arm}: {part} changed"
+
+
+INTERVALS = HERE / "fixtures" / "fingerprint" / "intervals.json"
+
+
+def test_thirty_steps_reproduce_the_recorded_fingerprint_at_every_interval(tmp_path):
+    """A change that moves a run only after its first three steps (a game's end, a restart, the warm-up's
+    end) fails here, naming the first step whose logged metrics changed and the first weights that did."""
+    sys.path.insert(0, str(HERE))
+    from fingerprint_intervals import main
+    from fingerprint_steps import recorded_kernels
+
+    record = json.loads(INTERVALS.read_text())
+    if (record["torch"], record["machine"], record["kernels"]) != (
+        torch.__version__,
+        platform.machine(),
+        recorded_kernels(),
+    ):
+        pytest.skip(
+            f"recorded with torch {record['torch']} on {record['machine']}, kernels {record['kernels']}; "
+            f"this is torch {torch.__version__} on {platform.machine()}, kernels {recorded_kernels()}"
+        )
+    if record["kernels"] == "native" and record["cpu_offers"] != cpu_offers():
+        pytest.skip(f"native kernels: recorded on a CPU offering {record['cpu_offers']}, this one {cpu_offers()}")
+    out = tmp_path / "intervals.json"
+    assert main([str(out), "--steps", str(record["steps"]), "--every", str(record["every"])]) == 0
+    now = json.loads(out.read_text())
+    assert len(now["metrics"]) == len(record["metrics"])
+    for old, new in zip(record["metrics"], now["metrics"]):
+        assert new == old, f"step {old.get('step')}: logged metrics changed"
+    for step, digest in record["weights"].items():
+        assert now["weights"][step] == digest, f"weights at step {step} changed"
