@@ -11,6 +11,9 @@ threads for every command (``OMP_NUM_THREADS`` before torch is imported, so DDP 
 Stockfish-free subprocesses inherit it). The default is 1 thread (or ``$PDX_THREADS``, or an
 ``OMP_NUM_THREADS`` already set): on a shared 2-core machine torch's one-thread-per-core default
 spins and made commands 4-80x slower (README, Performance); ``--threads auto`` keeps torch's default.
+``pdx --kernels avx2|native <command>`` holds torch's, oneDNN's and MKL's CPU kernels to AVX2 (the
+default, or ``$PDX_KERNELS``: the same numbers on an AVX2 and an AVX-512 machine) or lets them use what
+the CPU offers; set before torch is imported too (``pdx_lightning.runtime.kernels``).
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ import importlib.util
 import os
 import sys
 from typing import NoReturn
+
+from pdx_lightning.runtime.kernels import KERNELS, apply_kernels
 
 # name -> (module implementing add_arguments/run, one-line help)
 TOOLS: dict[str, tuple[str, str]] = {
@@ -97,6 +102,14 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         default=None,
         help="torch CPU threads for the command (default: $PDX_THREADS, else an "
         "OMP_NUM_THREADS already set, else 1; 'auto': torch's one per core)",
+    )
+    parser.add_argument(
+        "--kernels",
+        choices=KERNELS,
+        default=None,
+        help="CPU vector kernels: 'avx2' holds torch, oneDNN and MKL to AVX2 on every x86-64 CPU (the same "
+        "numbers on AVX2 and AVX-512 machines), 'native' uses what the CPU offers (faster where it has "
+        "AVX-512) (default: $PDX_KERNELS, else avx2)",
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     parser.add_argument(
@@ -176,6 +189,7 @@ def _global_options(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     """Options before the command (``pdx --threads 2 fit ...``)."""
     g = argparse.ArgumentParser(add_help=False)
     g.add_argument("--threads")
+    g.add_argument("--kernels")
     g.add_argument("--version", action="store_true")
     g.add_argument("--traceback", action="store_true")
     i = 0
@@ -207,6 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         apply_threads(opts.threads)
+        apply_kernels(opts.kernels)
     except ValueError as e:
         print(f"pdx: error: {e}", file=sys.stderr)
         return 2

@@ -7,8 +7,10 @@ and frozen networks and of AdamW's state, and the self-play generators' states m
     .venv/bin/python tests/fingerprint_steps.py OUT.json [--steps 3]
 
 Each arm is the tiny default fit (``tests/tiny_fit.py``: the random tiny network, 4 games) run for
-``--steps`` steps in a fresh directory on one thread. Bit-identity holds for one machine, torch
-build and thread count; the JSON records the torch version and the platform it was made on.
+``--steps`` steps in a fresh directory on one thread, under the kernel setting of the environment
+(``$PDX_KERNELS``, default ``avx2``: ``runtime/kernels.py``). Bit-identity holds for one torch build, thread
+count and kernel setting (held to AVX2: any x86-64 CPU with AVX2; ``native``: one kind of CPU); the JSON
+records the torch version, the platform, the kernel setting and the widest ISA the CPU offers.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pathlib import Path
 
 import torch
 
+from pdx_lightning.runtime import kernels
 from pdx_lightning.runtime.checkpoint_read import read_checkpoint
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -125,6 +128,13 @@ def fingerprint_arm(flags: list[str], steps: int, work: Path) -> dict:
     }
 
 
+def recorded_kernels() -> str:
+    """The kernel setting the arms' ``pdx fit`` run under (``$PDX_KERNELS``; ``native`` where the hold
+    cannot apply)."""
+    setting = kernels.kernels_setting(os.environ.get(kernels.ENV))
+    return setting if kernels.can_hold() else "native"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", type=Path, help="where the fingerprint JSON goes")
@@ -135,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
         "torch": torch.__version__,
         "platform": platform.platform(),
         "machine": platform.machine(),
+        "kernels": recorded_kernels(),
+        "cpu_offers": kernels.cpu_offers(),
         "steps": args.steps,
         "arms": {},
     }

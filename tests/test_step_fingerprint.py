@@ -1,11 +1,16 @@
 """The step's bit-level fingerprint (tests/fingerprint_steps.py) is the recorded one.
 
 ``tests/fixtures/fingerprint/steps.json`` holds three real ``pdx fit`` steps of each arm (metrics, games,
-weights, AdamW state, RNG); ``before_d377ef5.json`` the same made on the tree before Algorithm 1 was gathered
-into ``rl/pdx_step.py`` (identical). A change that moves any of them fails here; a deliberate one records a
+weights, AdamW state, RNG) with the CPU kernels held to AVX2 (the default, ``runtime/kernels.py``);
+``steps_native_avx512.json`` the same with ``--kernels native`` on an AVX-512 CPU (the record before the
+hold) and ``before_d377ef5.json`` that made on the tree before Algorithm 1 was gathered into
+``rl/pdx_step.py`` (identical). A change that moves any of them fails here; a deliberate one records a
 new fingerprint (``.venv/bin/python tests/fingerprint_steps.py tests/fixtures/fingerprint/steps.json``) and
-says why in CHANGELOG.md. Bit-identity holds for one torch build and CPU kind, so another torch version
-or machine architecture skips with the reason.
+says why in CHANGELOG.md. Bit-identity holds for one torch build and kernel setting (held: any x86-64
+CPU with AVX2; native: one kind of CPU), so another torch version, an architecture where the hold does
+not apply, or ``PDX_KERNELS=native`` on a CPU of another kind skips with the reason.
+``intervals.json`` (``tests/fingerprint_intervals.py``) holds 30 steps of the forward-KL arm, every step's
+metrics and the weights at steps 10, 20, 30, made under the hold: a change that moves a run only later.
 """
 
 from __future__ import annotations
@@ -18,8 +23,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from pdx_lightning.runtime.kernels import cpu_offers
+
 HERE = Path(__file__).resolve().parent
 RECORD = HERE / "fixtures" / "fingerprint" / "steps.json"
+NATIVE = HERE / "fixtures" / "fingerprint" / "steps_native_avx512.json"
 BEFORE = HERE / "fixtures" / "fingerprint" / "before_d377ef5.json"
 
 pytestmark = pytest.mark.slow
@@ -27,8 +35,14 @@ pytestmark = pytest.mark.slow
 
 def test_the_recorded_fingerprints_agree():
     """The tree before the refactor and after it: the same steps, bit for bit."""
-    before, after = json.loads(BEFORE.read_text()), json.loads(RECORD.read_text())
+    before, after = json.loads(BEFORE.read_text()), json.loads(NATIVE.read_text())
     assert before["arms"] == after["arms"]
+    # the hold moved the numbers, not the games' openings or the generators: same moves over three steps
+    held = json.loads(RECORD.read_text())
+    assert held["kernels"] == "avx2" and after["kernels"] == "native"
+    for arm, fp in held["arms"].items():
+        assert (fp["games"], fp["rng"]) == (after["arms"][arm]["games"], after["arms"][arm]["rng"])
+        assert fp["weights_all"] != after["arms"][arm]["weights_all"]
     assert set(after["arms"]) == {
         "none",
         "entropy",
@@ -40,14 +54,18 @@ def test_the_recorded_fingerprints_agree():
 
 
 def test_three_steps_per_arm_reproduce_the_recorded_fingerprint(tmp_path):
-    record = json.loads(RECORD.read_text())
+    sys.path.insert(0, str(HERE))
+    from fingerprint_steps import main, recorded_kernels
+
+    setting = recorded_kernels()
+    record = json.loads((RECORD if setting == "avx2" else NATIVE).read_text())
     if record["torch"] != torch.__version__ or record["machine"] != platform.machine():
         pytest.skip(
             f"fingerprint recorded with torch {record['torch']} on {record['machine']}; "
             f"this is torch {torch.__version__} on {platform.machine()}"
         )
-    sys.path.insert(0, str(HERE))
-    from fingerprint_steps import main
+    if setting == "native" and record["cpu_offers"] != cpu_offers():
+        pytest.skip(f"native kernels: recorded on a CPU offering {record['cpu_offers']}, this one {cpu_offers()}")
 
     out = tmp_path / "steps.json"
     assert main([str(out), "--steps", str(record["steps"])]) == 0
@@ -55,3 +73,35 @@ def test_three_steps_per_arm_reproduce_the_recorded_fingerprint(tmp_path):
     for arm, expected in record["arms"].items():
         for part, value in expected.items():
             assert now["arms"][arm][part] == value, f"{arm}: {part} changed"
+
+
+INTERVALS = HERE / "fixtures" / "fingerprint" / "intervals.json"
+
+
+def test_thirty_steps_reproduce_the_recorded_fingerprint_at_every_interval(tmp_path):
+    """A change that moves a run only after its first three steps (a game's end, a restart, the warm-up's
+    end) fails here, naming the first step whose logged metrics changed and the first weights that did."""
+    sys.path.insert(0, str(HERE))
+    from fingerprint_intervals import main
+    from fingerprint_steps import recorded_kernels
+
+    record = json.loads(INTERVALS.read_text())
+    if (record["torch"], record["machine"], record["kernels"]) != (
+        torch.__version__,
+        platform.machine(),
+        recorded_kernels(),
+    ):
+        pytest.skip(
+            f"recorded with torch {record['torch']} on {record['machine']}, kernels {record['kernels']}; "
+            f"this is torch {torch.__version__} on {platform.machine()}, kernels {recorded_kernels()}"
+        )
+    if record["kernels"] == "native" and record["cpu_offers"] != cpu_offers():
+        pytest.skip(f"native kernels: recorded on a CPU offering {record['cpu_offers']}, this one {cpu_offers()}")
+    out = tmp_path / "intervals.json"
+    assert main([str(out), "--steps", str(record["steps"]), "--every", str(record["every"])]) == 0
+    now = json.loads(out.read_text())
+    assert len(now["metrics"]) == len(record["metrics"])
+    for old, new in zip(record["metrics"], now["metrics"]):
+        assert new == old, f"step {old.get('step')}: logged metrics changed"
+    for step, digest in record["weights"].items():
+        assert now["weights"][step] == digest, f"weights at step {step} changed"

@@ -20,6 +20,7 @@ import numpy as np
 
 from pdx_lightning.evaluation import elo, match
 from pdx_lightning.evaluation.arena_game import Game
+from pdx_lightning.runtime.environment import environment
 
 
 def tally(games: list[Game], n: int) -> np.ndarray:
@@ -240,6 +241,8 @@ def arena_report(run: ArenaRun) -> dict[str, Any]:
     report["markdown"] = md
     report["stockfish"] = run.stockfish
     report["uci_engines"] = run.uci_engines
+    # what made the games: versions, commit, the CPU kernels in force, threads, the CPU (runtime.environment)
+    report["environment"] = environment()
     return report
 
 

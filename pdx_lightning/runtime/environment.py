@@ -1,8 +1,10 @@
 """The versions a result was made with, recorded in every sweep record and report archive.
 
 A report's numbers depend on the software as well as the settings (a Lightning or torch release
-changes the RNG streams, a numpy release a summation order); ``requirements/lock.txt`` pins the tested
-set and these records say which set a given file came from.
+changes the RNG streams, a numpy release a summation order) and on the CPU kernels that ran it (an
+AVX-512 kernel sums in another order than an AVX2 one: ``runtime.kernels``); ``requirements/lock.txt`` pins
+the tested set and these records say which set, which kernels, how many threads and which CPU a given file
+came from.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import platform
 import subprocess
 from importlib import metadata
 from pathlib import Path
+
+from pdx_lightning.runtime.kernels import kernel_record
 
 __all__ = ["PACKAGES", "environment"]
 
@@ -40,9 +44,10 @@ def _commit(repo: Path) -> str | None:
     return (r.stdout.strip() or None) if r.returncode == 0 else None
 
 
-def environment() -> dict[str, str | None]:
+def environment() -> dict[str, str | int | None]:
     """``{"python", "pdx_lightning", "pdx_commit", "torch", "lightning", "numpy", "chess", ...,
-    "platform"}`` of this process (a package that is not installed: None)."""
+    "platform", "kernels", "cpu_capability", ..., "threads", "cpu"}`` of this process (a package that is
+    not installed: None; the kernel fields: :func:`~pdx_lightning.runtime.kernels.kernel_record`)."""
     from pdx_lightning._version import __version__  # noqa: PLC0415
 
     return {
@@ -51,4 +56,5 @@ def environment() -> dict[str, str | None]:
         "pdx_commit": _commit(Path(__file__).resolve().parents[2]),
         **{name: _version(name) for name in PACKAGES},
         "platform": platform.platform(terse=True),
+        **kernel_record(),
     }

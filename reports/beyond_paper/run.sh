@@ -31,8 +31,13 @@
 # 1. cells: the checkpoints of the committed cells were not kept, so each is retrained from its sweep
 #    config (train + score, `pdx sweep --only CELL --no-stages`) and compared with its committed records
 #    (same_cell.py: every suite's per-puzzle outcome and the final metrics, exactly); the verdict is kept
-#    beside the match records. Seeds 3-7 were trained with the current sampler and retrain bit-identically
-#    on one thread; seed 0-2 cells (the only no-regularizer cells at 128 games) predate it and retrain as
+#    beside the match records. Seeds 3-7 were trained with the current sampler; on one thread they retrain
+#    bit-identically only on CPU kernels like those that made them (their records, made before records
+#    named kernels and CPU, do not say which): a retrain on an AVX2 machine once matched seed 3 to the last
+#    puzzle, while on an AVX-512 AMD EPYC the seed-3 forward-KL retrain differs in every suite, with its
+#    kernels as offered and held to AVX2 alike, though the code is not the cause (the cell's first 300 steps
+#    are bit-identical at the commit that made it and at 2026-12-05's main). See docs/reliability.md, "The
+#    same numbers on another CPU". Seed 0-2 cells (the only no-regularizer cells at 128 games) predate it and retrain as
 #    a new draw of the same distribution; the two resumed 1,024-game cells (no regularizer, Table 2 recipe)
 #    ran their later steps on two threads and cannot be retrained bit-identically. Every cell's
 #    single-pass strength is therefore measured again here, on the file Lc0 plays (the 1-node matches).
@@ -78,6 +83,10 @@ O=data/openings_uho_600.epd; W=runs/beyond_paper; E=$W/export; R=reports/beyond_
 NODES=${NODES:-1 16 64}
 RUNGS="1350 1500 1650 1800 1950"; ANCHOR=1650
 export OMP_NUM_THREADS=1 PDX_THREADS=1
+# The networks these records were played with were retrained with the kernels the CPU offered (an AMD
+# EPYC with AVX-512, before pdx held them to AVX2): native kernels retrain them on that kind of CPU, so
+# this script keeps them (PDX_KERNELS=avx2 for new records that any x86-64 CPU with AVX2 retrains).
+export PDX_KERNELS=${PDX_KERNELS:-native}
 [ "${DRY:-0}" = 1 ] || mkdir -p $W $E $R
 
 # label | sweep config | cell | the committed records it is checked against

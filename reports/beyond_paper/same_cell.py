@@ -3,8 +3,11 @@
 ``run.sh`` retrains the cells it plays (their checkpoints were not kept) from their sweep configs; the
 searched and ladder matches speak for the committed cells only when the retrained network is the same.
 Same here means: every suite scored on the same puzzles with the same per-puzzle outcome (solved and
-log p*, exactly) and the same final training metrics (result.json's ``metrics``, exactly). Writes a JSON
-verdict and prints one line; exit 0 either way (a differing cell is still played, and its single-pass
+log p*, exactly) and the same final training metrics (result.json's ``metrics``, exactly). When they
+differ, the verdict also names what made the two differently (``made_with_differing``: the fields of
+result.json's ``environment`` that differ, among them the commit, the torch/Lightning/NumPy versions, the
+CPU kernels in force, the threads and the CPU; a field the committed record predates reads "unrecorded").
+Writes a JSON verdict and prints one line; exit 0 either way (a differing cell is still played, and its single-pass
 strength is measured afresh by run.sh's 1-node matches), 2 when an input is missing.
 
     .venv/bin/python reports/beyond_paper/same_cell.py ARCHIVE CELL RUNS_OUT VERDICT.json
@@ -44,6 +47,36 @@ def compare(old: dict[str, dict], new: dict[str, dict]) -> dict:
     return {"identical": not suites and not metrics, "suites_differing": suites, "metrics_differing": metrics}
 
 
+# result.json's environment fields that can move a cell's numbers (runtime.environment, runtime.kernels)
+MADE_WITH = (
+    "pdx_commit",
+    "torch",
+    "lightning",
+    "numpy",
+    "python",
+    "kernels",
+    "cpu_capability",
+    "onednn_max_cpu_isa",
+    "mkl_enable_instructions",
+    "mkl_cbwr",
+    "threads",
+    "cpu",
+    "cpu_offers",
+    "platform",
+)
+
+
+def made_with(old: dict, new: dict) -> dict[str, list]:
+    """``{field: [committed, retrained]}`` for each :data:`MADE_WITH` field whose values differ (a field
+    missing from a record, as in those made before it was recorded: "unrecorded")."""
+    a, b = old.get("environment") or {}, new.get("environment") or {}
+    return {
+        k: [a.get(k, "unrecorded"), b.get(k, "unrecorded")]
+        for k in MADE_WITH
+        if a.get(k, "unrecorded") != b.get(k, "unrecorded")
+    }
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 4:
         print("usage: same_cell.py ARCHIVE CELL RUNS_OUT VERDICT.json", file=sys.stderr)
@@ -59,9 +92,20 @@ def main(argv: list[str]) -> int:
     if set(old) != {"eval", "result"}:
         print(f"same_cell: {archive}: no committed eval.json and result.json of {cell}", file=sys.stderr)
         return 2
-    out = {"cell": cell, "archive": str(archive), "runs": str(runs), **compare(old, new)}
+    out = {
+        "cell": cell,
+        "archive": str(archive),
+        "runs": str(runs),
+        **compare(old, new),
+        "made_with_differing": made_with(old["result"], new["result"]),
+    }
     verdict.write_text(json.dumps(out, indent=1) + "\n")
     print(f"{cell}: {'identical to' if out['identical'] else 'DIFFERS from'} {archive}", out["suites_differing"] or "")
+    if not out["identical"]:
+        print(
+            f"{cell}: {len(out['metrics_differing'])} final metrics differ; made with other",
+            "; ".join(f"{k}: {a} -> {b}" for k, (a, b) in out["made_with_differing"].items()) or "nothing recorded",
+        )
     return 0
 
 

@@ -11,6 +11,7 @@ import re
 import chess
 import chess.pgn
 import pytest
+import torch
 
 from pdx_lightning.chesscore.opening_files import load_openings
 from pdx_lightning.chesscore.rules import GameResult, Reason
@@ -20,6 +21,7 @@ from pdx_lightning.evaluation.arena_loop import play_games, round_robin
 from pdx_lightning.evaluation.arena_players import make_player
 from pdx_lightning.evaluation.arena_report import SprtMonitor
 from pdx_lightning.evaluation.elo import pair_record
+from pdx_lightning.runtime.kernels import cpu_model
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -62,6 +64,11 @@ def test_pair_blocks_equal_match_summarize_on_the_tallies(tmp_path, capsys):
     ``match.summarize`` of that pair's record in ``counts`` and its opening pairs' scores."""
     assert arena.run(_args(tmp_path, games=6)) == 0
     rep = json.loads((tmp_path / "r.json").read_text())
+    # the record says what made it: versions, the CPU kernels in force, the match's threads, the CPU
+    env = rep["environment"]
+    assert env["torch"] == torch.__version__ and env["threads"] == 1
+    assert env["cpu_capability"] == torch.backends.cpu.get_cpu_capability() and env["cpu"] == cpu_model()
+    assert {"lightning", "numpy", "pdx_commit", "kernels"} <= env.keys()
     labels = [p["label"] for p in rep["players"]]
     counts = rep["counts"]
     import numpy as np

@@ -63,6 +63,7 @@ def test_same_cell_tells_a_retrained_cell_from_the_committed_one(tmp_path):
         "identical": True,
         "suites_differing": [],
         "metrics_differing": [],
+        "made_with_differing": {},
     }
     # one puzzle solved differently and one final metric changed: both named
     old = mod.archived(archive, cell)
@@ -72,10 +73,36 @@ def test_same_cell_tells_a_retrained_cell_from_the_committed_one(tmp_path):
     key = sorted(new["result"]["metrics"])[0]
     new["result"]["metrics"][key] += 1
     assert mod.compare(old, new) == {"identical": False, "suites_differing": ["real"], "metrics_differing": [key]}
+    # what made them: a field that differs is named with both values, one the record predates as unrecorded
+    new["result"]["environment"] = {**old["result"]["environment"], "torch": "9.9", "cpu_capability": "AVX2"}
+    assert mod.made_with(old["result"], new["result"]) == {
+        "torch": [old["result"]["environment"]["torch"], "9.9"],
+        "cpu_capability": ["unrecorded", "AVX2"],
+    }
     # a cell that was not retrained: exit 2, nothing written
     verdict.unlink()
     assert mod.main([str(archive), "forward_kl-adaptive-b0.01-s3", str(tmp_path / "runs"), str(verdict)]) == 2
     assert not verdict.exists()
+
+
+def test_the_held_retrain_of_seed_3_is_recorded_with_what_made_it(tmp_path):
+    """reports/sweep_maia_seeds8/held_avx2: the seed-3 forward-KL cell retrained under the AVX2 hold; its
+    committed verdict against the committed cell is what same_cell.py says of the two archives, and names
+    the kernels the committed record predates."""
+    mod = _module("same_cell")
+    held = HERE.parent / "sweep_maia_seeds8" / "held_avx2"
+    cell = "forward_kl-adaptive-b0.01-s3"
+    with tarfile.open(held / "cells_json.tar.xz") as tar:
+        tar.extractall(tmp_path / "runs", filter="data")
+    made = json.loads((tmp_path / "runs" / "cells" / cell / "result.json").read_text())["environment"]
+    assert (made["kernels"], made["cpu_capability"], made["threads"]) == ("avx2", "AVX2", 1)
+    verdict = tmp_path / "v.json"
+    archive = "reports/sweep_maia_seeds8/runs_json.tar.xz"
+    assert mod.main([str(HERE.parent.parent / archive), cell, str(tmp_path / "runs"), str(verdict)]) == 0
+    now, committed = json.loads(verdict.read_text()), json.loads((held / "same_fwd_s3.json").read_text())
+    for key in ("identical", "suites_differing", "metrics_differing", "made_with_differing"):
+        assert now[key] == committed[key], key
+    assert committed["made_with_differing"]["cpu_capability"] == ["unrecorded", "AVX2"]
 
 
 def _relabelled(doc: dict, old: str, new: str) -> dict:

@@ -146,8 +146,14 @@ def test_train_only_trains_every_cell_once_and_a_later_run_only_evaluates(tmp_pa
     assert run_sweep("--config", str(cfg)) == 0
     assert len(launches.calls) == 2  # evaluation needs no further fit
     for n in names:  # the training seconds measured by the --train-only process reach the record
-        seconds = json.loads((out / n / "train.json").read_text())["seconds"]
+        train = json.loads((out / n / "train.json").read_text())
+        seconds = train["seconds"]
         assert seconds > 0 and json.loads((out / n / "result.json").read_text())["seconds"]["train"] == seconds
+        # what trained the cell and what scored it: versions, kernels, threads, CPU (runtime.environment)
+        made = json.loads((out / n / "result.json").read_text())["environment"]
+        for env in (train["environment"], made):
+            assert env["torch"] == torch.__version__ and env["cpu_capability"] and env["threads"] >= 1
+            assert {"lightning", "numpy", "pdx_commit", "kernels", "cpu", "onednn_max_cpu_isa"} <= env.keys()
 
 
 def test_rescore_scores_every_model_again_on_a_topped_up_suite_without_training(tmp_path, launches):

@@ -25,6 +25,7 @@ from pdx_lightning.atomicfile import atomic_write_text
 from pdx_lightning.experiments.sweep.config import Cell, SweepConfig, eval_suites
 from pdx_lightning.resources import resolve_path
 from pdx_lightning.rl.settings import migrate_hparams
+from pdx_lightning.runtime.environment import environment
 from pdx_lightning.safeio import read_config_text
 
 
@@ -198,7 +199,8 @@ def train_cell(cfg: SweepConfig, cell: Cell, cell_dir: Path, fit_args: list[str]
     print(f"[sweep] {cell.name}: {what} ({cfg.steps} steps)", flush=True)
     rc = launch(cmd, cell_dir / "fit.log")
     seconds = time.perf_counter() - t0 + train_seconds(cell_dir)  # summed over the cell's (resumed) launches
-    atomic_write_text(cell_dir / "train.json", json.dumps({"seconds": seconds}))
+    # what trained it (the cell's fit inherits this process's kernel hold and threads): runtime.environment
+    atomic_write_text(cell_dir / "train.json", json.dumps({"seconds": seconds, "environment": environment()}))
     if rc != 0 or not (cell_dir / "checkpoints" / "final.ckpt").is_file():
         log = cell_dir / "fit.log"
         tail = "".join(log.read_text().splitlines(True)[-25:]) if log.is_file() else "(no log)\n"
