@@ -166,7 +166,10 @@ class PuzzleValidation(L.Callback):
         names = list(self.history[-1][1]) if self.history else []
         head = "| step | " + " | ".join(f"`{n}`" for n in names) + " |"
         rule = "|---" * (len(names) + 1) + "|"
-        rows = [f"| {step} | " + " | ".join(f"{m.get(n, float('nan')):.4f}" for n in names) + " |" for step, m in self.history]
+        rows = [
+            f"| {step} | " + " | ".join(f"{m.get(n, float('nan')):.4f}" for n in names) + " |"
+            for step, m in self.history
+        ]
         return "\n".join(["EMA network on the validation suites, every scoring:", "", head, rule, *rows])
 
     def on_train_start(self, trainer, pl_module) -> None:

@@ -22,7 +22,7 @@ and is not drawn at all when none does (``CSVLogger`` alone: one info line).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import chess
@@ -74,9 +74,15 @@ LAYOUT: dict[str, dict[str, list]] = {
         "policy entropy (nats)": ["Multiline", [r"policy/entropy"]],
     },
     "3 self-play": {
-        "temperature τ and ratio ρ": ["Multiline", [r"selfplay/tau_mean", r"selfplay/rho_mean", r"selfplay/rho_below_1"]],
+        "temperature τ and ratio ρ": [
+            "Multiline",
+            [r"selfplay/tau_mean", r"selfplay/rho_mean", r"selfplay/rho_below_1"],
+        ],
         "advantage A (mean, sd)": ["Multiline", [r"selfplay/adv_mean", r"selfplay/adv_std"]],
-        "results (share of games ended)": ["Multiline", [r"selfplay/white_win", r"selfplay/draw", r"selfplay/black_win"]],
+        "results (share of games ended)": [
+            "Multiline",
+            [r"selfplay/white_win", r"selfplay/draw", r"selfplay/black_win"],
+        ],
         "game length (plies)": ["Multiline", [r"selfplay/game_length"]],
         "games finished (running total)": ["Multiline", [r"selfplay/games_finished"]],
         "β": ["Multiline", [r"selfplay/beta"]],
@@ -101,7 +107,7 @@ def drop_epoch(logger: TensorBoardLogger) -> None:
         return
     log_metrics = logger.log_metrics
 
-    def without_epoch(metrics: dict, step: int | None = None) -> None:
+    def without_epoch(metrics: Mapping[str, float], step: int | None = None) -> None:
         log_metrics({k: v for k, v in metrics.items() if k != "epoch"}, step)
 
     logger.log_metrics = without_epoch  # type: ignore[method-assign]

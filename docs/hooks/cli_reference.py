@@ -143,7 +143,7 @@ def lightning_section(words: tuple[str, ...], summary: str, text: str) -> str:
         n = sum(len(re.findall(r"^  --trainer\.(?!\S*\.help\b)", b, re.M)) for b in trainer)
         lines += [
             f"??? note \"Lightning's Trainer flags (`--trainer.*`, {n} options): "
-            f'see [Lightning\'s Trainer documentation]({TRAINER_DOCS})"',
+            f"see [Lightning's Trainer documentation]({TRAINER_DOCS})\"",
             "",
         ]
         for body in trainer:

@@ -189,7 +189,9 @@ def check_markdown(markdown: str) -> list[str]:
             math = not math
             continue
         if not fenced and not math and LIST_ITEM_UNDER_4.match(line):
-            problems.append(f"collapsed list: line {n} nests an item by {len(line) - len(line.lstrip())} spaces (4 needed)")
+            problems.append(
+                f"collapsed list: line {n} nests an item by {len(line) - len(line.lstrip())} spaces (4 needed)"
+            )
     return problems
 
 
@@ -203,7 +205,9 @@ def check_html(html: str, page: Path, site: Path, *, tex: bool = True) -> list[s
     for rows in parser.tables:
         if (px := table_min_px(rows)) > COLUMN_PX:
             head = " | ".join(t for t, _ in rows[0][:3]) if rows and rows[0] else ""
-            problems.append(f"table wider than the column: at least {px:.0f} px of {COLUMN_PX} ({_excerpt(head, 0)} ...)")
+            problems.append(
+                f"table wider than the column: at least {px:.0f} px of {COLUMN_PX} ({_excerpt(head, 0)} ...)"
+            )
     for src in parser.images:
         url = urlsplit(src)
         if url.scheme == "data":

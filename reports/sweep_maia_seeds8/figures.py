@@ -57,9 +57,7 @@ def figure_elo(runs: Runs, out: Path) -> Path:
         lo, hi = (score_to_elo(v) for v in a["bootstrap"].ci)
         mid = score_to_elo(a["bootstrap"].mean)
         xp = len(seeds) + 0.6 + (k - 0.5) * 0.3
-        ax.errorbar(
-            [xp], [mid], yerr=[[mid - lo], [hi - mid]], fmt="D", ms=7, capsize=4, color=COLORS[term], mec="k"
-        )
+        ax.errorbar([xp], [mid], yerr=[[mid - lo], [hi - mid]], fmt="D", ms=7, capsize=4, color=COLORS[term], mec="k")
         ax.annotate(f"{mid:+.1f}", (xp, hi), textcoords="offset points", xytext=(0, 4), ha="center", fontsize=8)
     n = len(aggs[ANCHORED[0]]["per_seed"])
     ax.axhline(0, color="k", ls="--", lw=1, label="frozen base")
@@ -80,10 +78,9 @@ def figure_rating(runs: Runs, out: Path) -> Path:
     bins = [b["bin"] for b in base["by_bin"]]
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     x = np.arange(len(bins))
-    for (term, _temp, _beta), cells in sorted(arms(runs), key=lambda a: ANCHORED.index(a[0][0]) if a[0][0] in ANCHORED else 9):
-        if term not in ANCHORED:
-            continue
-        cells = sorted(cells, key=lambda c: c["seed"])
+    anchored = {key[0]: cells for key, cells in arms(runs) if key[0] in ANCHORED}
+    for term in ANCHORED:
+        cells = sorted(anchored[term], key=lambda c: c["seed"])
         acc, ratio = [], []
         for c in cells:
             got = {b["bin"]: b for b in suite_summary(runs.evals[c["name"]], "real")["by_bin"]}
