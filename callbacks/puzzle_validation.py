@@ -164,7 +164,7 @@ class PuzzleValidation(L.Callback):
         """Every scoring so far as a markdown table, one row per scoring (the tracker's text tab reads it
         at the validation's own cadence, unsmoothed, where the scalar charts smooth 7 points away)."""
         names = list(self.history[-1][1]) if self.history else []
-        head = "| step | " + " | ".join(f"`{n}`" for n in names) + " |"
+        head = "| step | " + " | ".join(names) + " |"
         rule = "|---" * (len(names) + 1) + "|"
         rows = [
             f"| {step} | " + " | ".join(f"{m.get(n, float('nan')):.4f}" for n in names) + " |"

@@ -123,7 +123,7 @@ def test_text_tab_counts_and_one_pgn_block_per_game(fit_run):
     table = ea.Tensors("validation/table/text_summary")[-1].tensor_proto.string_val[0].decode()
     rows = [line for line in table.splitlines() if re.match(r"\| \d+ \|", line)]
     assert [r.split(" | ")[0] for r in rows] == ["| 0", "| 4"]  # at the start and at the end
-    assert "`puzzles/acc`" in table and "`mates/acc_1`" in table
+    assert "| puzzles/acc |" in table and "mates/acc_1" in table
 
 
 def test_every_csv_column_is_in_the_glossary(fit_run):
