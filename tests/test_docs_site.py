@@ -161,6 +161,15 @@ def test_site_check_finds_tables_wider_than_the_column(tmp_path):
 
     # long cells wrap at spaces and after hyphens: only the longest word counts
     assert _problems(table(6, "a long sentence that wraps in its cell 1000-1200"), tmp_path) == []
+    site = tmp_path / "site"
+    page = site / "p" / "index.html"
+    page.parent.mkdir(parents=True)
+    page.write_text(table(2, "x"))  # a table on a page without the site's stylesheet: the model does not hold
+    assert site_check.check_site(site) == [
+        "p/index.html: table wider than the column: the page does not load stylesheets/extra.css"
+    ]
+    page.write_text(f'<link href="../{site_check.STYLE}">' + table(2, "x"))
+    assert site_check.check_site(site) == []
     wide = _problems(table(14, "+0.570123456789"), tmp_path)
     assert len(wide) == 1 and wide[0].startswith("table wider than the column: at least")
     assert site_check.table_min_px([[("x" * 10, False)]]) == pytest.approx(

@@ -51,6 +51,7 @@ EMPHASIS = {"em", "strong"}
 # of the seeds report laid out 638 px of text for 102 characters, 0.49 em). A word breaks at spaces and
 # after a hyphen or an en dash, as the browser breaks it.
 COLUMN_PX = 853
+STYLE = "stylesheets/extra.css"
 TABLE_FONT_PX = 12.8
 CELL_PAD_PX = 2 * 0.4 * TABLE_FONT_PX + 1
 CHAR_EM, BOLD_CHAR_EM = 0.5, 0.52
@@ -258,8 +259,11 @@ def check_site(site: Path, docs: Path | None = None) -> list[str]:
     out = []
     for page in sorted(site.rglob("*.html")):
         rel = page.relative_to(site).as_posix()
-        for problem in check_html(page.read_text(encoding="utf-8"), page, site, tex=not rel.startswith("api/")):
+        html = page.read_text(encoding="utf-8")
+        for problem in check_html(html, page, site, tex=not rel.startswith("api/")):
             out.append(f"{rel}: {problem}")
+        if "<table" in html and STYLE not in html:  # the table model assumes the site's stylesheet
+            out.append(f"{rel}: table wider than the column: the page does not load {STYLE}")
     out += duplicated_figures(site)
     if docs is not None:
         for md in sorted(docs.rglob("*.md")):
