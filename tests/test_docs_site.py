@@ -67,6 +67,13 @@ def test_site_check_finds_missing_and_outside_images(tmp_path):
     assert _problems('<img src="https://example.org/x.png">', tmp_path) == [
         "image from outside the site: https://example.org/x.png"
     ]
+    cdn = "https://cdn.example.org/mathjax/tex-mml-chtml.js"
+    assert _problems(f'<script src="{cdn}"></script>', tmp_path) == [f"script from outside the site: {cdn}"]
+    assert _problems('<script src="../assets/javascripts/bundle.js"></script>', tmp_path) == []
+    fonts = "https://fonts.example.org/css?family=Roboto"
+    assert _problems(f'<link rel="stylesheet" href="{fonts}">', tmp_path) == [
+        f"stylesheet from outside the site: {fonts}"
+    ]
 
 
 def test_rest_roles_become_optional_cross_references_or_names(tmp_path):

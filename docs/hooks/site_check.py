@@ -20,7 +20,9 @@ each finding below fails the build (so CI's ``mkdocs build --strict`` fails), wi
 * raw TeX (``^{`` or ``_{``) in the text outside math and code: an equation not written as math (not
   on the API pages: docstrings write formulas in Unicode, for ``help()`` and editors, where braces
   group an exponent as plain text does);
-* an image whose file is not in the site (or that is not part of the site: an ``http`` image).
+* an image whose file is not in the site (or that is not part of the site: an ``http`` image), and a
+  script or stylesheet loaded from outside the site (a page must read offline: its math is MathML
+  written at build time, ``docs/hooks/math.py``; its fonts are the system's).
 
 Text inside ``<pre>``, ``<code>``, ``<script>``, ``<style>`` and math (``class="arithmatex"``) is not
 read (except for raw roles in ``<pre>``). Also a script: ``python docs/hooks/site_check.py SITE_DIR
@@ -83,6 +85,16 @@ class _Page(HTMLParser):
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "img":
             self.images.append(dict(attrs).get("src") or "")
+        a = dict(attrs)
+        src = (
+            a.get("src")
+            if tag == "script"
+            else a.get("href")
+            if tag == "link" and a.get("rel") == "stylesheet"
+            else None
+        )
+        if src and (urlsplit(src).scheme or urlsplit(src).netloc):
+            self.problems.append(f"{'script' if tag == 'script' else 'stylesheet'} from outside the site: {src}")
         if tag in VOID:
             return
         classes = (dict(attrs).get("class") or "").split()
