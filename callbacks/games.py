@@ -52,6 +52,7 @@ class SelfPlayGames(L.Callback):
         self.every, self.max_games, self.text_games = every_n_steps, max_games, text_games
         self.directory = directory
         self.pending: list[tuple[chess.Board, str, int]] = []
+        self.finished = 0  # games this rank saw finish since the last write (kept or not)
         self.written = 0
         self.path: Path | None = None
         self._trainer: L.Trainer | None = None
@@ -61,6 +62,7 @@ class SelfPlayGames(L.Callback):
 
     # ---- collecting -------------------------------------------------------------------------
     def _on_game_end(self, board: chess.Board, result: str) -> None:
+        self.finished += 1
         if self.max_games is not None and len(self.pending) >= self.max_games:
             return
         step = self._trainer.global_step if self._trainer is not None else 0
@@ -117,7 +119,8 @@ class SelfPlayGames(L.Callback):
     def flush(self, trainer: L.Trainer) -> list[chess.pgn.Game]:
         """Write the pending games (PGN file; the loggers' text on rank 0) and return them."""
         games = [self.to_pgn(b, r, s, trainer.global_rank) for b, r, s in self.pending]
-        self.pending = []
+        finished, since = self.finished, max(self._last_flush, 0)
+        self.pending, self.finished = [], 0
         self._last_flush = trainer.global_step
         if not games or self.path is None:
             return games
@@ -130,14 +133,25 @@ class SelfPlayGames(L.Callback):
         self.written += len(games)
         shown = games[: self.text_games]
         if shown and trainer.is_global_zero:
-            # TensorBoard and MLflow render text as markdown: indented lines are a code block, kept verbatim
-            text = "\n\n".join("\n".join("    " + line for line in str(g).splitlines()) for g in shown)
-            text = (
-                f"{len(games)} games finished on rank 0 up to step {trainer.global_step}; "
-                f"all in `{self.path}`\n\n{text}"
-            )
-            self.media.text(trainer, "selfplay/games", text, trainer.global_step)
+            self.media.text(trainer, "selfplay/games", self.text(shown, finished, since, trainer), trainer.global_step)
         return games
+
+    def text(self, shown: list[chess.pgn.Game], finished: int, since: int, trainer: L.Trainer) -> str:
+        """The tracker text of one write: what the counts are, then each shown game as its own PGN block
+        (TensorBoard and MLflow render markdown: a fenced block keeps the PGN's lines as they are)."""
+        kept = f"the first {self.max_games} kept" if self.max_games is not None else "all kept"
+        head = (
+            f"Steps {since}–{trainer.global_step}: {finished} self-play games finished on rank 0 ({kept}, "
+            f"{self.written} in `{self.path}` so far); {len(shown)} shown. The run's total across ranks "
+            "is the scalar `selfplay/games_finished`."
+        )
+        blocks = []
+        for k, g in enumerate(shown, 1):
+            h = g.headers
+            title = f"**Game {k}**: {h.get('Result', '*')}, {g.end().ply()} plies, ended at step {h.get('Round', '?')}"
+            pgn = g.accept(chess.pgn.StringExporter(columns=80)).strip()  # str(g) is one unwrapped line of moves
+            blocks.append(f"{title}\n\n```\n{pgn}\n```")
+        return "\n\n".join([head, *blocks])
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         if trainer.global_step % self.every == 0:

@@ -10,6 +10,7 @@ import torch
 from torch.utils.data import DataLoader
 from torchmetrics import Metric
 
+from pdx_lightning.callbacks.media import MediaLog
 from pdx_lightning.errors import CallbackSettingError
 from pdx_lightning.nets import DATA_DIR
 from pdx_lightning.runtime.ranks import rank_world
@@ -95,6 +96,7 @@ class PuzzleValidation(L.Callback):
         )
         self.every, self.sample, self.seed, self.micro_batch = every_n_steps, sample, seed, micro_batch
         self.history: list[tuple[int, dict[str, float]]] = []
+        self.media = MediaLog("PuzzleValidation")
         self._suites: SuiteBatch | None = None
 
     @classmethod
@@ -156,6 +158,19 @@ class PuzzleValidation(L.Callback):
         if trainer.is_global_zero:
             for logger in trainer.loggers:
                 logger.log_metrics(metrics, step=trainer.global_step)
+            self.media.text(trainer, "validation/table", self.table(), trainer.global_step)
+
+    def table(self) -> str:
+        """Every scoring so far as a markdown table, one row per scoring (the tracker's text tab reads it
+        at the validation's own cadence, unsmoothed, where the scalar charts smooth 7 points away)."""
+        names = list(self.history[-1][1]) if self.history else []
+        head = "| step | " + " | ".join(names) + " |"
+        rule = "|---" * (len(names) + 1) + "|"
+        rows = [
+            f"| {step} | " + " | ".join(f"{m.get(n, float('nan')):.4f}" for n in names) + " |"
+            for step, m in self.history
+        ]
+        return "\n".join(["EMA network on the validation suites, every scoring:", "", head, rule, *rows])
 
     def on_train_start(self, trainer, pl_module) -> None:
         self._score(trainer, pl_module)

@@ -4,7 +4,10 @@
   ``selfplay/temperature``, ``selfplay/n_games``, ...; the trainer's ``max_steps`` and world size)
   as an HParams session, with the metrics that matter as its columns. TensorBoard fills the columns
   from the run's own scalars of those names, so nothing is logged twice. (Lightning writes an HParams
-  session only together with a ``hp_metric`` placeholder, which the configs switch off.)
+  session only together with a ``hp_metric`` placeholder, which the configs switch off.) It also
+  writes the Custom Scalars layout (:data:`LAYOUT`: losses, KLs and entropy, self-play, validation,
+  optimizer, each group's curves on shared charts) and keeps Lightning's ``epoch`` scalar (always 0:
+  a fit is one epoch of steps) out of TensorBoard.
 * :class:`PolicySnapshot` draws, for a fixed set of positions, the move probabilities of two of the
   module's networks side by side (default: the frozen base π_base and the online π_θ) as an image
   (``policy/snapshot``), with each position's KL(π_base‖π_θ) (the forward KL of Eq. 7) and both
@@ -19,7 +22,7 @@ and is not drawn at all when none does (``CSVLogger`` alone: one info line).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import chess
@@ -38,8 +41,10 @@ from pdx_lightning.nets.inference import evaluate_boards
 __all__ = [
     "DEFAULT_HPARAM_METRICS",
     "DEFAULT_POSITIONS",
+    "LAYOUT",
     "HParamsSummary",
     "PolicySnapshot",
+    "drop_epoch",
     "flatten_hparams",
     "tensorboard_writers",
 ]
@@ -57,6 +62,57 @@ DEFAULT_HPARAM_METRICS = (
     "selfplay/game_length",
     "perf/transitions_per_s",
 )
+
+# TensorBoard's Custom Scalars tab: {category: {chart: ["Multiline", [tag regexes]]}}; docs/metrics.md
+# describes every tag
+LAYOUT: dict[str, dict[str, list]] = {
+    "1 losses": {
+        "loss terms (total, policy, value, explore)": ["Multiline", [r"loss/.*"]],
+    },
+    "2 policy against the base": {
+        "KL to the base (forward, reverse)": ["Multiline", [r"kl/forward_to_base", r"kl/reverse_to_base"]],
+        "policy entropy (nats)": ["Multiline", [r"policy/entropy"]],
+    },
+    "3 self-play": {
+        "temperature τ and ratio ρ": [
+            "Multiline",
+            [r"selfplay/tau_mean", r"selfplay/rho_mean", r"selfplay/rho_below_1"],
+        ],
+        "advantage A (mean, sd)": ["Multiline", [r"selfplay/adv_mean", r"selfplay/adv_std"]],
+        "results (share of games ended)": [
+            "Multiline",
+            [r"selfplay/white_win", r"selfplay/draw", r"selfplay/black_win"],
+        ],
+        "game length (plies)": ["Multiline", [r"selfplay/game_length"]],
+        "games finished (running total)": ["Multiline", [r"selfplay/games_finished"]],
+        "β": ["Multiline", [r"selfplay/beta"]],
+    },
+    "4 validation (EMA network, every k steps)": {
+        "accuracy (puzzles, mates in N)": ["Multiline", [r"puzzles/acc", r"mates/acc_\d+"]],
+        "solution probability p* (geometric mean)": ["Multiline", [r"puzzles/p_star_geo", r"mates/p_star_geo_\d+"]],
+        "puzzles: NLL and arithmetic-mean p*": ["Multiline", [r"puzzles/nll", r"puzzles/p_star_arith"]],
+    },
+    "5 optimizer and speed": {
+        "learning rates": ["Multiline", [r"lr-.*"]],
+        "gradient norm": ["Multiline", [r"optim/grad_norm"]],
+        "transitions per second": ["Multiline", [r"perf/transitions_per_s"]],
+    },
+}
+
+
+def drop_epoch(logger: TensorBoardLogger) -> None:
+    """Keep Lightning's ``epoch`` scalar out of this logger (it adds ``epoch`` to every logged row; a
+    fit is one epoch of steps, so its card is a flat 0 at the top of the Scalars tab)."""
+    if getattr(logger, "_pdx_drops_epoch", False):
+        return
+    log_metrics = logger.log_metrics
+
+    def without_epoch(metrics: Mapping[str, float], step: int | None = None) -> None:
+        log_metrics({k: v for k, v in metrics.items() if k != "epoch"}, step)
+
+    logger.log_metrics = without_epoch  # type: ignore[method-assign]
+    logger._pdx_drops_epoch = True  # type: ignore[attr-defined]
+
 
 # name -> UCI line from the standard start (the history is part of the network's input)
 DEFAULT_POSITIONS: dict[str, str] = {
@@ -101,14 +157,17 @@ def flatten_hparams(hparams: dict, prefix: str = "") -> dict[str, bool | int | f
 
 
 class HParamsSummary(L.Callback):
-    """The run's hyperparameters as a TensorBoard HParams session, with ``metrics`` as its columns.
+    """The run's hyperparameters as a TensorBoard HParams session, with ``metrics`` as its columns; the
+    Custom Scalars layout; no ``epoch`` scalar.
 
     Args:
         metrics: scalar tags shown as HParams columns (tags the run never logs stay empty).
+        layout: write :data:`LAYOUT` (TensorBoard's Custom Scalars tab) and drop ``epoch``.
     """
 
-    def __init__(self, metrics: Sequence[str] = DEFAULT_HPARAM_METRICS) -> None:
+    def __init__(self, metrics: Sequence[str] = DEFAULT_HPARAM_METRICS, layout: bool = True) -> None:
         self.metrics = list(metrics)
+        self.layout = layout
 
     def hparams(self, trainer: L.Trainer, pl_module: L.LightningModule) -> dict:
         """What the session records: the module's hyperparameters plus the trainer's budget and scale."""
@@ -118,9 +177,16 @@ class HParamsSummary(L.Callback):
         return flat
 
     def on_fit_start(self, trainer: L.Trainer, pl_module: L.LightningModule) -> None:
+        if self.layout:
+            for lg in trainer.loggers:
+                if isinstance(lg, TensorBoardLogger):
+                    drop_epoch(lg)
         writers = tensorboard_writers(trainer)
         if not writers:
             return
+        if self.layout:
+            for writer in writers:
+                writer.add_custom_scalars(LAYOUT)
         from torch.utils.tensorboard.summary import hparams  # noqa: PLC0415
 
         exp, ssi, sei = hparams(self.hparams(trainer, pl_module), dict.fromkeys(self.metrics, 0.0))
@@ -212,21 +278,25 @@ class PolicySnapshot(L.Callback):
         for k, row in enumerate(rows):
             ax = fig.add_subplot(nrows, cols, k + 1)
             y = np.arange(len(row["moves"]))
-            ax.barh(y - 0.2, row["reference"], height=0.4, color="0.6", label=self.reference)
-            ax.barh(y + 0.2, row["network"], height=0.4, color="tab:blue", label=self.network)
+            ax.barh(y - 0.2, row["reference"], height=0.4, color="0.6", label=f"{self.reference} (grey)")
+            ax.barh(y + 0.2, row["network"], height=0.4, color="tab:blue", label=f"{self.network} (blue)")
             ax.set_yticks(y, row["moves"])
             ax.invert_yaxis()
             ax.set_xlim(0, max(0.05, 1.15 * max(row["reference"] + row["network"])))
             ax.set_xlabel("probability", fontsize=8)
             ax.set_title(
-                f"{row['name']}\nKL({self.reference}‖{self.network}) {row['kl']:.3f}, "
-                f"H {row['h_reference']:.2f} / {row['h_network']:.2f}",
+                f"{row['name']}\nKL({self.reference}‖{self.network}) {row['kl']:.3f}; entropy "
+                f"H({self.reference}) {row['h_reference']:.2f}, H({self.network}) {row['h_network']:.2f}",
                 fontsize=9,
             )
             ax.tick_params(labelsize=8)
             if k == 0:
                 ax.legend(fontsize=8, loc="lower right")
-        fig.suptitle(f"policy at step {step}", fontsize=10)
+        fig.suptitle(
+            f"move probabilities at step {step}: {self.reference} (grey) and {self.network} (blue); "
+            "KL and entropies H in nats",
+            fontsize=10,
+        )
         fig.tight_layout()
         canvas = FigureCanvasAgg(fig)
         canvas.draw()

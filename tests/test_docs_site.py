@@ -67,6 +67,13 @@ def test_site_check_finds_missing_and_outside_images(tmp_path):
     assert _problems('<img src="https://example.org/x.png">', tmp_path) == [
         "image from outside the site: https://example.org/x.png"
     ]
+    cdn = "https://cdn.example.org/mathjax/tex-mml-chtml.js"
+    assert _problems(f'<script src="{cdn}"></script>', tmp_path) == [f"script from outside the site: {cdn}"]
+    assert _problems('<script src="../assets/javascripts/bundle.js"></script>', tmp_path) == []
+    fonts = "https://fonts.example.org/css?family=Roboto"
+    assert _problems(f'<link rel="stylesheet" href="{fonts}">', tmp_path) == [
+        f"stylesheet from outside the site: {fonts}"
+    ]
 
 
 def test_rest_roles_become_optional_cross_references_or_names(tmp_path):
@@ -129,3 +136,127 @@ def test_each_results_page_shows_its_reports_figures():
         assert all(p.is_file() for p in shown), f"{page.name}: a figure that does not exist"
         if any(report.glob("*.png")):
             assert any(p.parent == report for p in shown), f"{page.name}: shows no figure of {report.name}"
+
+
+def test_site_check_finds_broken_emphasis(tmp_path):
+    md = pytest.importorskip("markdown", reason="the docs extra (Python-Markdown) is not installed")
+    stray = md.markdown("**β* = 1e-2 for every arm, and p* on real** then more.")
+    assert [p.split(":")[0] for p in _problems(stray, tmp_path)] == ["broken emphasis", "broken emphasis"]
+    escaped = md.markdown("**β\\* = 1e-2 for every arm, and p\\* on real** then more; p* plain.")
+    assert _problems(escaped, tmp_path) == []
+    assert _problems("<p><em>fine</em> and <strong>bold</strong></p>", tmp_path) == []
+    assert _problems("<p><code>**kwargs</code></p>", tmp_path) == []
+
+
+def test_site_check_finds_lists_nested_under_four_spaces():
+    two = "- **Accuracy.** Gains:\n  - entropy erodes;\n  - none sharpens.\n- next\n"
+    assert site_check.check_markdown(two) == [
+        "collapsed list: line 2 nests an item by 2 spaces (4 needed)",
+        "collapsed list: line 3 nests an item by 2 spaces (4 needed)",
+    ]
+    four = "- **Accuracy.** Gains:\n    - entropy erodes;\n    - none sharpens.\n- next\n"
+    assert site_check.check_markdown(four) == []
+    # code blocks and display math are not Markdown
+    assert site_check.check_markdown("```text\n  - not a list\n```\n$$\nL = a\n  + b\n$$\n") == []
+
+
+def test_site_check_finds_tables_wider_than_the_column(tmp_path):
+    def table(cols: int, cell: str) -> str:
+        head = "".join(f"<th>h{i}</th>" for i in range(cols))
+        row = "".join(f"<td>{cell}</td>" for _ in range(cols))
+        return f"<table><thead><tr>{head}</tr></thead><tbody><tr>{row}</tr></tbody></table>"
+
+    # long cells wrap at spaces and after hyphens: only the longest word counts
+    assert _problems(table(6, "a long sentence that wraps in its cell 1000-1200"), tmp_path) == []
+    site = tmp_path / "site"
+    page = site / "p" / "index.html"
+    page.parent.mkdir(parents=True)
+    page.write_text(table(2, "x"))  # a table on a page without the site's stylesheet: the model does not hold
+    assert site_check.check_site(site) == [
+        "p/index.html: table wider than the column: the page does not load stylesheets/extra.css"
+    ]
+    page.write_text(f'<link href="../{site_check.STYLE}">' + table(2, "x"))
+    assert site_check.check_site(site) == []
+    wide = _problems(table(14, "+0.570123456789"), tmp_path)
+    assert len(wide) == 1 and wide[0].startswith("table wider than the column: at least")
+    assert site_check.table_min_px([[("x" * 10, False)]]) == pytest.approx(
+        10 * site_check.CHAR_EM * site_check.TABLE_FONT_PX + site_check.CELL_PAD_PX
+    )
+
+
+def test_site_check_finds_raw_roles_of_any_kind_also_in_code_blocks(tmp_path):
+    assert _problems("<pre><code>Default: :paramref:`~a.Trainer.max_steps`.</code></pre>", tmp_path) == [
+        "raw role in a code block: Default: :paramref:`~a.Trainer.max_steps`."
+    ]
+    assert _problems("<p>See :paramref:<code>x</code>.</p>", tmp_path) == ["raw role: See :paramref:"]
+    assert _problems("<p>Write <code>:paramref:`x`</code> in docstrings.</p>", tmp_path) == []
+    assert _problems("<p>a dict {'a': 1} and 10:30:</p>", tmp_path) == []
+
+
+def test_site_check_finds_duplicated_figures(tmp_path):
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "fig.png").write_bytes(b"\x89PNG same")
+        (tmp_path / d / "index.html").write_text('<p><img src="fig.png"></p>')
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "index.html").write_text('<p><img src="../a/fig.png"></p>')  # the same file: fine
+    assert site_check.duplicated_figures(tmp_path.resolve()) == [
+        "b/index.html: duplicated figure: b/fig.png has the same bytes as a/fig.png (shown on a/index.html)"
+    ]
+    (tmp_path / "b" / "fig.png").write_bytes(b"\x89PNG other")
+    assert site_check.duplicated_figures(tmp_path.resolve()) == []
+
+
+def test_reports_show_a_duplicated_figure_once_and_say_whose_it_is():
+    pytest.importorskip("mkdocs", reason="the docs extra (mkdocs) is not installed")
+    reports = _hook("reports")
+    dupes = reports.aliases(reports.mounted(ROOT / "docs"))
+    assert dupes["reports/sweep_maia_seeds8/figure6_real_by_rating.png"] == (
+        "reports/sweep_maia_seeds/figure6_real_by_rating.png"
+    )
+    assert not [k for k in dupes if "seeds8_" in k]  # the eight-seed page's own figures are its own
+    md = reports.same_figure("![F6](figure6_real_by_rating.png)", "reports/sweep_maia_seeds8/report.md", dupes)
+    assert md.startswith("![F6](../sweep_maia_seeds/figure6_real_by_rating.png)\n\n*The same figure as ")
+    titled = reports.retitle("# pdx report: /tmp/x/runs/sweep_maia\nBody", "reports/sweep_maia_seeds8/report.md", "R8")
+    assert titled.startswith("# R8\n\n`pdx report` of `reports/sweep_maia_seeds8/`.\nBody")
+
+
+def test_math_is_mathml_at_build_time():
+    pytest.importorskip("latex2mathml", reason="the docs extra (latex2mathml) is not installed")
+    pytest.importorskip("mkdocs", reason="the docs extra (mkdocs) is not installed")
+    math = _hook("math")
+    html = (
+        '<p>with <span class="arithmatex">\\(\\rho = \\min(1, \\pi_\\theta / \\mu)\\)</span></p>\n'
+        '<div class="arithmatex">\\[L = -\\operatorname{mean}(A &lt; 1)\\]</div>'
+    )
+    out = math.render(html)
+    assert "\\(" not in out and "\\[" not in out
+    assert out.count("<math") == 2 and 'display="block"' in out and 'display="inline"' in out
+    assert "<mi>&#x003C1;</mi>" in out and "&#x0003C;" in out  # ρ, and the unescaped < as an operator
+    assert site_check.check_html(out, Path("x.html"), Path(".")) == []
+
+
+def test_cli_reference_puts_pdx_options_first_and_folds_lightnings():
+    pytest.importorskip("mkdocs", reason="the docs extra (mkdocs) is not installed")
+    cli_reference = _hook("cli_reference")
+    help_text = (
+        "usage: pdx fit [-c CONFIG] [--trainer CONFIG]\n\nRuns the full optimization routine.\n\n"
+        "options:\n  -c CONFIG, --config CONFIG\n                        Path to a config.\n\n"
+        "Customize every aspect of training via flags:\n  --trainer CONFIG      Path.\n"
+        "  --trainer.max_steps MAX_STEPS\n"
+        "                        Stop. Default: :paramref:`~a.b.Trainer.max_steps`.\n\n"
+        "<class 'pdx_lightning.rl.module.PDXModule'>:\n  --model CONFIG        Path.\n"
+        "  --model.base BASE     the base.\n\n"
+        "what one step computes (``PDXSettings``): the\nexploration term:\n"
+        "  --model.algorithm CONFIG\n                        Path.\n\n"
+        "Runs the full optimization routine:\n  --ckpt_path CKPT_PATH\n                        Resume.\n"
+    )
+    md = cli_reference.lightning_section(("fit",), "fine-tune", help_text)
+    order = [
+        md.index(s) for s in ("### `--model.*`", "### `--model.algorithm.*`", "### Configuration", "### Checkpoint")
+    ]
+    assert order == sorted(order)
+    assert "What one step computes (`PDXSettings`): the exploration term." in md
+    trainer = md.index("??? note \"Lightning's Trainer flags (`--trainer.*`, 1 options)")
+    assert trainer > order[-1] and "    --trainer.max_steps MAX_STEPS" not in md[:trainer]
+    assert ":paramref:" not in md and "Default: ``max_steps``." in md

@@ -12,6 +12,13 @@ The page holds the marker ``<!-- pdx-cli-reference -->``; at build time it is re
 A command whose help cannot be produced, or a usage line that does not start with ``pdx``, fails the
 build, so the page never goes stale silently.
 Help is wrapped at 100 columns (``COLUMNS``) so the page does not depend on the terminal.
+
+A LightningCLI command's help is mostly Lightning's (its Trainer flags alone are ~300 lines), so its
+section is regrouped for scanning (:func:`lightning_section`): pdx's own options first (the module's
+``--model.*``, then the config, seed and checkpoint options), and Lightning's groups (``--trainer.*``,
+``--data``, ``--optimizer``, ``--lr_scheduler``) and the full usage line folded, with a link to
+Lightning's Trainer documentation. Sphinx roles in Lightning's docstrings (``:paramref:`~...max_steps```)
+are written as the plain name (``max_steps``).
 """
 
 from __future__ import annotations
@@ -30,6 +37,9 @@ MARKER = "<!-- pdx-cli-reference -->"
 PAGE = "reference/cli.md"
 COLUMNS = "100"
 ROOT = Path(__file__).resolve().parents[2]
+TRAINER_DOCS = "https://lightning.ai/docs/pytorch/stable/common/trainer.html#trainer-flags"
+# a Sphinx role with its target: :paramref:`~a.b.c`, :class:`title <a.b.C>`, :py:meth:`x`
+ROLE = re.compile(r":(?:[a-z]+:)?[a-z][a-z_]*:`(?:[^`<]*?\s*<)?~?([^`>]+)>?`")
 LIGHTNING_COMMANDS = (("fit",), ("validate",), ("pretrain",), ("pretrain", "validate"))
 
 _cache: str | None = None
@@ -57,12 +67,93 @@ def _lightning_help(words: tuple[str, ...]) -> str:
     return r.stdout
 
 
-def _section(words: tuple[str, ...], summary: str, text: str) -> str:
+def plain_roles(text: str) -> str:
+    """Sphinx roles as the name they show: ``:paramref:`~lightning...Trainer.max_steps``` -> ``max_steps``."""
+    return ROLE.sub(lambda m: f"``{m[1].rsplit('.', 1)[-1] if '~' in m[0] else m[1]}``", text)
+
+
+def _code(text: str, indent: str = "") -> list[str]:
+    body = text.rstrip().replace("```", "'''").splitlines()
+    return [f"{indent}```text", *(f"{indent}{line}" if line else "" for line in body), f"{indent}```"]
+
+
+def _heading(words: tuple[str, ...], summary: str) -> list[str]:
     name = "pdx " + " ".join(words) if words else "pdx"
     lines = [f"## `{name}`", ""]
     if summary:
         lines += [summary[0].upper() + summary[1:] + ".", ""]
-    lines += ["```text", text.rstrip().replace("```", "'''"), "```", ""]
+    return lines
+
+
+def _section(words: tuple[str, ...], summary: str, text: str) -> str:
+    return "\n".join([*_heading(words, summary), *_code(plain_roles(text)), ""])
+
+
+def help_groups(text: str) -> tuple[str, list[tuple[str, str]]]:
+    """A LightningCLI help as (its usage and description, [(group header, the group's option lines)]):
+    a group's header is the run of unindented lines after the usage block that ends with ``:``."""
+    head, _, rest = text.partition("\n\n")
+    groups: list[tuple[str, list[str]]] = []
+    intro: list[str] = []
+    pending: list[str] = []  # unindented lines of a header not yet closed by its ':'
+    for line in rest.splitlines():
+        if line and not line[0].isspace():
+            pending.append(line.strip())
+            if line.rstrip().endswith(":"):
+                groups.append((" ".join(pending)[:-1], []))
+                pending = []
+            continue
+        if pending:  # unindented lines that were no header: the command's description
+            intro += pending
+            pending = []
+        if groups:
+            groups[-1][1].append(line)
+    intro += pending
+    usage = head + ("\n\n" + "\n".join(intro) if intro else "")
+    return usage, [(h, "\n".join(lines).strip("\n")) for h, lines in groups]
+
+
+def _first_option(body: str) -> str:
+    m = re.search(r"^  (--[\w.]+)", body, re.M)
+    return m[1] if m else ""
+
+
+def lightning_section(words: tuple[str, ...], summary: str, text: str) -> str:
+    """A LightningCLI command's help, pdx's options first, Lightning's folded (see the module doc)."""
+    usage, groups = help_groups(plain_roles(text))
+    ours, config, lightning = [], [], []
+    for header, body in groups:
+        first = _first_option(body)
+        if first.startswith("--model"):
+            cls = re.search(r"pdx_lightning\.[\w.]+", header)
+            about = f"`{cls[0]}`" if cls else header.replace("``", "`")
+            ours.append((f"`{first}.*`", about[0].upper() + about[1:] + ".", body))
+        elif header == "options":
+            config.append(("Configuration and seed", "", body))
+        elif "--ckpt_path" in body:
+            config.append(("Checkpoint", "", body))
+        else:
+            lightning.append((header, body))
+    lines = _heading(words, summary)
+    for title, about, body in ours + config:
+        lines += [f"### {title}", "", *([about, ""] if about else []), *_code(body), ""]
+    trainer = [b for h, b in lightning if "--trainer" in b]
+    other = [(h, b) for h, b in lightning if "--trainer" not in b]
+    if trainer:
+        n = sum(len(re.findall(r"^  --trainer\.(?!\S*\.help\b)", b, re.M)) for b in trainer)
+        lines += [
+            f"??? note \"Lightning's Trainer flags (`--trainer.*`, {n} options): "
+            f"see [Lightning's Trainer documentation]({TRAINER_DOCS})\"",
+            "",
+        ]
+        for body in trainer:
+            lines += [*_code(body, "    "), ""]
+    if other:
+        names = ", ".join(f"`--{g}`" for g in re.findall(r"^  --(\w+) ", "\n".join(b for _, b in other), re.M))
+        lines += [f'??? note "Lightning\'s other groups ({names})"', ""]
+        for header, body in other:
+            lines += [f"    {header}:", "", *_code(body, "    "), ""]
+    lines += ['??? note "The full usage line"', "", *_code(usage, "    "), ""]
     return "\n".join(lines)
 
 
@@ -81,7 +172,7 @@ def generate() -> str:
         top = _subparsers(parser)
         for words in LIGHTNING_COMMANDS:
             summary = LIGHTNING.get(words[0], "") if len(words) == 1 else ""
-            out.append(_section(words, summary, lightning[words]))
+            out.append(lightning_section(words, summary, lightning[words]))
         missing = []
         for name, (_module, summary) in TOOLS.items():
             words = tuple(name.split())

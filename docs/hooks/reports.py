@@ -15,10 +15,16 @@ works on a forge and in the site: from ``docs/results/maia-seeds8.md``,
 
 mkdocs then checks those links like any other (``--strict``: a figure a page names that does not
 exist fails the build).
+
+A report figure with the same bytes as another report's (the eight-seed report draws Table 1's cells,
+seed 0 of each arm, which are the three-seed report's) is mounted once: the later report's page shows
+the first one's file, with a line saying whose figure it is and why (``aliases``), so no copy passes
+for a figure of its own run (``site_check.py`` fails a build that shows two files with the same bytes).
 """
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 import re
 from pathlib import Path
@@ -58,10 +64,53 @@ def mounted(docs_dir: Path) -> list[Path]:
     return sorted(seen)
 
 
+_aliases: dict[str, str] = {}  # a duplicate figure's site path -> the path of the copy mounted
+
+
+def aliases(paths: list[Path]) -> dict[str, str]:
+    """``{duplicate: first}`` site paths of the ``.png`` files with the same bytes as an earlier one."""
+    first: dict[str, str] = {}
+    out = {}
+    for path in sorted(paths):
+        if path.suffix != ".png":
+            continue
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        uri = path.relative_to(ROOT).as_posix()
+        if digest in first:
+            out[uri] = first[digest]
+        else:
+            first[digest] = uri
+    return out
+
+
 def on_files(files: Files, config) -> Files:
-    for path in mounted(Path(config["docs_dir"])):
-        files.append(File.generated(config, path.relative_to(ROOT).as_posix(), abs_src_path=str(path)))
+    paths = mounted(Path(config["docs_dir"]))
+    _aliases.clear()
+    _aliases.update(aliases(paths))
+    for path in paths:
+        if (uri := path.relative_to(ROOT).as_posix()) not in _aliases:
+            files.append(File.generated(config, uri, abs_src_path=str(path)))
     return files
+
+
+def same_figure(markdown: str, src_uri: str, dupes: dict[str, str]) -> str:
+    """A report page's images that duplicate another report's figure, shown from that report's file,
+    each followed by a line naming the report it comes from."""
+    page_dir = posixpath.dirname(src_uri)
+
+    def one(m: re.Match[str]) -> str:
+        path = posixpath.normpath(posixpath.join(page_dir, m[2]))
+        if path not in dupes:
+            return m[0]
+        first = dupes[path]
+        report = posixpath.join(posixpath.dirname(first), "report.md")
+        return (
+            f"{m[1]}{posixpath.relpath(first, page_dir)})\n\n*The same figure as "
+            f"[{posixpath.dirname(first)}]({posixpath.relpath(report, page_dir)})'s, byte for byte: it is drawn "
+            "from the cells both runs share (seed 0 of each arm), not from this run's added seeds.*"
+        )
+
+    return re.sub(r"(!\[[^\]]*\]\()([^)\s]+\.png)\)", one, markdown)
 
 
 def repoint(markdown: str, src_uri: str) -> str:
@@ -100,7 +149,20 @@ def unlink_unmounted(markdown: str, src_uri: str, files: Files) -> str:
     return re.sub(r"!?\[[^\]]*\]\([^)\s]+(?:\s+\"[^\"]*\")?\)", one, markdown)
 
 
+def retitle(markdown: str, src_uri: str, nav_title: str | None) -> str:
+    """A ``pdx report`` page's heading (``# pdx report: <the runs directory it was built from>``, often a
+    temporary one) as the title the navigation gives it, else as the report's own directory."""
+    first, sep, rest = markdown.partition("\n")
+    if not first.startswith("# pdx report:"):
+        return markdown
+    where = posixpath.dirname(src_uri)
+    title = nav_title if nav_title and not nav_title.startswith("pdx report") else f"pdx report: {where}"
+    return f"# {title}\n\n`pdx report` of `{where}/`.{sep}{rest}"
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:
     if page.file.src_uri.startswith(REPORTS + "/"):
+        markdown = retitle(markdown, page.file.src_uri, page.title if page.is_page else None)
+        markdown = same_figure(markdown, page.file.src_uri, _aliases)
         return unlink_unmounted(markdown, page.file.src_uri, files)
     return repoint(markdown, page.file.src_uri)

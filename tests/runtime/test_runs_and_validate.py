@@ -233,8 +233,8 @@ def test_default_fit_event_file_has_hparams_learning_rates_image_and_text_and_no
     assert len(ea.Scalars("puzzles/acc")) >= 2  # PuzzleValidation: start and end
     assert len(ea.Images("policy/snapshot")) >= 1
     texts = [t for t in tags["tensors"] if "text_summary" in t]
-    assert texts
-    assert '[Event "pdx self-play"]' in ea.Tensors(texts[0])[0].tensor_proto.string_val[0].decode()
+    assert "selfplay/games/text_summary" in texts
+    assert '[Event "pdx self-play"]' in ea.Tensors("selfplay/games/text_summary")[0].tensor_proto.string_val[0].decode()
     saved = yaml.safe_load((run / "hparams.yaml").read_text())
     assert saved["algorithm"]["temperature"] == "adaptive" and "_instantiator" not in saved
     pgn = (run / "selfplay" / "games_rank0.pgn").read_text()
