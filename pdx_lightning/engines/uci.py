@@ -510,7 +510,6 @@ class UciEngine:
         self.send(f"{info} pv {move.uci()}")
         return f"bestmove {move.uci()}"
 
-
     def _tree_search(self, nodes: int, searchmoves: list[chess.Move]) -> str:
         """pdx's PUCT to ``nodes`` root visits: sends the ``info`` line, returns the ``bestmove`` line."""
         from pdx_lightning.search import BatchedSearch  # noqa: PLC0415

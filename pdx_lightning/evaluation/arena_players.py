@@ -202,7 +202,9 @@ def make_player(
 
         settings, reuse, model = parse_search_spec(spec)
         if sample:
-            raise ArenaError(f"{spec}: --sample draws from a network's policy; a search[...] player plays its best move")
+            raise ArenaError(
+                f"{spec}: --sample draws from a network's policy; a search[...] player plays its best move"
+            )
         return SearchPlayer(label, load_model(model).to(device), settings, reuse)
     if is_stockfish_spec(spec):
         return StockfishPlayer(label, spec, stockfish, engine_procs)

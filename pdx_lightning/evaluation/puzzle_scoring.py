@@ -24,6 +24,9 @@ with optimal mates found only for mate-in-1; the full set needs ``AltMoves``.
 * ``move_by="value"`` (``--move-by value``): the move at each solver ply is the value head's one-ply
   choice (``evaluation.value_choice``) instead of the policy's argmax; correctness and "solved" are
   then the value head's, ℓ and p* still the policy's.
+* ``move_by="search"`` (``--nodes N``): the move at each solver ply is the best move of pdx's search
+  (:mod:`pdx_lightning.search`, Lc0 v0.31's PUCT) at N nodes, every position searched afresh; ℓ and
+  p* still the policy's.
 * Paired comparisons are per-puzzle log-ratios ``log p*_B − log p*_A`` (= ℓ_A − ℓ_B),
   reported as the probability ratio ``exp(mean)`` with a t-interval.
 """
@@ -41,6 +44,7 @@ import torch
 
 from pdx_lightning import argtypes
 from pdx_lightning.chesscore.moves import index_to_move, move_to_index
+from pdx_lightning.errors import UserError
 from pdx_lightning.evaluation.markdown import markdown_table
 from pdx_lightning.evaluation.stats import (
     RATING_BINS,
@@ -60,7 +64,15 @@ from pdx_lightning.runtime.progress import progress
 MOVE_BY = {
     "policy": "the policy's argmax",
     "value": "the value head's one-ply choice: the move whose resulting position it rates best for the mover",
+    "search": "pdx's PUCT search (Lc0 v0.31's semantics) at --nodes, its most visited move",
 }
+SEARCH_GROUP = 512  # positions searched at once (the wave's batch; bounds the planes' memory)
+
+
+class PuzzleArgumentError(UserError, ValueError):
+    """Options of ``pdx eval puzzles`` that cannot go together (says which)."""
+
+
 MULTI_SOLUTION_RULE = (
     "accepted = marked move + AltMoves + any immediate checkmate; solved = every solver "
     "ply's argmax accepted, an argmax checkmate ends the puzzle won"
@@ -123,6 +135,7 @@ def score_suite(
     chunk: int = 8192,
     progress_desc: str | None = None,
     move_by: str = "policy",
+    nodes: int | None = None,
 ) -> SuiteResult:
     """Score ``puzzles`` with ``model`` (used as given: pass it in eval mode, on its device).
 
@@ -131,10 +144,16 @@ def score_suite(
     (chunk, 4288) output memory on 100k-puzzle suites) and evaluated in
     ``micro_batch`` network calls. ``progress_desc`` names a progress bar over the
     solver positions (the ``pdx eval`` tools); None (validation in training) draws none.
-    ``move_by``: "policy" scores the policy's argmax, "value" the value head's one-ply choice.
+    ``move_by``: "policy" scores the policy's argmax, "value" the value head's one-ply choice, "search"
+    the best move of pdx's search at ``nodes`` nodes.
     """
     if move_by not in MOVE_BY:
         raise ValueError(f"move_by must be one of {list(MOVE_BY)}, got {move_by!r}")
+    searcher = None
+    if move_by == "search":
+        from pdx_lightning.search import BatchedSearch, SearchSettings  # noqa: PLC0415
+
+        searcher = BatchedSearch(model, SearchSettings(nodes=nodes or 1), slots=SEARCH_GROUP, reuse=False)
     t0 = time.perf_counter()
     N = len(puzzles)
     depth = np.array([p.depth for p in puzzles], dtype=np.int64)
@@ -155,7 +174,14 @@ def score_suite(
                 acc = _padded([_indices(puzzles[i].accepted[k], b.turn) for i, b in zip(ids, bs)])  # (C, A)
                 mts = _padded([_indices(puzzles[i].mates[k], b.turn) for i, b in zip(ids, bs)])  # (C, M)
                 g = logp.gather(1, acc.clamp(min=0)).masked_fill(acc < 0, -math.inf)  # (C, A)
-                if move_by == "value":
+                if searcher is not None:
+                    best = [
+                        r.best
+                        for j in range(0, len(bs), SEARCH_GROUP)
+                        for r in searcher.search(bs[j : j + SEARCH_GROUP])
+                    ]
+                    top = torch.tensor([move_to_index(m, b.turn) for m, b in zip(best, bs)])
+                elif move_by == "value":
                     top = torch.tensor(
                         [move_to_index(m, b.turn) for m, b in zip(value_choices(model, bs, micro_batch), bs)]
                     )
@@ -401,7 +427,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="policy",
         help="what picks the move scored as correct: the policy's argmax, or the value head one ply deep "
         "(every legal move played, the resulting position the value head rates best for the mover; "
-        "~35 network calls a position). p* and ℓ stay the policy's (default: policy)",
+        "~35 network calls a position), or 'search' (set by --nodes). p* and ℓ stay the policy's (default: policy)",
+    )
+    parser.add_argument(
+        "--nodes",
+        type=argtypes.int_in(1, 1_000_000),
+        default=None,
+        metavar="N",
+        help="score the best move of pdx's search at N nodes (PUCT with Lc0 v0.31's semantics and defaults, "
+        "every solver position searched afresh, all positions of a ply batched); implies --move-by search",
     )
     parser.add_argument("--json", metavar="OUT", help="write summaries, paired comparisons and per-puzzle arrays")
 
@@ -447,12 +481,22 @@ def run_eval(args: argparse.Namespace, command: str, render: Callable[[list[str]
     """Load the suite, score every model, print ``render``'s markdown, write ``--json``."""
     from pdx_lightning.nets import load_model  # noqa: PLC0415
 
+    move_by = getattr(args, "move_by", "policy")
+    nodes = getattr(args, "nodes", None)
+    if nodes is not None:
+        if move_by == "value":
+            raise PuzzleArgumentError("--nodes scores the search's move; it cannot go with --move-by value")
+        from pdx_lightning.search import SearchSettings  # noqa: PLC0415
+
+        SearchSettings(nodes=nodes)  # a node count out of range is one line here
+        move_by = "search"
+    elif move_by == "search":
+        raise PuzzleArgumentError("--move-by search needs --nodes N")
     suite = load_from_args(args)
     if not suite.puzzles:
         print("no puzzles to score")
         return 1
     device = device_of(args.device)
-    move_by = getattr(args, "move_by", "policy")
     results = []
     for name in args.model:
         model = load_model(name, weights=args.weights).to(device).eval()
@@ -464,6 +508,7 @@ def run_eval(args: argparse.Namespace, command: str, render: Callable[[list[str]
                 micro_batch=args.micro_batch,
                 progress_desc=command.removeprefix("eval "),
                 move_by=move_by,
+                nodes=nodes,
             )
         )
     summaries = [summarize(r, args.bins) for r in results]
@@ -471,7 +516,8 @@ def run_eval(args: argparse.Namespace, command: str, render: Callable[[list[str]
         {"baseline": args.model[0], "model": m, **compare(results[0], r, args.bins)}
         for m, r in zip(args.model[1:], results[1:])
     ]
-    head = f"Moves scored: {MOVE_BY[move_by]} (`--move-by {move_by}`); p* and ℓ are the policy's.\n\n"
+    flag = f"--nodes {nodes}" if move_by == "search" else f"--move-by {move_by}"
+    head = f"Moves scored: {MOVE_BY[move_by]} (`{flag}`); p* and ℓ are the policy's.\n\n"
     print((head if move_by != "policy" else "") + render(args.model, summaries, paired))
     if args.json:
         ps = suite.puzzles
@@ -479,6 +525,7 @@ def run_eval(args: argparse.Namespace, command: str, render: Callable[[list[str]
             "command": command,
             "multi_solution": MULTI_SOLUTION_RULE,
             "move_by": move_by,
+            "nodes": nodes,
             "suite": {
                 "files": suite.paths,
                 "rows": suite.n_rows,

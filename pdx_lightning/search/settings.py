@@ -40,7 +40,9 @@ class SearchSettings:
         _float_in("policy_softmax_temp", "PolicyTemperature", self.policy_softmax_temp, 0.1, 10.0)
         for name, lc0 in (("two_fold_draws", "TwoFoldDraws"), ("sticky_endgames", "StickyEndgames")):
             if not isinstance(getattr(self, name), bool):
-                raise SearchSettingError(f"search setting {name} ({lc0}) must be true or false, got {getattr(self, name)!r}")
+                raise SearchSettingError(
+                    f"search setting {name} ({lc0}) must be true or false, got {getattr(self, name)!r}"
+                )
         _int_in("cache_size", "NNCacheSize", self.cache_size, 1, 100_000_000)
 
     def replace(self, **changes: object) -> SearchSettings:
