@@ -841,13 +841,7 @@ Forest *pdx_forest_new(int n, const float *fp, const int32_t *ip) {
     if (!F->t) { free(F); return NULL; }
     F->n = n;
     F->prm = (SParams){fp[0], fp[1], fp[2], fp[3], fp[4], ip[0], ip[1], ip[2]};
-    int32_t cap = 16;
-    while (cap < 2 * ip[2] && cap < (1 << 26)) cap *= 2;
-    for (int i = 0; i < n; i++) {
-        Tree *T = &F->t[i];
-        T->capcache = cap;
-        tree_clear(T);
-    }
+    for (int i = 0; i < n; i++) tree_clear(&F->t[i]);   /* caches grow on use (cache_store) */
     return F;
 }
 
@@ -1132,31 +1126,46 @@ static int32_t select_edge(const Forest *F, const Tree *T, int32_t i) {
     return s->edges + best_k;
 }
 
-static void cache_hash(const Game *g, uint64_t *h) {
+static uint64_t cache_hash(const Key *k, int reps, int halfmove) {
     uint64_t x = 0x9E3779B97F4A7C15ULL;
-    const Key *k = &g->window[g->nwin - 1];
-    for (int i = 0; i < 9; i++) {
-        x ^= k->w[i] + 0x9E3779B97F4A7C15ULL + (x << 6) + (x >> 2);
-    }
-    x ^= (uint64_t)g->reps * 0xBF58476D1CE4E5B9ULL + (uint64_t)g->pos.halfmove * 0x94D049BB133111EBULL;
-    x ^= x >> 31;
-    *h = x;
+    for (int i = 0; i < 9; i++) x ^= k->w[i] + 0x9E3779B97F4A7C15ULL + (x << 6) + (x >> 2);
+    x ^= (uint64_t)reps * 0xBF58476D1CE4E5B9ULL + (uint64_t)halfmove * 0x94D049BB133111EBULL;
+    return x ^ (x >> 31);
 }
 
-static CEntry *cache_find(Tree *T, const Game *g, int *found) {
+/* the entry of (key, reps, halfmove), or the empty slot where it would go (*found 0); NULL: no table */
+static CEntry *cache_slot(CEntry *table, int32_t cap, const Key *k, int reps, int halfmove, int *found) {
     *found = 0;
-    if (!T->cache) return NULL;
-    uint64_t h;
-    cache_hash(g, &h);
-    const Key *k = &g->window[g->nwin - 1];
-    for (int32_t j = (int32_t)(h & (uint64_t)(T->capcache - 1));; j = (j + 1) & (T->capcache - 1)) {
-        CEntry *e = &T->cache[j];
+    if (!table) return NULL;
+    uint64_t h = cache_hash(k, reps, halfmove);
+    for (int32_t j = (int32_t)(h & (uint64_t)(cap - 1));; j = (j + 1) & (cap - 1)) {
+        CEntry *e = &table[j];
         if (!e->used) return e;
-        if (e->reps == g->reps && e->halfmove == g->pos.halfmove && !memcmp(&e->key, k, sizeof *k)) {
+        if (e->reps == reps && e->halfmove == halfmove && !memcmp(&e->key, k, sizeof *k)) {
             *found = 1;
             return e;
         }
     }
+}
+
+static CEntry *cache_find(Tree *T, const Game *g, int *found) {
+    return cache_slot(T->cache, T->capcache, &g->window[g->nwin - 1], g->reps, g->pos.halfmove, found);
+}
+
+/* a table of cap entries (a power of two) holding the old one's entries */
+static int cache_resize(Tree *T, int32_t cap) {
+    CEntry *t = ALLOC_FAILS() ? NULL : calloc((size_t)cap, sizeof *t);
+    if (!t) return PDX_E_NOMEM;
+    for (int32_t j = 0; j < T->capcache && T->cache; j++) {
+        const CEntry *e = &T->cache[j];
+        if (!e->used) continue;
+        int found;
+        *cache_slot(t, cap, &e->key, e->reps, e->halfmove, &found) = *e;
+    }
+    free(T->cache);
+    T->cache = t;
+    T->capcache = cap;
+    return PDX_OK;
 }
 
 /* expand node i from the scratch position with sorted edges (move, p) */
@@ -1171,11 +1180,11 @@ static int set_edges(Tree *T, int32_t i, const SEdge *src, int n) {
 }
 
 static int cache_store(const Forest *F, Tree *T, const Game *g, const SEdge *edges, int n, float q, float d) {
-    if (!T->cache) {
-        T->cache = ALLOC_FAILS() ? NULL : calloc((size_t)T->capcache, sizeof *T->cache);
-        if (!T->cache) return PDX_E_NOMEM;
-    }
     if (T->ncache >= F->prm.cache_size) clear_cache(T);
+    if (2 * (T->ncache + 1) > T->capcache) {   /* at most half full: the table doubles, from 256 entries */
+        int32_t cap = T->capcache ? 2 * T->capcache : 256;
+        if (cap > (1 << 27) || cache_resize(T, cap)) return PDX_E_NOMEM;
+    }
     int found;
     CEntry *e = cache_find(T, g, &found);
     if (found || !e) return PDX_OK;
