@@ -69,6 +69,8 @@ from pdx_lightning.resources import resolve_path
 if TYPE_CHECKING:
     import torch
 
+    from pdx_lightning.search import BatchedSearch
+
 LICHESS_K = 0.00368208  # Lichess's cp -> win-probability logistic slope
 GO_INT_KEYS = ("wtime", "btime", "winc", "binc", "movestogo", "depth", "nodes", "mate", "movetime")
 GO_FLAGS = ("infinite", "ponder")
@@ -179,7 +181,7 @@ class UciEngine:
             "UCI_ShowWDL": "true",
         }
         self.search_settings, self.search_reuse = check_search(search)
-        self.searcher = None  # a pdx_lightning.search.BatchedSearch, made at the first searched go
+        self.searcher: BatchedSearch | None = None  # made at the first searched go
         self.root = chess.STARTING_FEN
         self.board = chess.Board()
         self.pending: str | None = None  # bestmove held back by go infinite / ponder

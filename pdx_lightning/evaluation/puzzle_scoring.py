@@ -175,12 +175,12 @@ def score_suite(
                 mts = _padded([_indices(puzzles[i].mates[k], b.turn) for i, b in zip(ids, bs)])  # (C, M)
                 g = logp.gather(1, acc.clamp(min=0)).masked_fill(acc < 0, -math.inf)  # (C, A)
                 if searcher is not None:
-                    best = [
+                    chosen = [
                         r.best
                         for j in range(0, len(bs), SEARCH_GROUP)
                         for r in searcher.search(bs[j : j + SEARCH_GROUP])
                     ]
-                    top = torch.tensor([move_to_index(m, b.turn) for m, b in zip(best, bs)])
+                    top = torch.tensor([move_to_index(m, b.turn) for m, b in zip(chosen, bs)])
                 elif move_by == "value":
                     top = torch.tensor(
                         [move_to_index(m, b.turn) for m, b in zip(value_choices(model, bs, micro_batch), bs)]

@@ -55,7 +55,7 @@ class SearchPlayer:
         waves = self.search.waves
         results = self.search.search([g.board for g in games], slots)
         self.forwards += self.search.waves - waves
-        out = []
+        out: list[tuple[chess.Move, np.ndarray | None]] = []
         for r in results:
             q, d = r.root.root_q, r.root.root_d
             wdl = np.array([(1.0 + q - d) / 2, d, (1.0 - q - d) / 2], dtype=np.float32).clip(0.0, 1.0)
