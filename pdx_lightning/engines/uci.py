@@ -634,7 +634,15 @@ def run(args: argparse.Namespace, stdin: TextIO | None = None, stdout: TextIO | 
     if hasattr(stdin, "reconfigure"):  # a byte that is not UTF-8 must not kill the engine: it becomes U+FFFD
         stdin.reconfigure(errors="replace")
     check_model_name(args.model)
-    engine = UciEngine(args.model, stdout, args.temperature, args.seed, args.threads, args.nodes, args.search)
+    engine = UciEngine(
+        args.model,
+        stdout,
+        args.temperature,
+        args.seed,
+        args.threads,
+        getattr(args, "nodes", 1),
+        getattr(args, "search", ""),
+    )
     rc = serve(engine, stdin)
     if process:
         _exit_now(rc)

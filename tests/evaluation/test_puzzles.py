@@ -370,7 +370,7 @@ def test_eval_puzzles_json_and_table(tmp_path, capsys):
         ["--model", "random:tiny", "--model", "random:tiny:1", "--suite", str(LICHESS), "--suite", str(RUOSS)],
         tmp_path,
     )
-    assert set(d) == {"command", "multi_solution", "move_by", "suite", "bins", "puzzles", "models", "paired"}
+    assert set(d) == {"command", "multi_solution", "move_by", "suite", "bins", "puzzles", "models", "paired", "nodes"}
     assert d["move_by"] == "policy"
     assert d["suite"]["puzzles"] == 10 and len(d["puzzles"]["id"]) == 10 and len(d["models"]) == 2
     pp = d["models"][0]["per_puzzle"]

@@ -126,8 +126,8 @@ def test_score_suite_by_value_scores_the_value_heads_choices():
     assert by_value.ply_move == [m.uci() for m in want] and by_value.move_by == "value"
     assert by_value.ply_correct.tolist() == [m in acc for m, acc in zip(want, accepted)]
     assert by_value.ply_move != by_policy.ply_move  # the uniform policy's argmax is another move
-    with pytest.raises(ValueError, match=r"move_by must be one of \['policy', 'value'\], got 'search'"):
-        score_suite(model, puzzles, move_by="search")
+    with pytest.raises(ValueError, match=r"move_by must be one of \['policy', 'value', 'search'\], got 'bogus'"):
+        score_suite(model, puzzles, move_by="bogus")
 
 
 def test_eval_puzzles_move_by_value_on_the_command_line(tmp_path, capsys):
@@ -139,8 +139,8 @@ def test_eval_puzzles_move_by_value_on_the_command_line(tmp_path, capsys):
     doc = json.loads(out.read_text())
     assert doc["move_by"] == "value"
     with pytest.raises(SystemExit) as e:
-        main([*argv, "--move-by", "search"])
-    assert e.value.code == 2 and "invalid choice: 'search'" in capsys.readouterr().err
+        main([*argv, "--move-by", "bogus"])
+    assert e.value.code == 2 and "invalid choice: 'bogus'" in capsys.readouterr().err
 
 
 def test_encoding_puts_the_side_to_moves_pieces_first():
