@@ -12,7 +12,14 @@ limits (``depth``, ``movetime``, clocks, ``infinite`` … are accepted and ignor
 policy (``Temperature`` 0, the default) or a draw from μ ∝ π^{1/τ} (Eq. 6):
 ``setoption name Temperature value 1`` samples raw π, ``value adaptive`` uses
 τ = H(WDL) of the position (Eq. 5), as the adaptive arms play. A ``nodes`` outside
-[1, ``MAX_NODES``] is one ``info string error`` and ``bestmove 0000``.
+[1, ``MAX_NODES``] is one ``info string error`` and is clamped into it.
+
+A searched ``go`` runs in its own thread while the engine reads on, as Lc0's and Stockfish's do:
+``isready`` is answered at once, ``stop`` and ``quit`` end the search after the network call in
+flight with the best move so far, ``ponderhit`` lets it run on to its nodes; any other command
+(``position``, ``go``, ``setoption`` …) first stops it and sends its ``bestmove``. The end of input
+is ``quit``: ``printf 'go nodes 800\n' | pdx uci …`` stops at once; a script keeps the pipe open until
+the ``bestmove`` (as python-chess and GUIs do) to let a search finish.
 
 Before ``bestmove`` the engine sends
 ``info depth 1 seldepth 1 nodes 1 time T score cp X wdl W D L pv MOVE``:
@@ -185,6 +192,12 @@ class UciEngine:
         self.root = chess.STARTING_FEN
         self.board = chess.Board()
         self.pending: str | None = None  # bestmove held back by go infinite / ponder
+        # a searched go runs in this thread while the loop reads on (stop, isready, quit answered at once)
+        self._worker: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._hold = False  # the search in flight was go infinite / ponder: its bestmove waits for stop
+        self._out_lock = threading.Lock()  # the worker's info / bestmove and the loop's replies, whole lines
+        self._peer_gone: PeerGone | None = None  # the worker's write failed
         self.refused: str | None = None  # why the last position command was refused (go answers 0000)
         self._threads_set = False
         # set by the loader thread: every attribute exists before it starts
@@ -238,8 +251,9 @@ class UciEngine:
     # -- output -----------------------------------------------------------------------------
     def send(self, line: str) -> None:
         try:
-            self.out.write(line + "\n")
-            self.out.flush()
+            with self._out_lock:
+                self.out.write(line + "\n")
+                self.out.flush()
         except (OSError, ValueError) as e:  # a broken pipe, a closed stream: the GUI is gone
             raise PeerGone(str(e)) from None
 
@@ -248,9 +262,45 @@ class UciEngine:
 
     def flush_pending(self) -> None:
         """Answer a held ``go infinite`` / ``go ponder`` now (each ``go`` gets exactly one ``bestmove``)."""
-        if self.pending:
-            line, self.pending = self.pending, None
+        with self._out_lock:
+            line, self.pending, self._hold = self.pending, None, False
+        if line:
             self.send(line)
+
+    @property
+    def searching(self) -> bool:
+        """A searched ``go`` is still running in its thread."""
+        return self._worker is not None and self._worker.is_alive()
+
+    def settle(self) -> None:
+        """End the search in flight now (its best move so far) and answer every ``go`` still unanswered:
+        before any command but ``isready`` / ``ponderhit`` / ``debug``, at ``quit`` and at the end of input."""
+        if self._worker is not None:
+            self._stop.set()
+            self._worker.join()
+            self._worker = None
+            self._stop.clear()
+        self.flush_pending()
+        if self._peer_gone is not None:
+            raise self._peer_gone
+
+    def _search_in_thread(self, nodes: int, searchmoves: list[chess.Move]) -> None:
+        try:
+            import torch  # noqa: PLC0415
+
+            torch.set_num_threads(int(self.options["Threads"]))  # OpenMP's thread count is per thread
+            try:
+                line = self._tree_search(nodes, searchmoves)
+            except Exception as e:  # noqa: BLE001  (a bestmove for every go, even after an internal error)
+                self.error(f"go: internal error, no move: {type(e).__name__}: {' '.join(str(e).split())[:300]}")
+                line = NULL_MOVE
+            with self._out_lock:
+                if self._hold:
+                    self.pending, line = line, ""
+            if line:
+                self.send(line)
+        except PeerGone as e:
+            self._peer_gone = e
 
     # -- commands ---------------------------------------------------------------------------
     def handle(self, line: str) -> bool:
@@ -259,12 +309,14 @@ class UciEngine:
             return True
         cmd, args = tokens[0], tokens[1:]
         if cmd == "quit":
-            self.flush_pending()
+            self.settle()
             return False
         method = getattr(self, f"cmd_{cmd}", None)
         if method is None:
             self.error(f"unknown command {line.strip()[:80]!r}")
             return True
+        if cmd not in ("isready", "ponderhit", "debug"):  # the GUI moved on: the search in flight answers now
+            self.settle()
         try:
             method(args)
         except ModelUnavailable as e:
@@ -280,7 +332,7 @@ class UciEngine:
         tokens = head.split(maxsplit=1)
         cmd = tokens[0] if tokens else ""
         if cmd == "go":  # a held search is answered first: the reason below belongs to this go's 0000
-            self.flush_pending()
+            self.settle()
         self.error(f"line of {length} characters (more than {MAX_LINE_CHARS}) starting {cmd[:20]!r} ignored")
         if cmd == "go":  # a GUI waits for its bestmove
             self.send(NULL_MOVE)
@@ -307,7 +359,6 @@ class UciEngine:
         pass  # nothing to register
 
     def cmd_ucinewgame(self, args: list[str]) -> None:
-        self.flush_pending()
         self.root, self.board, self.refused = chess.STARTING_FEN, chess.Board(), None
         if self.searcher is not None:
             self.searcher.forget(0)
@@ -435,21 +486,27 @@ class UciEngine:
         return flags, searchmoves
 
     def cmd_go(self, args: list[str]) -> None:
-        self.flush_pending()  # a GUI that skipped stop: answer the previous search first
+        # handle() settled first: a GUI that skipped stop has the previous search's bestmove already
         flags: dict = {}
         try:
             self._ready()
             flags, searchmoves = self._parse_go(args)
             nodes = flags.get("nodes", int(self.options["Nodes"]))
             lo, hi = SPIN_BOUNDS["Nodes"]
+            if not lo <= nodes <= hi:
+                clamped = min(max(nodes, lo), hi)
+                self.error(f"go nodes must be in [{lo}, {hi:,}], got {nodes}; searching {clamped:,}")
+                nodes = clamped
             if self.refused:
                 self.error(f"no position to search: the last position command was refused ({self.refused})")
                 line = NULL_MOVE
-            elif not lo <= nodes <= hi:
-                self.error(f"go nodes must be in [{lo}, {hi:,}], got {nodes}; no search")
-                line = NULL_MOVE
+            elif nodes > 1 and any(self.board.legal_moves):
+                self._hold = bool(flags.get("infinite") or flags.get("ponder"))
+                self._worker = threading.Thread(target=self._search_in_thread, args=(nodes, searchmoves), daemon=True)
+                self._worker.start()
+                return
             elif nodes > 1:
-                line = self._tree_search(nodes, searchmoves)
+                line = self._tree_search(nodes, searchmoves)  # no legal move: says why, 0000
             else:
                 line = self._search(searchmoves)
         except ModelUnavailable as e:
@@ -465,9 +522,15 @@ class UciEngine:
             self.send(line)
 
     def cmd_stop(self, args: list[str]) -> None:
-        self.flush_pending()
+        pass  # handle() settled: the search in flight stopped and answered
 
-    cmd_ponderhit = cmd_stop
+    def cmd_ponderhit(self, args: list[str]) -> None:
+        """The ponder move was played: the search in flight runs on to its nodes and answers then."""
+        with self._out_lock:  # the worker holds its answer only while _hold: race-free with it
+            self._hold = False
+            line, self.pending = self.pending, None
+        if line:
+            self.send(line)
 
     def _search(self, searchmoves: list[chess.Move]) -> str:
         """One forward pass: sends the ``info`` line, returns the ``bestmove`` line.
@@ -526,7 +589,7 @@ class UciEngine:
         if self.searcher is None:
             assert self.model is not None  # _ready(): loaded
             self.searcher = BatchedSearch(self.model, self.search_settings, slots=1, reuse=self.search_reuse)
-        r = self.searcher.search([board], nodes=nodes)[0]
+        r = self.searcher.search([board], nodes=nodes, stop=self._stop)[0]
         move, pv = r.best, r.pv
         if searchmoves and move not in searchmoves:
             visits = r.visits()
@@ -572,7 +635,7 @@ def serve(engine: UciEngine, stdin: TextIO) -> int:
                 engine.handle_overlong(line, overlong)
                 continue
             if not line or not engine.handle(line):  # EOF or quit
-                engine.flush_pending()
+                engine.settle()
                 return 0
     except SystemExit as e:
         return int(e.code or 0)

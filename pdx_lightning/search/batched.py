@@ -10,6 +10,7 @@ nodes); across slots the playouts run in waves, so the network sees one batch pe
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -125,10 +126,16 @@ class BatchedSearch:
         )
 
     def search(
-        self, boards: Sequence[chess.Board], slots: Sequence[int] | None = None, nodes: int | None = None
+        self,
+        boards: Sequence[chess.Board],
+        slots: Sequence[int] | None = None,
+        nodes: int | None = None,
+        stop: threading.Event | None = None,
     ) -> list[SearchResult]:
         """Search ``boards[i]`` in slot ``slots[i]`` (default: slot i) to ``nodes`` root visits (default:
-        the settings'), all at once; one :class:`SearchResult` per board."""
+        the settings'), all at once; one :class:`SearchResult` per board. ``stop``, once set (by another
+        thread: a UCI ``stop``), ends the search after the wave in flight, the root evaluated at least:
+        the results are then those of the visits made so far."""
         slot_ids = list(range(len(boards))) if slots is None else list(slots)
         if len(slot_ids) != len(boards):
             raise ValueError(f"{len(boards)} boards for {len(slot_ids)} slots")
@@ -154,6 +161,8 @@ class BatchedSearch:
             self.evaluations += len(rows)
             self.waves += 1
             active = active[rows]
+            if stop is not None and stop.is_set():
+                break
         results = []
         for s in slot_ids:
             pv = self.forest.pv(s)

@@ -616,30 +616,32 @@ UCI_REPLIES = ("id ", "option ", "uciok", "readyok", "info ", "bestmove ")
 
 
 def _fuzz_uci_command_loop(uci_model, commands):
+    """Every go gets exactly one bestmove, in order (a searched go answers from its thread, a held one at
+    stop): legal in the go's position when it has one, 0000 after a refused position."""
     out = io.StringIO()
     engine = _engine(uci_model, out)
+    gos = []  # (the position, refused?) of each go, in order
     try:
         with time_limit():
             for cmd in commands:
                 before = out.tell()
-                immediate = (
-                    cmd.split()[:1] == ["go"]
-                    and engine.pending is None
-                    and not ({"infinite", "ponder"} & set(cmd.split()))
-                )
-                board, refused = engine.board.copy(), engine.refused
+                if cmd.split()[:1] == ["go"]:
+                    gos.append((engine.board.copy(), engine.refused))
                 assert engine.handle(cmd) is True  # never dies on input
                 assert engine.board.is_valid() or engine.board.status() == chess.STATUS_VALID
                 replies = out.getvalue()[before:].splitlines()
                 assert all(r.startswith(UCI_REPLIES) for r in replies), replies
-                best = [r for r in replies if r.startswith("bestmove ")]
-                if immediate and refused:  # after a refused position: no move, and why
-                    assert best == ["bestmove 0000"] and replies[0].startswith("info string error:"), replies
-                elif immediate and best and any(board.generate_legal_moves()):
-                    assert board.is_legal(chess.Move.from_uci(best[-1].split()[1])), (cmd, best, board.fen())
             assert engine.handle("quit") is False
+            assert not engine.searching
     finally:
         torch.set_num_threads(1)
+    best = [r.split()[1] for r in out.getvalue().splitlines() if r.startswith("bestmove ")]
+    assert len(best) == len(gos), (commands, best)
+    for (board, refused), move in zip(gos, best, strict=True):
+        if refused:  # after a refused position: no move
+            assert move == "0000", (commands, move)
+        elif any(board.generate_legal_moves()):
+            assert board.is_legal(chess.Move.from_uci(move)), (commands, move, board.fen())
 
 
 test_fuzz_uci_command_loop, test_fuzz_uci_command_loop_full = fuzz_tests(
