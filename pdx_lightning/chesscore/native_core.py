@@ -51,7 +51,7 @@ from pdx_lightning.chesscore.boundary import (
 from pdx_lightning.chesscore.rules import Reason
 from pdx_lightning.errors import UserError
 
-ABI = 3  # pdx_core.c's PDX_ABI: entry points and limits this module expects
+ABI = 4  # pdx_core.c's PDX_ABI: entry points and limits this module expects
 WINDOW = 200  # positions a game holds since its last capture or pawn move
 LIMITS = (ABI, MAX_MOVES, LEGAL_STRIDE, WINDOW, MAX_FULLMOVE, MAX_HALFMOVE)  # pdx_core_limits()
 POLICY = 4288  # moves.POLICY_SIZE (moves imports torch; test_core_boundary checks they agree)
@@ -172,6 +172,7 @@ def library() -> ctypes.CDLL:
                 "pdx_forest_scatter": (i32, [P, i32, P, P, P, P]),
                 "pdx_forest_root": (i32, [P, i32, i32, P, P, P, P, P, P]),
                 "pdx_forest_pv": (i32, [P, i32, i32, P]),
+                "pdx_forest_root_noise": (i32, [P, i32, i32, P, ctypes.c_float]),
                 "pdx_fast_exp": (ctypes.c_float, [ctypes.c_float]),
                 "pdx_fast_log": (ctypes.c_float, [ctypes.c_float]),
                 "pdx_prior_round": (ctypes.c_float, [ctypes.c_float]),

@@ -40,7 +40,7 @@
 #define MAX_MEN 16
 #define MAX_FULLMOVE 1000000
 #define MAX_HALFMOVE 1000000
-#define PDX_ABI 3           /* bumped when an entry point or a limit changes (native_core.py checks it) */
+#define PDX_ABI 4           /* bumped when an entry point or a limit changes (native_core.py checks it) */
 
 /* a C99 static assertion: the move buffers hold the bound proven in the header */
 typedef char maxmoves_holds_the_bound[(MAXMOVES > 10 + (MAX_MEN - 1) * 27) ? 1 : -1];
@@ -1404,6 +1404,33 @@ int pdx_forest_root(const Forest *F, int t, int cap, uint16_t *moves, int32_t *v
     info[4] = T->max_depth;
     info[5] = r->d;
     return n;
+}
+
+/* Dirichlet noise at tree t's fresh root (Lc0's ApplyDirichletNoise, then SortEdges): each prior becomes
+   (1 - eps) p + eps eta_k / sum(eta), eta given in the root's edge order (pdx_forest_root's), and the edges
+   are sorted by prior again (stable). The root must be expanded with none of its children made yet (the
+   first wave of a search from a reset tree); a sum of eta below FLT_MIN leaves the priors as they are, as
+   Lc0 does. Returns PDX_OK or a code */
+int pdx_forest_root_noise(Forest *F, int t, int n, const float *eta, float eps) {
+    if (bad_tree(F, t)) return PDX_E_INDEX;
+    Tree *T = &F->t[t];
+    if (!T->has_root) return PDX_E_STATE;
+    const SNode *r = &T->node[0];
+    if (r->edges < 0 || r->nedges != n) return PDX_E_STATE;
+    SEdge *e = &T->edge[r->edges];
+    for (int k = 0; k < n; k++)
+        if (e[k].node >= 0) return PDX_E_STATE;
+    float total = 0.0f;
+    for (int k = 0; k < n; k++) total += eta[k];
+    if (!(total >= 1.17549435e-38f)) return PDX_OK;
+    for (int k = 0; k < n; k++) e[k].p = p_pack(p_unpack(e[k].p) * (1.0f - eps) + eps * eta[k] / total);
+    for (int i = 1; i < n; i++) {   /* insertion sort by prior, stable */
+        SEdge x = e[i];
+        int j = i;
+        while (j > 0 && e[j - 1].p < x.p) { e[j] = e[j - 1]; j--; }
+        e[j] = x;
+    }
+    return PDX_OK;
 }
 
 /* the principal variation from tree t's root (best edges while visited), at most cap moves; returns its

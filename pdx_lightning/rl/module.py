@@ -297,8 +297,34 @@ class PDXModule(L.LightningModule):
             self._last_stats = dict(state["stats"])
 
 
-def run_cli(args: list[str] | None = None) -> None:
-    """``pdx fit|validate``: the project's LightningCLI (``runtime.entry``) on PDXModule."""
-    from pdx_lightning.runtime.entry import run_lightning  # noqa: PLC0415
+MODULES = ("pdx", "searched")
+MODULE_HELP = (
+    "the trainer: pdx (prior-directed exploration, PDXModule: one forward pass per move) or searched "
+    "(searched self-play, SearchedModule: every move searched, visits as targets, a replay buffer); read "
+    "before the other options, from the command line or a --config file's top-level 'module:'"
+)
 
-    run_lightning(PDXModule, args, trainer_defaults={"use_distributed_sampler": False, "log_every_n_steps": 1})
+
+def run_cli(args: list[str] | None = None) -> None:
+    """``pdx fit|validate``: the project's LightningCLI (``runtime.entry``) on PDXModule, or on
+    SearchedModule when the command line or a config says ``module: searched``."""
+    import sys  # noqa: PLC0415
+
+    from pdx_lightning.runtime.entry import module_choice, run_lightning  # noqa: PLC0415
+    from pdx_lightning.runtime.moved_configs import resolve_config_args  # noqa: PLC0415
+
+    argv = list(sys.argv[1:] if args is None else args)
+    choice = module_choice(resolve_config_args(argv), "pdx")
+    if choice not in MODULES:
+        raise SettingsError(f"--module must be one of {', '.join(MODULES)}, got {choice!r}")
+    model_class: type[L.LightningModule] = PDXModule
+    if choice == "searched":
+        from pdx_lightning.rl.searched_module import SearchedModule  # noqa: PLC0415
+
+        model_class = SearchedModule
+    run_lightning(
+        model_class,
+        argv,
+        trainer_defaults={"use_distributed_sampler": False, "log_every_n_steps": 1},
+        module_argument=("pdx", MODULES, MODULE_HELP),
+    )

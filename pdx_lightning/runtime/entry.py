@@ -40,7 +40,15 @@ from lightning.pytorch.utilities.warnings import PossibleUserWarning
 from pdx_lightning.runtime.lightning_cli import PDXLightningCLI
 from pdx_lightning.runtime.moved_configs import resolve_config_args
 
-__all__ = ["KNOWN_MODULE_NOISE", "KNOWN_NOISE", "quiet_known_noise", "run_lightning", "run_summary", "tracker_line"]
+__all__ = [
+    "KNOWN_MODULE_NOISE",
+    "KNOWN_NOISE",
+    "module_choice",
+    "quiet_known_noise",
+    "run_lightning",
+    "run_summary",
+    "tracker_line",
+]
 
 # (message regex, category) of warnings pdx causes knowingly on every run; each says nothing a user can act on
 KNOWN_NOISE: tuple[tuple[str, type[Warning]], ...] = (
@@ -94,13 +102,16 @@ def run_lightning(
     datamodule_class: type[L.LightningDataModule] | None = None,
     trainer_defaults: dict[str, Any] | None = None,
     summary: bool = True,
+    module_argument: tuple[str, tuple[str, ...], str] | None = None,
 ) -> LightningCLI:
     """Parse ``args`` (``[subcommand, --flags...]``; None: ``sys.argv``) with :class:`PDXLightningCLI`
     on ``model_class`` (and ``datamodule_class``), run the subcommand, print the closing summary.
 
     ``trainer_defaults`` are the command's Trainer defaults (a config file or flag overrides them).
     A ``--config`` naming a moved shipped config fails first, with its new path (:mod:`.moved_configs`);
-    ``--config pdx:<preset>`` reads the preset shipped with the package (:mod:`pdx_lightning.resources`)."""
+    ``--config pdx:<preset>`` reads the preset shipped with the package (:mod:`pdx_lightning.resources`).
+    ``module_argument`` (default, choices, help) declares ``--module``, the trainer the caller chose
+    (:func:`module_choice`)."""
     args = resolve_config_args(sys.argv[1:] if args is None else list(args))
     check_settings_args = getattr(model_class, "check_fit_args", None)
     if check_settings_args is not None:  # a moved setting's key, in one line with its new key
@@ -113,6 +124,7 @@ def run_lightning(
         save_config_kwargs={"overwrite": True},
         trainer_defaults=dict(trainer_defaults or {}),
         run=True,
+        module_argument=module_argument,
     )
     if summary:
         text = run_summary(cli.trainer, cli.subcommand)
@@ -120,6 +132,35 @@ def run_lightning(
             print(text, flush=True)
     _close_process_group()
     return cli
+
+
+def module_choice(args: Sequence[str], default: str) -> str:
+    """The ``module`` a command line chooses: ``--module X`` / ``--module=X``, else the last ``--config`` file
+    whose top level has ``module:``, else ``default`` (read before LightningCLI parses: the module's class
+    decides the parser). ``args`` as :func:`resolve_config_args` returns them."""
+    import yaml  # noqa: PLC0415
+
+    chosen = None
+    for i, arg in enumerate(args):
+        path = None
+        if arg in ("--config", "-c") and i + 1 < len(args):
+            path = args[i + 1]
+        elif arg.startswith("--config="):
+            path = arg.partition("=")[2]
+        if path is not None and os.path.isfile(path) and os.path.getsize(path) < (1 << 20):
+            try:
+                with open(path, encoding="utf-8") as f:
+                    doc = yaml.safe_load(f)
+            except (OSError, yaml.YAMLError, UnicodeDecodeError):
+                doc = None  # LightningCLI reports the file's problem in its own words
+            if isinstance(doc, dict) and isinstance(doc.get("module"), str):
+                chosen = doc["module"]
+    for i, arg in enumerate(args):
+        if arg == "--module" and i + 1 < len(args):
+            chosen = args[i + 1]
+        elif arg.startswith("--module="):
+            chosen = arg.partition("=")[2]
+    return default if chosen is None else chosen
 
 
 def _close_process_group() -> None:

@@ -130,7 +130,12 @@ class PDXLightningCLI(LightningCLI):
     versioned checkpoint directories, command-line values over checkpoint hyperparameters, log-free
     ``validate`` and preflight."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, module_argument: tuple[str, tuple[str, ...], str] | None = None, **kwargs: Any
+    ) -> None:
+        # module_argument: (default, choices, help) of a ``--module`` argument (``pdx fit``'s trainer choice,
+        # made before parsing by the caller; declared here so configs and --help know the key)
+        self._module_argument = module_argument
         internals.check_lightning()  # before anything runs: the private pieces used below are all there
         # no --seed_everything: seed 0 (reproducible), not Lightning's random seed; the self-play games
         # follow it unless --model.selfplay.seed is given (rl.selfplay.with_run_seed)
@@ -140,6 +145,11 @@ class PDXLightningCLI(LightningCLI):
         super().__init__(*args, **kwargs)
 
     # ---- parsing ----------------------------------------------------------------------------
+    def add_arguments_to_parser(self, parser) -> None:
+        if self._module_argument is not None:
+            default, choices, text = self._module_argument
+            parser.add_argument("--module", choices=choices, default=default, help=text)
+
     def parse_arguments(self, parser, args) -> None:
         self._argv = [str(a) for a in (sys.argv[1:] if args is None else args)]
         check_argv_values(self._argv)  # inline YAML values: the alias-expansion bound

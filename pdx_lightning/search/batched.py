@@ -52,6 +52,16 @@ class SearchResult:
         return float(self.root.q[i])
 
 
+@dataclass(frozen=True)
+class RootNoise:
+    """Dirichlet noise at every searched root (self-play's exploration, as AlphaZero and Lc0 apply it):
+    p ← (1 − eps)·p + eps·η, η ~ Dir(alpha) over the root's moves, drawn from ``rng``."""
+
+    alpha: float
+    eps: float
+    rng: np.random.Generator
+
+
 class BatchedSearch:
     """Search up to ``slots`` games at once with ``model`` (the network seam: ``forward(x) -> NetOutput``);
     ``reuse=False`` searches every position from an empty tree and an empty cache."""
@@ -125,27 +135,8 @@ class BatchedSearch:
             np.ascontiguousarray(torch.cat(wdl).numpy(), dtype=np.float32),
         )
 
-    def search(
-        self,
-        boards: Sequence[chess.Board],
-        slots: Sequence[int] | None = None,
-        nodes: int | None = None,
-        stop: threading.Event | None = None,
-    ) -> list[SearchResult]:
-        """Search ``boards[i]`` in slot ``slots[i]`` (default: slot i) to ``nodes`` root visits (default:
-        the settings'), all at once; one :class:`SearchResult` per board. ``stop``, once set (by another
-        thread: a UCI ``stop``), ends the search after the wave in flight, the root evaluated at least:
-        the results are then those of the visits made so far."""
-        slot_ids = list(range(len(boards))) if slots is None else list(slots)
-        if len(slot_ids) != len(boards):
-            raise ValueError(f"{len(boards)} boards for {len(slot_ids)} slots")
-        if len(set(slot_ids)) != len(slot_ids) or any(not 0 <= s < self.slots for s in slot_ids):
-            raise ValueError(f"slots must be distinct and in [0, {self.slots}), got {slot_ids}")
-        target = self.settings.nodes if nodes is None else self.settings.replace(nodes=nodes).nodes
-        for s, b in zip(slot_ids, boards, strict=True):
-            self._sync(s, b)
-        active = np.asarray(slot_ids, np.int32)
-        self.forest.begin(active)
+    def _waves(self, active: np.ndarray, target: int, stop: threading.Event | None) -> None:
+        """Playouts in waves until every tree in ``active`` reached ``target`` root visits (or ``stop``)."""
         n = len(active)
         planes = np.empty((n, 112, 8, 8), np.float32)
         legal = np.empty((n, LEGAL_STRIDE), np.int64)
@@ -163,6 +154,38 @@ class BatchedSearch:
             active = active[rows]
             if stop is not None and stop.is_set():
                 break
+
+    def search(
+        self,
+        boards: Sequence[chess.Board],
+        slots: Sequence[int] | None = None,
+        nodes: int | None = None,
+        stop: threading.Event | None = None,
+        noise: RootNoise | None = None,
+    ) -> list[SearchResult]:
+        """Search ``boards[i]`` in slot ``slots[i]`` (default: slot i) to ``nodes`` root visits (default:
+        the settings'), all at once; one :class:`SearchResult` per board. ``stop``, once set (by another
+        thread: a UCI ``stop``), ends the search after the wave in flight, the root evaluated at least:
+        the results are then those of the visits made so far. ``noise`` mixes Dirichlet noise into every
+        root once it is expanded; each slot then searches from a fresh tree (as Lc0's self-play does)."""
+        slot_ids = list(range(len(boards))) if slots is None else list(slots)
+        if len(slot_ids) != len(boards):
+            raise ValueError(f"{len(boards)} boards for {len(slot_ids)} slots")
+        if len(set(slot_ids)) != len(slot_ids) or any(not 0 <= s < self.slots for s in slot_ids):
+            raise ValueError(f"slots must be distinct and in [0, {self.slots}), got {slot_ids}")
+        target = self.settings.nodes if nodes is None else self.settings.replace(nodes=nodes).nodes
+        for s, b in zip(slot_ids, boards, strict=True):
+            if noise is not None:
+                self.forget(s)
+            self._sync(s, b)
+        active = np.asarray(slot_ids, np.int32)
+        self.forest.begin(active)
+        if noise is not None:  # expand every root (one visit), mix the noise in, then search on
+            self._waves(active, 1, None)
+            for s in slot_ids:
+                k = len(self.forest.root(s).moves)
+                self.forest.root_noise(s, noise.rng.dirichlet(np.full(k, noise.alpha)), noise.eps)
+        self._waves(active, target, stop)
         results = []
         for s in slot_ids:
             pv = self.forest.pv(s)

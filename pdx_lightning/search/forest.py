@@ -206,6 +206,20 @@ class Forest:
             max_depth=int(info[4]),
         )
 
+    def root_noise(self, t: int, eta: np.ndarray, eps: float) -> None:
+        """Mix Dirichlet noise into tree ``t``'s fresh root (Lc0's ApplyDirichletNoise, edges re-sorted):
+        p ← (1 − eps)·p + eps·η/Ση, ``eta`` (one per root edge, in :meth:`root`'s order) finite and ≥ 0.
+        The root must be expanded and none of its children visited (SearchStateError otherwise)."""
+        t = check_index(t, self.n)
+        eta = np.ascontiguousarray(eta, dtype=np.float32)
+        if eta.ndim != 1 or not np.isfinite(eta).all() or (eta < 0).any():
+            raise CoreArgumentError(f"eta must be a 1-D array of finite values >= 0, got {eta!r:.80}")
+        if not (isinstance(eps, (int, float)) and 0.0 <= float(eps) <= 1.0):
+            raise CoreArgumentError(f"eps must be in [0, 1], got {eps!r}")
+        code = self.lib.pdx_forest_root_noise(self._h, t, len(eta), eta.ctypes.data, float(eps))
+        if code:
+            self._fail(code, t, "root_noise")
+
     def pv(self, t: int) -> list[chess.Move]:
         """Tree ``t``'s principal variation: the best move (visits, then Q, then prior; proven results
         first, as Lc0 ranks them), then the best reply, while visited."""

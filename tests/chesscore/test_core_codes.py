@@ -223,7 +223,7 @@ def test_a_stale_or_missing_library_is_a_user_error_naming_the_fix(monkeypatch, 
     monkeypatch.setattr(native_core, "LIMITS", (1, 256, 256, 200, 0, 0))
     with pytest.raises(
         NativeCoreMissing,
-        match=r"is stale \(limits \(3, 416, 416, 200, 1000000, 1000000\), this pdx "
+        match=rf"is stale \(limits \({native_core.ABI}, 416, 416, 200, 1000000, 1000000\), this pdx "
         r"needs \(1, 256.*`pip install -e \.`",
     ):
         native_core.NativeCore(1)

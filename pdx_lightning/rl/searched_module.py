@@ -1,0 +1,230 @@
+"""SearchedModule: searched self-play fine-tuning (Efficient Self-Play's system) as a LightningModule.
+
+The same shape as :class:`~pdx_lightning.rl.module.PDXModule`: three networks, three roles, never swapped
+in place: ``online`` (trained), ``ema`` (moved only by the ``EMAUpdate`` callback after each optimizer
+step; it *searches* the self-play games, the published weights, and is what validation scores and
+``pdx export`` writes) and ``base`` (frozen: the optional forward-KL anchor). The IterableDataset
+(:class:`~pdx_lightning.rl.searched_games.SearchedGames`) plays one searched ply of every game per item;
+one ``training_step`` plays ``plies_per_step`` plies (more while the replay buffer holds fewer live
+positions than a batch), admits the finished games' positions to the buffer
+(:mod:`pdx_lightning.rl.replay`), draws a batch and takes one AdamW step on the loss of
+:mod:`pdx_lightning.rl.searched_step`. Every DDP rank plays its own games into its own buffer; the
+gradients are averaged as DDP does. The buffer and the games are in every checkpoint (each rank's),
+so ``--ckpt_path last`` resumes with nothing lost or presented twice.
+
+Chosen with ``module: searched`` in the config (``conf/fit/searched.yaml``) or ``pdx fit --module searched``.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Iterator
+from dataclasses import asdict
+from typing import Any, cast
+
+import lightning as L
+import numpy as np
+import torch
+import torch.distributed as dist
+from lightning.pytorch.utilities.parsing import AttributeDict
+from torch.utils.data import DataLoader
+
+from pdx_lightning.callbacks.ema import EMATargetError, EMAUpdate
+from pdx_lightning.nets import load_model
+from pdx_lightning.nets.resnet import require_wdl_head
+from pdx_lightning.rl.replay import Batch, ReplayBuffer
+from pdx_lightning.rl.searched_games import PlyResult, SearchedGames, run_seed
+from pdx_lightning.rl.searched_settings import SearchedSettings
+from pdx_lightning.rl.searched_step import searched_loss
+from pdx_lightning.runtime.checkpoint_meta import check_base, write_network_meta
+from pdx_lightning.runtime.optim import document_optimizer_args, layerwise_adamw
+from pdx_lightning.runtime.ranks import rank_world
+
+
+class SearchedModule(L.LightningModule):
+    @document_optimizer_args
+    def __init__(
+        self,
+        base: str = "base:small",
+        algorithm: SearchedSettings = SearchedSettings(),  # noqa: B008  frozen; `pdx fit --help` lists its keys
+        lr_backbone: float = 3e-5,
+        lr_final_block: float = 1e-4,
+        lr_policy_head: float = 1e-4,
+        lr_value_head: float = 3e-4,
+        warmup_steps: int = 20,
+        adam_betas: tuple[float, float] = (0.9, 0.98),
+        weight_decay: float = 0.0,
+        seed: int | None = None,
+    ) -> None:
+        """
+        Args:
+            base: the network fine-tuned (it initializes online and EMA, and is the frozen anchor):
+                ``base:small``, ``random:<preset>``, a ``.pt``, a ``.ckpt`` (its EMA) or an Lc0 ``.pb.gz``.
+            algorithm: what is played and learned (``SearchedSettings``), checked once.
+            {optimizer_args}
+            seed: the games' and the replay sampler's seed (rank r: seed + 1000·r); None = the run's
+                ``seed_everything``.
+        """
+        super().__init__()
+        if isinstance(algorithm, dict):  # from a checkpoint's hyperparameters
+            algorithm = SearchedSettings(**algorithm)
+        self.algorithm = algorithm
+        self.save_hyperparameters(ignore=["algorithm"])
+        self.hparams["algorithm"] = asdict(algorithm)
+        self.automatic_optimization = False
+        self.base = load_model(base).requires_grad_(False)
+        require_wdl_head(self.base, "searched self-play (the search's Q and the WDL value loss)", f"base {base!r}")
+        self.online = copy.deepcopy(self.base).requires_grad_(True).train()
+        self.ema = copy.deepcopy(self.base)
+        self.param_version = 0
+        self.ema_version = 0
+        self.seed = run_seed() if seed is None else seed
+        self.hparams["seed"] = self.seed
+        self.dataset = SearchedGames(algorithm, self.ema, seed=self.seed)
+        self.buffer = ReplayBuffer(
+            algorithm.buffer_capacity,
+            reuse=algorithm.reuse,
+            sampling=algorithm.sampling,
+            surprise_share=algorithm.surprise_share,
+            surprise_cap=algorithm.surprise_cap,
+            value_mix=algorithm.value_mix,
+            seed=self.seed + 1000 * rank_world()[0] + 1,
+        )
+        self.timing = {"play": 0.0, "train": 0.0}
+
+    @property
+    def settings(self) -> AttributeDict:
+        return cast(AttributeDict, self.hparams)
+
+    def train(self, mode: bool = True) -> SearchedModule:
+        super().train(mode)
+        self.ema.eval()
+        self.base.eval()
+        return self
+
+    def forward(self, x: torch.Tensor):
+        return self.online(x)
+
+    def configure_callbacks(self) -> list:
+        """The default ``EMAUpdate`` first unless the Trainer has one (as ``PDXModule`` does)."""
+        callbacks: list = cast(Any, self.trainer).callbacks
+        if not any(isinstance(cb, EMAUpdate) for cb in callbacks):
+            callbacks.insert(0, EMAUpdate())
+        return []
+
+    def train_dataloader(self) -> DataLoader:
+        return DataLoader(self.dataset, batch_size=None, num_workers=0, collate_fn=lambda b: b)
+
+    def configure_optimizers(self):
+        return layerwise_adamw(self.online, AttributeDict(self.hparams))
+
+    # ---- one step ---------------------------------------------------------------------------
+    def _play(self, dataloader_iter: Iterator) -> tuple[list[PlyResult], float]:
+        """Play the step's plies (more until the buffer can fill a batch) into the buffer."""
+        s = self.algorithm
+        need = max(s.batch_size, s.min_buffer if self.param_version == 0 else 0)
+        plies: list[PlyResult] = []
+        t0 = time.perf_counter()
+        while len(plies) < s.plies_per_step or len(self.buffer) < need:
+            ply = next(dataloader_iter)
+            ply = ply[0] if isinstance(ply, tuple) else ply
+            self.buffer.add(ply.finished)
+            plies.append(ply)
+        return plies, time.perf_counter() - t0
+
+    def training_step(self, dataloader_iter: Iterator) -> torch.Tensor:
+        if self.ema_version != self.param_version:
+            raise EMATargetError(
+                f"the EMA target did not follow optimizer step {self.param_version} (last followed: "
+                f"{self.ema_version}): no EMA callback ran; keep the default EMAUpdate or pass your own subclass"
+            )
+        s = self.algorithm
+        plies, play_s = self._play(dataloader_iter)
+        t0 = time.perf_counter()
+        rows = self.buffer.draw(s.batch_size)
+        batch = self.buffer.batch(rows, self.device)
+        opt = cast(Any, self.optimizers())
+        opt.zero_grad()
+        sums: dict[str, float] = {}
+        for lo in range(0, batch.size, s.micro_batch):
+            part = _rows(batch, slice(lo, lo + s.micro_batch))
+            out = self.online(part.planes)
+            base_logits = None
+            if s.beta > 0:
+                with torch.no_grad():
+                    base_logits = self.base(part.planes).policy
+            loss, parts = searched_loss(out.policy, out.wdl, part, s.c_v, s.beta, base_logits)
+            w = part.size / batch.size
+            self.manual_backward(loss * w)
+            for k, v in parts.items():
+                sums[k] = sums.get(k, 0.0) + float(v) * w
+        if s.grad_clip_norm is not None:
+            sums["optim/grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.online.parameters(), s.grad_clip_norm))
+        opt.step()
+        cast(Any, self.lr_schedulers()).step()
+        self.param_version += 1
+        train_s = time.perf_counter() - t0
+        self.timing["play"] += play_s
+        self.timing["train"] += train_s
+        st = self.dataset.stats
+        finished = max(st["games_finished"], 1)
+        target = batch.target
+        tgt_ent = -(target * torch.log(target.clamp_min(1e-12))).sum(-1).mean()
+        metrics = {
+            **sums,
+            "selfplay/plies": float(len(plies)),
+            "selfplay/target_entropy": float(np.mean([p.target_entropy for p in plies])),
+            "selfplay/root_q": float(np.mean([p.root_q for p in plies])),
+            "selfplay/evaluations": float(sum(p.evaluations for p in plies)),
+            "selfplay/games_finished": float(st["games_finished"]),
+            "selfplay/game_length": st["length_sum"] / finished,
+            "selfplay/cut_share": st["cut"] / finished,
+            "selfplay/positions_per_s": sum(p.searched for p in plies) / max(play_s, 1e-9),
+            "replay/fill": self.buffer.fill,
+            "replay/live": float(len(self.buffer)),
+            "replay/admitted": float(self.buffer.admitted),
+            "replay/batch_target_entropy": float(tgt_ent),
+            "time/play_share": play_s / max(play_s + train_s, 1e-9),
+        }
+        self.log_dict(metrics, on_step=True, prog_bar=False, batch_size=batch.size)
+        self.log("loss", sums["loss/total"], prog_bar=True, logger=False, batch_size=batch.size)
+        return torch.tensor(sums["loss/total"])
+
+    # ---- checkpoints ------------------------------------------------------------------------
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        """Drop the frozen base (named + hashed) and keep every rank's games and buffer."""
+        sd = checkpoint["state_dict"]
+        for k in [k for k in sd if k.startswith("base.")]:
+            del sd[k]
+        write_network_meta(checkpoint, self.online, self.settings.base)
+        checkpoint["pdx_param_version"] = self.param_version
+        state = {
+            "games": self.dataset.state_dict() if self.dataset.started else None,
+            "buffer": self.buffer.state_dict(),
+        }
+        _, world = rank_world()
+        if world > 1:
+            states: list[dict | None] = [None] * world
+            dist.all_gather_object(states, state)
+        else:
+            states = [state]
+        checkpoint["pdx_searched"] = states
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        check_base(checkpoint, self.settings.base)
+        sd = checkpoint["state_dict"]
+        sd.update({f"base.{k}": v for k, v in self.base.state_dict().items()})
+        self.param_version = checkpoint.get("pdx_param_version", 0)
+        self.ema_version = self.param_version
+        states = checkpoint.get("pdx_searched") or []
+        rank, _ = rank_world()
+        state = states[rank] if rank < len(states) else None
+        if state is not None:
+            if state["games"] is not None:
+                self.dataset.load_state_dict(state["games"])
+            self.buffer.load_state_dict(state["buffer"])
+
+
+def _rows(batch: Batch, rows: slice) -> Batch:
+    return Batch(batch.planes[rows], batch.mask[rows], batch.target[rows], batch.wdl_target[rows], batch.rows[rows])
