@@ -44,6 +44,7 @@ class PlyResult:
     evaluations: int  # network evaluations of the search this ply
     target_entropy: float  # mean entropy of the visit shares of this ply's positions
     root_q: float  # mean root Q (side to move) of this ply's positions
+    top_share: float  # mean share of the visits the most visited root move holds
 
 
 @dataclass
@@ -134,7 +135,7 @@ class SearchedGames(IterableDataset):
         results = search.search(boards, nodes=s.nodes, noise=noise)
         packed = pack_planes(encode_boards(boards))
         finished: list[Positions] = []
-        entropies, qs = [], []
+        entropies, qs, tops = [], [], []
         n_finished = 0
         for i, (g, r) in enumerate(zip(self.games, results, strict=True)):
             root = r.root
@@ -152,6 +153,7 @@ class SearchedGames(IterableDataset):
             g.rows.append((packed[i], legal, vis, wdl, surprise, g.board.turn))
             entropies.append(float(-np.sum(share[pos] * np.log(share[pos]))))
             qs.append(q)
+            tops.append(float(share.max()))
             if share.max() < s.archive_top_share and s.archive_size > 0:
                 self.archive.append(g.board.copy())
                 if len(self.archive) > s.archive_size:
@@ -182,7 +184,15 @@ class SearchedGames(IterableDataset):
         self.stats["evaluations"] += evaluations
         done = Positions.concat(finished)
         self.stats["positions"] += len(done)
-        return PlyResult(done, len(results), n_finished, evaluations, float(np.mean(entropies)), float(np.mean(qs)))
+        return PlyResult(
+            done,
+            len(results),
+            n_finished,
+            evaluations,
+            float(np.mean(entropies)),
+            float(np.mean(qs)),
+            float(np.mean(tops)),
+        )
 
     def _finish(self, g: _Game, result: str | None) -> Positions:
         """The game's rows with their value targets: the result from each row's side to move, or (cut at

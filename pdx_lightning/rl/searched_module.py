@@ -176,6 +176,8 @@ class SearchedModule(L.LightningModule):
             "selfplay/plies": float(len(plies)),
             "selfplay/target_entropy": float(np.mean([p.target_entropy for p in plies])),
             "selfplay/root_q": float(np.mean([p.root_q for p in plies])),
+            "selfplay/top_visit_share": float(np.mean([p.top_share for p in plies])),
+            "selfplay/games_per_s": sum(p.games_finished for p in plies) / max(play_s, 1e-9),
             "selfplay/evaluations": float(sum(p.evaluations for p in plies)),
             "selfplay/games_finished": float(st["games_finished"]),
             "selfplay/game_length": st["length_sum"] / finished,

@@ -151,6 +151,15 @@ def test_pdx_fit_searched_resumes_bit_for_bit(tmp_path):
     assert sa[1].keys() == sb[1].keys() and all(torch.equal(sa[1][k], sb[1][k]) for k in sa[1])
     assert sa[2] == sb[2] and sa[3] == sb[3]
     assert sa[2][0] >= 32 and sa[2][1] == 4 * 16  # min_buffer positions admitted, 16 presented per step
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(a / "runs/searched/version_0"))
+    events.Reload()
+    tags = set(events.Tags()["scalars"])
+    want = {"loss/policy", "loss/value", "selfplay/target_entropy", "selfplay/top_visit_share", "selfplay/root_q",
+            "selfplay/games_per_s", "replay/fill", "replay/admitted", "time/play_share"}  # fmt: skip
+    assert want <= tags, want - tags
+    assert [e.step for e in events.Scalars("loss/policy")] == [0, 1, 2, 3]
 
 
 @pytest.mark.slow
