@@ -207,6 +207,8 @@ def _user_error_types() -> tuple[type[BaseException], ...]:
     named = (
         ("pdx_lightning.runtime.checkpoint_read", "CheckpointLoadError"),
         ("pdx_lightning.runtime.preflight", "PreflightError"),
+        # Lightning's own class for a configuration it cannot run (raised during fit as well as at start)
+        ("lightning.fabric.utilities.exceptions", "MisconfigurationException"),
     )
     return (UserError, *(getattr(sys.modules[m], n) for m, n in named if m in sys.modules))
 

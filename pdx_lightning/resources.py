@@ -1,9 +1,10 @@
 """Files shipped inside the package: the ``conf/`` presets and the ``data/`` files (bundled networks,
 default suites and openings), read through :mod:`importlib.resources`, never beside the source tree.
 
-The repository keeps ``conf/`` and ``data/`` at its top level (the layout the design card names);
-``pdx_lightning/conf`` and ``pdx_lightning/data`` are symlinks to them, so an editable install reads the
-checkout's files and a wheel carries them as package data (``pyproject.toml``), as ``callbacks/`` is.
+The repository keeps ``conf/`` and ``data/`` at its top level (the layout the design card names); the
+build maps them to the packages ``pdx_lightning.conf`` and ``pdx_lightning.data`` (``pyproject.toml``'s
+package-dir, as ``callbacks/`` is ``pdx_lightning.callbacks``), so a wheel carries them as package data
+and an editable install reads the checkout's files.
 
 Two ways a user names a shipped file, both resolved here:
 
@@ -46,7 +47,7 @@ def package_dir(name: str) -> Path:
     """The installed package's ``conf`` or ``data`` directory (a real directory: pdx is never zipped)."""
     if name not in SHIPPED_DIRS:
         raise ValueError(f"not a shipped directory: {name!r} (one of {', '.join(SHIPPED_DIRS)})")
-    return Path(str(importlib.resources.files("pdx_lightning").joinpath(name)))
+    return Path(str(importlib.resources.files(f"pdx_lightning.{name}")))
 
 
 def shipped(relative: str | os.PathLike) -> Path | None:

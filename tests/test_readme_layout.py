@@ -13,8 +13,8 @@ only a README edit (nothing here lists modules):
   outside parentheses, then items separated by ``, `` outside parentheses; an item is ``module`` or
   ``module (free text)``, or ``package/ (item, item, ...)`` for a subpackage with its modules (the same
   rule inside the parentheses); a ``.py`` entry's description is free text;
-* ``__init__`` and private ``_x`` modules are exempt; ``pdx_lightning/callbacks`` is a symlink to
-  ``callbacks/`` and is named as that.
+* ``__init__`` and private ``_x`` modules are exempt; ``callbacks/`` (installed as ``pdx_lightning.callbacks``
+  by the package-dir mapping) is named at the top, where it is.
 """
 
 from __future__ import annotations
@@ -96,13 +96,13 @@ def named_paths(block: list[str]) -> tuple[set[str], list[str]]:
 
 
 def tree_paths(root: Path) -> set[str]:
-    """The package directories and public modules under ``root``'s :data:`SCOPE` (symlinks not followed)."""
+    """The package directories and public modules under ``root``'s :data:`SCOPE`."""
     found: set[str] = set()
 
     def walk(d: Path) -> None:
         found.add(d.relative_to(root).as_posix())
         for p in sorted(d.iterdir()):
-            if p.is_symlink() or p.name.startswith(("_", ".")):
+            if p.name.startswith(("_", ".")):
                 continue
             if p.is_dir() and any(p.rglob("*.py")):
                 walk(p)
@@ -137,7 +137,7 @@ pdx_lightning/
                 tables (Table 6))
   nets/         seam, families
     lc0/        format (read/write), classic
-callbacks/      installed as pdx_lightning.callbacks (symlink): ema (EMAUpdate), beta
+callbacks/      installed as pdx_lightning.callbacks (package-dir): ema (EMAUpdate), beta
 """
 
 
@@ -200,7 +200,6 @@ def test_a_module_missing_from_the_readme_or_named_but_absent_is_reported(tmp_pa
         "pdx_lightning/datagen/pgn.py",
     ]
     root = _tree(tmp_path, block, files)
-    (root / "pdx_lightning" / "callbacks").symlink_to("../callbacks")
     assert layout_problems(root) == [
         "README Layout names pdx_lightning/rl/gone.py, which is not in the tree",
         "pdx_lightning/datagen is not named in the README's Layout section",
@@ -222,7 +221,7 @@ def test_the_real_check_fails_for_a_module_added_without_a_readme_mention(tmp_pa
     import shutil
 
     for top in ("pdx_lightning", "callbacks"):
-        shutil.copytree(ROOT / top, tmp_path / top, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(ROOT / top, tmp_path / top, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "README.md", tmp_path / "README.md")
     assert layout_problems(tmp_path) == []
     (tmp_path / "pdx_lightning" / "rl" / "replay_buffer.py").write_text("")

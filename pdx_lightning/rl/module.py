@@ -54,6 +54,12 @@ from pdx_lightning.runtime.optim import document_optimizer_args, layerwise_adamw
 from pdx_lightning.runtime.ranks import rank_world
 
 
+def collate_whole(batch):
+    """The DataLoader's collate: each dataset item is already a whole batch (a module-level function, so
+    that ``ddp_spawn`` can pickle the loader)."""
+    return batch
+
+
 class PDXModule(L.LightningModule):
     @document_optimizer_args
     def __init__(
@@ -107,7 +113,7 @@ class PDXModule(L.LightningModule):
         self.param_version = 0  # optimizer steps taken
         self.ema_version = 0  # the optimizer step the EMA last followed (the EMA callback stamps it)
         self.dataset = SelfPlayDataset(
-            selfplay, SelfPlayNetworks(ema=self.ema, base=self.base, version=lambda: self.param_version), algorithm
+            selfplay, SelfPlayNetworks(ema=self.ema, base=self.base, version=self._param_version), algorithm
         )
         # plain dicts: checkpoints stay weights_only-loadable; the seed made explicit (with_run_seed)
         self.hparams["algorithm"] = asdict(algorithm)
@@ -121,6 +127,11 @@ class PDXModule(L.LightningModule):
         self.step_summaries = StepSummaries()
         self._last_stats = dict(self.dataset.stats)
         self._game_metrics: dict[str, float] = {}  # per-finished-game metrics of the last step that had any
+
+    def _param_version(self) -> int:
+        """The optimizer steps taken (what self-play stamps its batches with); a method, not a lambda:
+        ``--trainer.strategy ddp_spawn`` pickles the module into each process."""
+        return self.param_version
 
     @staticmethod
     def check_fit_args(args: list[str]) -> None:
@@ -176,7 +187,7 @@ class PDXModule(L.LightningModule):
     # ---- data -------------------------------------------------------------------------------
     def train_dataloader(self) -> DataLoader:
         # batch_size=None: each dataset item is already a whole batch of positions
-        return DataLoader(self.dataset, batch_size=None, num_workers=0, collate_fn=lambda b: b)
+        return DataLoader(self.dataset, batch_size=None, num_workers=0, collate_fn=collate_whole)
 
     def val_dataloader(self):
         """``val_suite``/``val_mates`` as one item (none without them), read by the PuzzleValidation."""

@@ -33,6 +33,7 @@ from torch.utils.data import DataLoader
 from pdx_lightning.callbacks.ema import EMATargetError, EMAUpdate
 from pdx_lightning.nets import load_model
 from pdx_lightning.nets.resnet import require_wdl_head
+from pdx_lightning.rl.module import collate_whole
 from pdx_lightning.rl.replay import Batch, ReplayBuffer
 from pdx_lightning.rl.searched_games import PlyResult, SearchedGames, run_seed
 from pdx_lightning.rl.searched_settings import SearchedSettings
@@ -114,7 +115,7 @@ class SearchedModule(L.LightningModule):
         return []
 
     def train_dataloader(self) -> DataLoader:
-        return DataLoader(self.dataset, batch_size=None, num_workers=0, collate_fn=lambda b: b)
+        return DataLoader(self.dataset, batch_size=None, num_workers=0, collate_fn=collate_whole)
 
     def configure_optimizers(self):
         return layerwise_adamw(self.online, AttributeDict(self.hparams))

@@ -184,6 +184,19 @@ class SelfPlayDataset(IterableDataset):
         # planes packed for the copy to the device: None = off the CPU only (see _positions)
         self.packed_transfer: bool | None = None
 
+    def __getstate__(self) -> dict:
+        """Pickled (``--trainer.strategy ddp_spawn`` sends the module to each process) with the sampler's
+        generator as its state's bytes: torch's multiprocessing pickler would share the state tensor
+        through a file descriptor, which the receiving process cannot map."""
+        state = self.__dict__.copy()
+        state["gen"] = self.gen.get_state().numpy().tobytes()
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        gen = torch.Generator()
+        gen.set_state(torch.frombuffer(bytearray(state["gen"]), dtype=torch.uint8))
+        self.__dict__.update(state, gen=gen)
+
     @property
     def _live(self) -> GamePool:
         """The pool of games, which exists once iteration has started."""

@@ -231,6 +231,11 @@ def run_summary(trainer: L.Trainer, subcommand: str | None = "fit") -> str | Non
         return None
     lines = [f"logs:        {log_dir}"] if log_dir is not None else []
     if subcommand == "fit":
-        ckpt = getattr(trainer.checkpoint_callback, "dirpath", None)  # a ModelCheckpoint's; None without one
+        cb = trainer.checkpoint_callback
+        ckpt = getattr(cb, "dirpath", None)  # a ModelCheckpoint's; None without one
+        if cb is not None and ckpt is None and log_dir is not None:
+            # ddp_spawn: the ranks fitted copies of this trainer; theirs put the checkpoints where Lightning
+            # puts them for a run with a logger, the log directory's checkpoints/
+            ckpt = os.path.join(log_dir, "checkpoints")
         lines.append(f"checkpoints: {ckpt}")
     return "\n" + "\n".join(lines + views)

@@ -34,8 +34,10 @@ import warnings
 from typing import Any, cast
 
 import torch
+from lightning.fabric.utilities.exceptions import MisconfigurationException
 from lightning.pytorch.callbacks import Callback, Checkpoint, ModelCheckpoint, ProgressBar
 from lightning.pytorch.cli import LightningCLI
+from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 from lightning.pytorch.plugins.io import CheckpointIO
 
 from pdx_lightning.errors import UserError, user_error_in
@@ -114,6 +116,27 @@ class ManualClippingError(UserError, ValueError):
     """``--trainer.gradient_clip_val`` on a module that optimizes manually (Lightning cannot clip there)."""
 
 
+class ManualAccumulationError(UserError, ValueError):
+    """``--trainer.accumulate_grad_batches`` on a module that optimizes manually (it micro-batches itself)."""
+
+
+class TrainerSettingError(UserError, ValueError):
+    """A ``--trainer.*`` setting Lightning's Trainer refuses: a strategy, accelerator, precision or device
+    count this machine or installation cannot run (``fsdp`` on a CPU, ``gpu`` without one, ``deepspeed``
+    without the package, ``devices 0``). Lightning raises these as MisconfigurationException, ValueError,
+    TypeError or ModuleNotFoundError from ``Trainer.__init__``; pdx says them in one line."""
+
+
+DEFAULT_ROOT_DIR_HELP = (
+    "(pdx: a config that sets a logger, as every shipped one does, writes its logs and checkpoints under the "
+    "logger's directory instead: --trainer.logger.init_args.save_dir DIR moves both (checkpoints go to "
+    "<save_dir>/<name>/version_N/checkpoints unless a ModelCheckpoint names a dirpath); default_root_dir "
+    "applies to a run with --trainer.logger false.)"
+)
+# What Trainer.__init__ raises for settings it cannot honour (its accelerator connector and precision plugins)
+TRAINER_SETTING_ERRORS = (MisconfigurationException, ValueError, TypeError, ImportError)
+
+
 def _has_checkpoint_io(plugins) -> bool:
     items = plugins if isinstance(plugins, (list, tuple)) else [plugins]
     return any(isinstance(p, CheckpointIO) for p in items if p is not None)
@@ -146,9 +169,16 @@ class PDXLightningCLI(LightningCLI):
 
     # ---- parsing ----------------------------------------------------------------------------
     def add_arguments_to_parser(self, parser) -> None:
+        """Say in ``--help`` what ``--trainer.default_root_dir`` moves: nothing a shipped config logs or
+        checkpoints (each names its logger's directory), only what runs without a logger. Declare
+        ``--module`` when the caller chose the trainer from it."""
+        for action in parser._actions:  # argparse's list of the parser's arguments
+            if action.dest == "trainer.default_root_dir":
+                action.help = f"{action.help} {DEFAULT_ROOT_DIR_HELP}"
         if self._module_argument is not None:
             default, choices, text = self._module_argument
             parser.add_argument("--module", choices=choices, default=default, help=text)
+        super().add_arguments_to_parser(parser)
 
     def parse_arguments(self, parser, args) -> None:
         self._argv = [str(a) for a in (sys.argv[1:] if args is None else args)]
@@ -248,7 +278,12 @@ class PDXLightningCLI(LightningCLI):
         ):
             # steps out of max_steps, ETA, transitions/s (Lightning's default counts an epoch's batches)
             kwargs["callbacks"] = [*callbacks, FitProgressBar()]
-        trainer = super().instantiate_trainer(**kwargs)
+        try:
+            trainer = super().instantiate_trainer(**kwargs)
+        except TRAINER_SETTING_ERRORS as e:
+            if user_error_in(e) is not None:
+                raise
+            raise TrainerSettingError(f"Lightning's Trainer refused the --trainer settings: {e}") from e
         # set by Lightning's callback connector in Trainer.__init__, undeclared on the class
         cbs: list[Callback] = cast(Any, trainer).callbacks
         if not any(isinstance(cb, LogContinuity) for cb in cbs):
@@ -305,6 +340,12 @@ class PDXLightningCLI(LightningCLI):
             del blob, states
         for lg, v in zip(trainer.loggers, versions):
             internals.pin_logger_version(lg, v)  # same run directory: TensorBoard curves and checkpoints continue
+        if trainer.is_global_zero:
+            # a fresh run's version chosen now, in the process the command runs in: under ddp_spawn the ranks
+            # get a copy of this trainer (the version with it) and its closing summary names their directory
+            for lg in trainer.loggers:
+                if isinstance(lg, (TensorBoardLogger, CSVLogger)):
+                    _ = lg.version
         if subcommand == "fit" and path is not None and trainer.is_global_zero:
             for csv_logger in csv_continuity.csv_loggers(trainer.loggers):
                 csv_continuity.carry_rows(csv_logger)  # metrics.csv keeps the resumed run's rows
@@ -358,6 +399,23 @@ class PDXLightningCLI(LightningCLI):
                 f"{type(self.model).__name__}, which optimizes manually{own}"
             )
 
+    def _check_accumulation(self) -> None:
+        """Lightning refuses ``accumulate_grad_batches`` under manual optimization with a 20-line traceback;
+        say it in one line, naming the module's own micro-batching setting where it has one."""
+        accumulate = self.trainer.accumulate_grad_batches
+        if accumulate != 1 and not self.model.automatic_optimization:
+            hp = getattr(self.model, "hparams", {})
+            own = (
+                " and micro-batches each step itself: --model.algorithm.micro_batch sets the gradient "
+                "micro-batch (gradients accumulate over the step's whole batch)"
+                if hasattr(hp, "get") and "micro_batch" in (hp.get("algorithm") or {})
+                else ""
+            )
+            raise ManualAccumulationError(
+                f"--trainer.accumulate_grad_batches {accumulate}: {type(self.model).__name__} optimizes manually "
+                f"(one optimizer step per training step){own}"
+            )
+
     def _check_something_to_validate(self) -> None:
         """A model whose own validation data is empty (``pdx validate`` without a suite) is a user
         mistake: say so instead of Lightning's "Total length of `list` across ranks is zero"."""
@@ -375,6 +433,7 @@ class PDXLightningCLI(LightningCLI):
 
     def before_fit(self) -> None:
         self._check_clipping()
+        self._check_accumulation()
         self._prepare("fit")
 
     def before_validate(self) -> None:

@@ -317,6 +317,38 @@ def test_a_ddp_run_killed_mid_training_resumes_each_ranks_games_and_ends_as_the_
     assert len(a["pdx_selfplay"]) == 2 and _same(a["pdx_selfplay"][0], a["pdx_selfplay"][1]) != []
 
 
+# ---------------------------------------------------------------- ddp_spawn (issue 55): the module is pickled
+
+SPAWN_LINE = (
+    "pdx fit --config conf/fit/pdx.yaml --trainer.strategy ddp_spawn --trainer.accelerator cpu --trainer.devices 2"
+)
+
+
+@pytest.mark.slow
+def test_a_ddp_spawn_fit_on_two_cpu_processes_trains_both_ranks_and_names_its_run_directory(tmp_path):
+    """``--trainer.strategy ddp_spawn``: Lightning pickles the trainer and PDXModule into two fresh processes
+    (no lambda, the sampler's generator as bytes); both ranks train with one EMA and their own games, rank 0
+    checkpoints, and the closing summary (printed by the launching process, whose trainer did not fit)
+    names the directory the ranks wrote."""
+    r = _run(SPAWN_LINE, tmp_path, "--config", str(_tiny_fit(tmp_path, "spawn")), "--trainer.max_steps", "3")
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-4000:]
+    assert "Traceback" not in out and "Can't pickle" not in out, out[-4000:]
+    assert "All distributed processes registered. Starting with 2 processes" in out
+    assert _summary(r.stdout) == ["logs:", "checkpoints:", "TensorBoard:"]
+    assert "logs:        runs/pdx/version_0" in r.stdout
+    assert "checkpoints: runs/pdx/version_0/checkpoints" in r.stdout
+    assert _ckpt_dir(tmp_path) == tmp_path / "runs" / "pdx" / "version_0" / "checkpoints"
+    assert [p.name for p in (tmp_path / "runs" / "pdx").glob("version_*")] == ["version_0"]
+    probe = _probe(tmp_path / "spawn")
+    assert sorted(probe) == [0, 1] and probe[0][("ema", 0)]["pid"] != probe[1][("ema", 0)]["pid"]
+    for step in range(4):
+        assert probe[0][("ema", step)]["ema"] == probe[1][("ema", step)]["ema"], f"ranks differ at step {step}"
+    assert probe[0][("ema", 3)]["ema"] != probe[0][("ema", 0)]["ema"]
+    assert probe[0][("games", 3)]["games"] != probe[1][("games", 3)]["games"]
+    assert _load(_ckpt_dir(tmp_path) / "last.ckpt")["global_step"] == 3
+
+
 # ---------------------------------------------------------------- one device: the same summary and logs
 
 

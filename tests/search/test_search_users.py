@@ -118,7 +118,7 @@ def _stop_and_quit(proc: subprocess.Popen) -> None:
 
 def test_eval_puzzles_nodes(tmp_path):
     out = tmp_path / "p.json"
-    suite = ROOT / "pdx_lightning" / "data" / "lichess" / "puzzles_random_2k.csv"
+    suite = ROOT / "data" / "lichess" / "puzzles_random_2k.csv"
     r = subprocess.run(
         [*PDX, "eval", "puzzles", "--model", "random:tiny", "--suite", str(suite), "--sample", "12", "--nodes", "8",
          "--json", str(out)],
