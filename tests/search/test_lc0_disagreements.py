@@ -6,7 +6,7 @@ every node count 1…256 and then, from the first count where the root's Q or vi
 child whose subtree parted, down to the node where the two engines' *visits* first differ:
 
 * **341** — the network's floats: pdx with Lc0's own outputs visits exactly what Lc0 visits; with torch's
-  outputs a root near-tie (score gap 9e-5) resolves the other way.
+  outputs a root near-tie (score gap 9e-5) resolves one way or the other by the kernels torch runs.
 * **269, 353** — equal 16-bit priors: at the node where the engines part, the two moves they choose
   between have the same stored prior (0.2727 and 0.1880), so the first in edge order wins. Lc0 orders a
   node's edges with ``std::sort`` (unstable) from its own move generator's order; pdx sorts stably from its
@@ -124,9 +124,8 @@ def test_341_is_the_network_floats_and_457_is_the_record():
     with_lc0_outputs = Lc0OutputsSearch(torch.nn.Linear(1, 1), SearchSettings(nodes=256), slots=1, reuse=False)
     r341 = with_lc0_outputs.search([board_of(records[341]["moves"])])[0]
     assert visited(r341) == records[341]["search"]["256"]["visits"]  # Lc0's outputs: Lc0's visits
+    # with torch's outputs the near-tie goes either way, by the vector kernels torch runs (AVX2 or AVX-512)
     torch_outputs = BatchedSearch(maia(), SearchSettings(nodes=256), slots=1, reuse=False)
-    with_torch = visited(torch_outputs.search([board_of(records[341]["moves"])])[0])
-    assert with_torch != records[341]["search"]["256"]["visits"]
     fresh = fresh_lc0_visits(records[457]["moves"], 256, make_golden)
     assert fresh != records[457]["search"]["256"]["visits"]
     assert visited(torch_outputs.search([board_of(records[457]["moves"])])[0]) == fresh
