@@ -45,6 +45,7 @@ from pdx_lightning.callbacks.ema import EMATargetError, EMAUpdate
 from pdx_lightning.callbacks.puzzle_validation import PuzzleValidation, SuiteBatch
 from pdx_lightning.nets import load_model
 from pdx_lightning.nets.resnet import require_wdl_head
+from pdx_lightning.rl.loader import collate_whole
 from pdx_lightning.rl.pdx_step import StepResult, pdx_step
 from pdx_lightning.rl.selfplay import SelfPlayConfig, SelfPlayDataset, SelfPlayNetworks
 from pdx_lightning.rl.settings import PDXSettings, SettingsError, check_fit_args, migrate_hparams
@@ -52,12 +53,6 @@ from pdx_lightning.rl.step_metrics import StepSummaries, combine_summaries, summ
 from pdx_lightning.runtime.checkpoint_meta import check_base, write_network_meta
 from pdx_lightning.runtime.optim import document_optimizer_args, layerwise_adamw
 from pdx_lightning.runtime.ranks import rank_world
-
-
-def collate_whole(batch):
-    """The DataLoader's collate: each dataset item is already a whole batch (a module-level function, so
-    that ``ddp_spawn`` can pickle the loader)."""
-    return batch
 
 
 class PDXModule(L.LightningModule):

@@ -33,7 +33,7 @@ from torch.utils.data import DataLoader
 from pdx_lightning.callbacks.ema import EMATargetError, EMAUpdate
 from pdx_lightning.nets import load_model
 from pdx_lightning.nets.resnet import require_wdl_head
-from pdx_lightning.rl.module import collate_whole
+from pdx_lightning.rl.loader import collate_whole
 from pdx_lightning.rl.replay import Batch, ReplayBuffer
 from pdx_lightning.rl.searched_games import PlyResult, SearchedGames, run_seed
 from pdx_lightning.rl.searched_settings import SearchedSettings
