@@ -190,7 +190,7 @@ def test_two_ddp_ranks_killed_with_sigkill_resume_with_their_buffers(tmp_path):
             proc.stderr.close()
     killed = read_checkpoint(ckdir / "last.ckpt")
     step = killed["global_step"]
-    assert step >= 2 and len(killed["pdx_searched"]) == 2
+    assert 1 <= step < 5 and len(killed["pdx_searched"]) == 2  # last.ckpt may trail step 2's file by a step
     before = [s["buffer"]["admitted"] for s in killed["pdx_searched"]]
     r = subprocess.run(
         [*argv, "--ckpt_path", "last"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900
