@@ -94,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         "platform": platform.platform(),
         "machine": platform.machine(),
         "kernels": recorded_kernels(),
+        "cpu_vendor": kernels.cpu_vendor(),
         "cpu_offers": kernels.cpu_offers(),
         "steps": args.steps,
         "every": args.every,

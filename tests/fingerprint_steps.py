@@ -8,9 +8,10 @@ and frozen networks and of AdamW's state, and the self-play generators' states m
 
 Each arm is the tiny default fit (``tests/tiny_fit.py``: the random tiny network, 4 games) run for
 ``--steps`` steps in a fresh directory on one thread, under the kernel setting of the environment
-(``$PDX_KERNELS``, default ``avx2``: ``runtime/kernels.py``). Bit-identity holds for one torch build, thread
-count and kernel setting (held to AVX2: any x86-64 CPU with AVX2; ``native``: one kind of CPU); the JSON
-records the torch version, the platform, the kernel setting and the widest ISA the CPU offers.
+(``$PDX_KERNELS``, default ``avx2``: ``runtime/kernels.py``). Bit-identity holds for one torch build,
+thread count, kernel setting and CPU vendor (held to AVX2: any x86-64 CPU with AVX2 of one vendor;
+``native``: one kind of CPU); the JSON records the torch version, the platform, the kernel setting, the
+CPU's vendor and the widest ISA it offers.
 """
 
 from __future__ import annotations
@@ -146,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         "platform": platform.platform(),
         "machine": platform.machine(),
         "kernels": recorded_kernels(),
+        "cpu_vendor": kernels.cpu_vendor(),
         "cpu_offers": kernels.cpu_offers(),
         "steps": args.steps,
         "arms": {},

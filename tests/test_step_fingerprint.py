@@ -6,10 +6,13 @@ weights, AdamW state, RNG) with the CPU kernels held to AVX2 (the default, ``run
 hold) and ``before_d377ef5.json`` that made on the tree before Algorithm 1 was gathered into
 ``rl/pdx_step.py`` (identical). A change that moves any of them fails here; a deliberate one records a
 new fingerprint (``.venv/bin/python tests/fingerprint_steps.py tests/fixtures/fingerprint/steps.json``) and
-says why in CHANGELOG.md. Bit-identity holds for one torch build and kernel setting (held: any x86-64
-CPU with AVX2; native: one kind of CPU), so another torch version, an architecture where the hold does
-not apply, or ``PDX_KERNELS=native`` on a CPU of another kind skips with the reason.
-``intervals.json`` (``tests/fingerprint_intervals.py``) holds 30 steps of the forward-KL arm, every step's
+says why in CHANGELOG.md. Bit-identity holds for one torch build, kernel setting and CPU vendor (held:
+any x86-64 CPU with AVX2 of one vendor, since MKL runs another code path on Intel than on AMD CPUs;
+native: one kind of CPU), so each held fingerprint exists once per vendor (``steps.json`` and
+``intervals.json`` from an AMD EPYC, ``steps_intel.json`` and ``intervals_intel.json`` from an Intel
+Xeon: the same games, other weights), and another torch version, an architecture where the hold does
+not apply, a vendor with no record or ``PDX_KERNELS=native`` on a CPU of another kind skips with the reason.
+``intervals*.json`` (``tests/fingerprint_intervals.py``) holds 30 steps of the forward-KL arm, every step's
 metrics and the weights at steps 10, 20, 30, made under the hold: a change that moves a run only later.
 """
 
@@ -23,7 +26,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from pdx_lightning.runtime.kernels import cpu_offers
+from pdx_lightning.runtime.kernels import cpu_offers, cpu_vendor
 
 HERE = Path(__file__).resolve().parent
 RECORD = HERE / "fixtures" / "fingerprint" / "steps.json"
@@ -31,6 +34,29 @@ NATIVE = HERE / "fixtures" / "fingerprint" / "steps_native_avx512.json"
 BEFORE = HERE / "fixtures" / "fingerprint" / "before_d377ef5.json"
 
 pytestmark = pytest.mark.slow
+
+
+def held_record(prefix: str) -> Path:
+    """The held fingerprint ``prefix*.json`` made on this CPU's vendor (skips where none was recorded)."""
+    vendor = cpu_vendor()
+    for path in sorted(RECORD.parent.glob(f"{prefix}*.json")):
+        record = json.loads(path.read_text())
+        if record["kernels"] == "avx2" and record.get("cpu_vendor") == vendor:
+            return path
+    pytest.skip(
+        f"no held fingerprint recorded on a {vendor} CPU: record one with "
+        f"tests/fingerprint_{'steps' if prefix == 'steps' else 'intervals'}.py"
+    )
+
+
+def test_a_held_fingerprint_per_vendor_same_games_other_weights():
+    """The Intel and the AMD record under the hold: the same moves and generators, other weights (MKL)."""
+    amd, intel = (json.loads((RECORD.parent / f).read_text()) for f in ("steps.json", "steps_intel.json"))
+    assert (amd["cpu_vendor"], intel["cpu_vendor"]) == ("AuthenticAMD", "GenuineIntel")
+    assert amd["kernels"] == intel["kernels"] == "avx2" and set(amd["arms"]) == set(intel["arms"])
+    for arm, fp in amd["arms"].items():
+        assert (fp["games"], fp["rng"]) == (intel["arms"][arm]["games"], intel["arms"][arm]["rng"])
+        assert fp["weights_all"] != intel["arms"][arm]["weights_all"]
 
 
 def test_the_recorded_fingerprints_agree():
@@ -58,14 +84,17 @@ def test_three_steps_per_arm_reproduce_the_recorded_fingerprint(tmp_path):
     from fingerprint_steps import main, recorded_kernels
 
     setting = recorded_kernels()
-    record = json.loads((RECORD if setting == "avx2" else NATIVE).read_text())
+    record = json.loads((held_record("steps") if setting == "avx2" else NATIVE).read_text())
     if record["torch"] != torch.__version__ or record["machine"] != platform.machine():
         pytest.skip(
             f"fingerprint recorded with torch {record['torch']} on {record['machine']}; "
             f"this is torch {torch.__version__} on {platform.machine()}"
         )
-    if setting == "native" and record["cpu_offers"] != cpu_offers():
-        pytest.skip(f"native kernels: recorded on a CPU offering {record['cpu_offers']}, this one {cpu_offers()}")
+    if setting == "native" and (record["cpu_offers"], record["cpu_vendor"]) != (cpu_offers(), cpu_vendor()):
+        pytest.skip(
+            f"native kernels: recorded on a {record['cpu_vendor']} CPU offering {record['cpu_offers']}, "
+            f"this one {cpu_vendor()} offering {cpu_offers()}"
+        )
 
     out = tmp_path / "steps.json"
     assert main([str(out), "--steps", str(record["steps"])]) == 0
@@ -85,7 +114,7 @@ def test_thirty_steps_reproduce_the_recorded_fingerprint_at_every_interval(tmp_p
     from fingerprint_intervals import main
     from fingerprint_steps import recorded_kernels
 
-    record = json.loads(INTERVALS.read_text())
+    record = json.loads((held_record("intervals") if recorded_kernels() == "avx2" else INTERVALS).read_text())
     if (record["torch"], record["machine"], record["kernels"]) != (
         torch.__version__,
         platform.machine(),
@@ -95,8 +124,11 @@ def test_thirty_steps_reproduce_the_recorded_fingerprint_at_every_interval(tmp_p
             f"recorded with torch {record['torch']} on {record['machine']}, kernels {record['kernels']}; "
             f"this is torch {torch.__version__} on {platform.machine()}, kernels {recorded_kernels()}"
         )
-    if record["kernels"] == "native" and record["cpu_offers"] != cpu_offers():
-        pytest.skip(f"native kernels: recorded on a CPU offering {record['cpu_offers']}, this one {cpu_offers()}")
+    if record["kernels"] == "native" and (record["cpu_offers"], record["cpu_vendor"]) != (cpu_offers(), cpu_vendor()):
+        pytest.skip(
+            f"native kernels: recorded on a {record['cpu_vendor']} CPU offering {record['cpu_offers']}, "
+            f"this one {cpu_vendor()} offering {cpu_offers()}"
+        )
     out = tmp_path / "intervals.json"
     assert main([str(out), "--steps", str(record["steps"]), "--every", str(record["every"])]) == 0
     now = json.loads(out.read_text())

@@ -32,7 +32,16 @@ import sys
 from functools import cache
 from pathlib import Path
 
-__all__ = ["ENV", "HOLD", "KERNELS", "apply_kernels", "cpu_model", "kernel_record", "kernels_setting"]
+__all__ = [
+    "ENV",
+    "HOLD",
+    "KERNELS",
+    "apply_kernels",
+    "cpu_model",
+    "cpu_vendor",
+    "kernel_record",
+    "kernels_setting",
+]
 
 ENV = "PDX_KERNELS"
 KERNELS = ("avx2", "native")
@@ -78,6 +87,12 @@ def cpu_model() -> str | None:
     """The CPU's model name (``/proc/cpuinfo``, else the platform's processor string)."""
     info = _cpuinfo()
     return info.get("model name") or info.get("cpu model") or platform.processor() or None
+
+
+def cpu_vendor() -> str | None:
+    """The CPU's vendor as ``/proc/cpuinfo`` names it (``GenuineIntel``, ``AuthenticAMD``; None: unknown).
+    Held to AVX2, an Intel and an AMD CPU still differ: MKL runs another code path on each."""
+    return _cpuinfo().get("vendor_id") or None
 
 
 def cpu_offers() -> str | None:
@@ -131,6 +146,7 @@ def kernel_record() -> dict[str, str | int | None]:
         "mkl_cbwr": os.environ.get("MKL_CBWR"),
         "threads": threads,
         "cpu": cpu_model(),
+        "cpu_vendor": cpu_vendor(),
         "cpu_offers": cpu_offers(),
         "machine": platform.machine(),
     }

@@ -61,6 +61,7 @@ MADE_WITH = (
     "mkl_cbwr",
     "threads",
     "cpu",
+    "cpu_vendor",
     "cpu_offers",
     "platform",
 )
