@@ -41,6 +41,10 @@ TOOLS: dict[str, tuple[str, str]] = {
     "eval humans": ("pdx_lightning.evaluation.humans", "move matching with human games (top-1/3/5, NLL) from PGN"),
     "eval recovery": ("pdx_lightning.evaluation.recovery", "what fine-tuning recovers vs. the base"),
     "arena": ("pdx_lightning.evaluation.arena", "batched searchless matches and Elo ladder"),
+    "matches": (
+        "pdx_lightning.evaluation.match_list",
+        "a report's matches from one YAML list: run (resumable, shardable), status, save",
+    ),
     "sweep": ("pdx_lightning.experiments.sweep.sweep_command", "the beta x term x temperature matrix"),
     "report": ("pdx_lightning.experiments.report.report_command", "the paper's tables and figures from stored JSON"),
     "uci": ("pdx_lightning.engines.uci", "the network as a UCI engine"),
