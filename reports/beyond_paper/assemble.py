@@ -18,13 +18,12 @@ correlation with a percentile bootstrap 95% interval over cells, Spearman's ρ, 
 above (below) the base on each axis with the interval excluding 0, and how much of each axis's
 between-cell spread exceeds its own measurement noise.
 
-    .venv/bin/python reports/beyond_paper/assemble.py [OUT_DIR]    # default: this directory
+    .venv/bin/python -m reports.beyond_paper.assemble [OUT_DIR] # default: this directory
 """
 
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 import math
 import sys
@@ -68,26 +67,19 @@ class Point:
     pentanomial: list[int]
 
 
-def _script(path: Path, name: str):
-    """A report script beside this one (not a package) as a module."""
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def _compare_1024():
     """reports/sweep_maia_1024/compare.py: its readers of that report's archives."""
-    return _script(B1024 / "compare.py", "compare_1024")
+    from reports.sweep_maia_1024 import compare
+
+    return compare
 
 
 def _solved(cell: dict, base: dict, suite: str, where: str) -> tuple[np.ndarray, np.ndarray]:
     """Per puzzle of ``suite``, solved (0/1) by the cell and by the base, on the base's puzzles."""
-    from pdx_lightning.experiments.report.seeds import _units
+    from pdx_lightning.experiments.report.seeds import puzzle_units
 
     ids = base["suites"][suite]["ids"]
-    units, ref = _units(cell, suite, ids), _units(base, suite, ids)
+    units, ref = puzzle_units(cell, suite, ids), puzzle_units(base, suite, ids)
     if units is None or ref is None:
         raise SystemExit(f"assemble: {where}: {suite} was not scored on the base's puzzles")
     return units[0], ref[0]
@@ -105,9 +97,9 @@ def _delta(samples: list[np.ndarray], ref: np.ndarray) -> tuple[float, float, fl
 
 def _elo(arena: dict, label: str, where: str) -> tuple[float, float, list[int]]:
     from pdx_lightning.evaluation.match import pentanomial_elo
-    from pdx_lightning.experiments.report.seeds import _match
+    from pdx_lightning.experiments.report.seeds import oriented_match
 
-    m = _match(arena, label, arena.get("base", "base"))
+    m = oriented_match(arena, label, arena.get("base", "base"))
     if m is None:
         raise SystemExit(f"assemble: {where}: no paired games of {label!r} against the base")
     elo, half = pentanomial_elo(tuple(m["ptn"]))
@@ -131,7 +123,7 @@ def collect() -> tuple[list[Point], list[Arm], dict]:
     """Every plotted cell; each 128-game arm across its seeds; the supervised control (not plotted)."""
     from pdx_lightning.experiments.report.runs import load_runs
     from pdx_lightning.experiments.report.seeds import arena_aggregates, arms
-    from pdx_lightning.experiments.report.tables import _player
+    from pdx_lightning.experiments.report.tables import arena_label
 
     points = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -147,7 +139,7 @@ def collect() -> tuple[list[Point], list[Arm], dict]:
     for (term, _temp, _beta), cells in arms(runs):
         for c in cells:
             where = f"{SEEDS8.name}: {c['name']}"
-            label = _player(arena, {c["name"], c["checkpoint"]}) or c["name"]
+            label = arena_label(arena, {c["name"], c["checkpoint"]}) or c["name"]
             ev = runs.evals[c["name"]]
             real, ref = _solved(ev, base, X_SUITE, where)
             solved.setdefault(term, []).append(real)
@@ -170,7 +162,7 @@ def collect() -> tuple[list[Point], list[Arm], dict]:
     cc = next(c for c in runs.sweep["cells"] if c["name"] == ctrl)
     control = {
         "d_real": _delta_of(runs.evals[ctrl], base, X_SUITE, ctrl),
-        "elo": _elo(arena, _player(arena, {ctrl, cc["checkpoint"]}) or ctrl, ctrl)[:2],
+        "elo": _elo(arena, arena_label(arena, {ctrl, cc["checkpoint"]}) or ctrl, ctrl)[:2],
     }
     compare = _compare_1024()
     for setting, archive, cell, stem in CELLS_1024:
@@ -251,7 +243,7 @@ def figure(points: list[Point], by_arm: list[Arm], s: dict, out: Path) -> str:
     from matplotlib.lines import Line2D
 
     from pdx_lightning.experiments.arms import TERM_LABEL, TERMS
-    from pdx_lightning.experiments.report.figures import COLORS, _save, plt
+    from pdx_lightning.experiments.report.figures import COLORS, plt, save_figure
 
     markers = {128: "o", 1024: "s"}
     fig, ax = plt.subplots(figsize=(7.5, 5.2))
@@ -338,7 +330,7 @@ def figure(points: list[Point], by_arm: list[Arm], s: dict, out: Path) -> str:
         ylabel="Δ Elo vs base (1,000 argmax games, ± 95%)",
         title="Maia-1900 fine-tuned by self-play: tactics gain vs strength change",
     )
-    return _save(fig, out, FIGURE)
+    return save_figure(fig, out, FIGURE)
 
 
 def _ci(t: tuple[float, float, float]) -> str:
@@ -485,7 +477,9 @@ def report(points: list[Point], by_arm: list[Arm], s: dict, control: dict) -> st
 
 def _searched():
     """searched.py here: the searched and ladder tables from records/."""
-    return _script(HERE / "searched.py", "beyond_paper_searched")
+    from reports.beyond_paper import searched
+
+    return searched
 
 
 def searched_sections(points: list[Point]) -> list[str]:
@@ -622,7 +616,8 @@ def value_move_section(mod) -> list[str]:
     path = RECORDS / "puzzles_value_move.json"
     if not path.is_file():
         return [*out, "Not measured yet: `run.sh valuemove` runs it; no result is claimed.", ""]
-    vm = _script(HERE / "value_move.py", "beyond_paper_value_move")
+    from reports.beyond_paper import value_move as vm
+
     rec = json.loads(path.read_text())
     header, rows = vm.rows(rec, mod.cell_name)
     return [

@@ -5,12 +5,11 @@ same node limit (``lc0_n<N>_<cell>.json``, pentanomial Elo ± 95%), read through
 ``verdict_rows``, as the report's verdict table is; a match without a finished record is not drawn
 (an unfinished one is drawn hollow, labelled interim, with its games so far).
 
-    .venv/bin/python reports/beyond_paper/search_figure.py     # writes search_elo_by_nodes.png here
+    .venv/bin/python -m reports.beyond_paper.search_figure # writes search_elo_by_nodes.png here
 """
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -26,17 +25,10 @@ COLORS = {"forward_kl": "tab:green", "reverse_kl": "tab:blue", "none": "tab:gray
 NODE_COUNTS = (1, 16, 64, 256)
 
 
-def _searched():
-    spec = importlib.util.spec_from_file_location("beyond_paper_searched", HERE / "searched.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def points(records: Path = RECORDS) -> dict[str, list[tuple[int, float, float, bool]]]:
     """Per cell label: (nodes, Elo, ± 95%, interim) for every node count with a match record."""
-    mod = _searched()
+    from reports.beyond_paper import searched as mod
+
     _header, _rows, data = mod.verdict_rows(records, nodes=NODE_COUNTS[1:])
     out: dict[str, list[tuple[int, float, float, bool]]] = {}
     for e in data:
@@ -51,7 +43,8 @@ def points(records: Path = RECORDS) -> dict[str, list[tuple[int, float, float, b
 
 
 def figure(out: Path = HERE, records: Path = RECORDS) -> Path:
-    mod = _searched()
+    from reports.beyond_paper import searched as mod
+
     data = points(records)
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
     for k, (label, pts) in enumerate(data.items()):

@@ -87,9 +87,9 @@ def pairs_elo(doc: dict, label: str, base: str = "base") -> tuple[float, float, 
 def match_elo(doc: dict, label: str, base: str = "base") -> tuple[float, float, float]:
     """Elo of ``label`` against ``base`` from the pentanomial record (± 95% half-width) and its LOS."""
     from pdx_lightning.evaluation.match import pentanomial_elo
-    from pdx_lightning.experiments.report.seeds import _match
+    from pdx_lightning.experiments.report.seeds import oriented_match
 
-    m = _match(doc, label, base)
+    m = oriented_match(doc, label, base)
     if m is None:
         raise SystemExit(f"searched: no paired games of {label!r} against {base!r}")
     elo, half = pentanomial_elo(tuple(m["ptn"]))

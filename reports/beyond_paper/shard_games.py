@@ -15,31 +15,18 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
-import chess.pgn
-
 from pdx_lightning.evaluation.arena_loop import in_shard
-from pdx_lightning.evaluation.arena_resume import round_slot
+from pdx_lightning.evaluation.match_list import join_games
 
 
 def shard_games(src: TextIO, dst: TextIO, k: int, n: int) -> int:
-    """Write the finished games of ``src`` whose ``Round`` slot lies in shard ``k`` of ``n``, each once;
-    their count."""
+    """Write the finished games of ``src`` whose ``Round`` slot lies in shard ``k`` of ``n``, each once
+    (``pdx matches``' :func:`~pdx_lightning.evaluation.match_list.join_games`); their count."""
     in_shard(0, k, n)  # checks k and n
-    seen: dict[int, str] = {}
-    while (game := chess.pgn.read_game(src)) is not None:
-        slot = round_slot(game.headers.get("Round", ""))
-        if slot is None:
-            raise ValueError(f"Round {game.headers.get('Round')!r} is not an arena round (k.1 or k.2)")
-        if not in_shard(slot, k, n) or game.headers.get("Result", "*") == "*":
-            continue
-        text = str(game)
-        if slot in seen:
-            if seen[slot] != text:
-                raise ValueError(f"round {game.headers['Round']}: two different games")
-            continue
-        seen[slot] = text
-        print(text, file=dst, end="\n\n")
-    return len(seen)
+    games = join_games([src.read()], (k, n))
+    for slot in sorted(games):
+        print(games[slot], file=dst, end="\n\n")
+    return len(games)
 
 
 def main(argv: list[str]) -> int:

@@ -2,10 +2,9 @@
 
 import copy
 import csv
-import importlib.util
+import importlib
 import json
 import math
-import sys
 import tarfile
 from pathlib import Path
 
@@ -15,11 +14,8 @@ HERE = Path(__file__).parents[2] / "reports" / "beyond_paper"
 
 
 def _module(name: str):
-    spec = importlib.util.spec_from_file_location(f"beyond_paper_{name}", HERE / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
+    """A module of reports/beyond_paper, imported as the package it is (``reports.beyond_paper``)."""
+    return importlib.import_module(f"reports.beyond_paper.{name}")
 
 
 @pytest.mark.slow

@@ -5,7 +5,7 @@ and the default fit's learning curves (reports/fit_default/figure.py)."""
 from __future__ import annotations
 
 import csv
-import importlib.util
+import importlib
 import re
 import tarfile
 from pathlib import Path
@@ -18,11 +18,8 @@ REPORTS = ROOT / "reports"
 
 
 def _script(path: Path):
-    spec = importlib.util.spec_from_file_location(f"page_figure_{path.parent.name}_{path.stem}", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    """A report's script, imported as the module it is (``reports.<report>.<name>``)."""
+    return importlib.import_module(".".join(path.relative_to(ROOT).with_suffix("").parts))
 
 
 @pytest.mark.slow  # 23 cells' evaluations and the arena's bootstrap: ~10 s CPU

@@ -349,12 +349,9 @@ def test_human_move_matching_section_reads_humans_json(tmp_path):
 @pytest.mark.slow
 def test_the_paper_batch_comparison_rebuilds_from_its_records(tmp_path):
     """reports/sweep_maia_1024/report.md is exactly what its compare.py makes of the committed records."""
-    import importlib.util
+    from reports.sweep_maia_1024 import compare as mod
 
     here = Path(__file__).parents[2] / "reports" / "sweep_maia_1024"
-    spec = importlib.util.spec_from_file_location("compare_1024", here / "compare.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
     assert mod.main(tmp_path / "report.md") == 0
     assert (tmp_path / "report.md").read_text() == (here / "report.md").read_text()
 
@@ -364,14 +361,12 @@ def test_the_value_head_rate_section_pairs_the_two_recipe_cells():
     """compare.py's recipe-against-recipe section: paired over the same puzzles (a cell against itself is
     0 points and 1.00x, every interval degenerate), Elo the difference of the two matches with the
     half-widths in quadrature; nothing until both cells are there."""
-    import importlib.util
     import json
     import math
 
+    from reports.sweep_maia_1024 import compare as mod
+
     here = Path(__file__).parents[2] / "reports" / "sweep_maia_1024"
-    spec = importlib.util.spec_from_file_location("compare_1024_rate", here / "compare.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
     recipe = mod.members(here / "paper_recipe" / "cells_json.tar.xz")
     ev = recipe["cells/forward_kl-adaptive-b0.01/eval.json"]
     arena = json.loads((here / "arena" / "base_paper_recipe.json").read_text())

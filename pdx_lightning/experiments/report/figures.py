@@ -37,7 +37,7 @@ COLORS: dict[str | None, str] = {
 }
 
 
-def _save(fig, out: Path, name: str) -> str:
+def save_figure(fig, out: Path, name: str) -> str:
     fig.tight_layout()
     fig.savefig(out / name, dpi=120)
     plt.close(fig)
@@ -99,7 +99,7 @@ def figure1(runs: Runs, out: Path) -> str | None:
     ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # unlabelled: labels 0.8×/0.9×/1× collided
     ax.set_xticks(sorted(base))
     ax.legend(fontsize=7)
-    return _save(fig, out, "figure1_pstar_ratio.png")
+    return save_figure(fig, out, "figure1_pstar_ratio.png")
 
 
 def figure5(runs: Runs, out: Path) -> tuple[str | None, str]:
@@ -142,7 +142,7 @@ def figure5(runs: Runs, out: Path) -> tuple[str | None, str]:
         ax.set(xscale="log", xlabel="β", title=f"self-play τ: {TEMP_LABEL[temp]}")
         ax.legend(fontsize=7)
     axes[0][0].set_ylabel(f"{suite} accuracy (%)")
-    return _save(fig, out, "figure5_accuracy_vs_beta.png"), suite
+    return save_figure(fig, out, "figure5_accuracy_vs_beta.png"), suite
 
 
 def figure7(runs: Runs, out: Path) -> str | None:
@@ -176,7 +176,7 @@ def figure7(runs: Runs, out: Path) -> str | None:
             title=f"Trajectory coverage at {pos}, depth {depth}",
         )
         ax.legend(fontsize=6)
-    return _save(fig, out, "figure7_coverage.png")
+    return save_figure(fig, out, "figure7_coverage.png")
 
 
 def figure8(runs: Runs, out: Path) -> str | None:
@@ -199,7 +199,7 @@ def figure8(runs: Runs, out: Path) -> str | None:
         ax.set(xlabel=xlabel)
     axes[0].set_ylabel("recovered (% of base-wrong positions)")
     axes[0].legend(fontsize=7)
-    return _save(fig, out, "figure8_recovery.png")
+    return save_figure(fig, out, "figure8_recovery.png")
 
 
 def draw_all(runs: Runs, out: Path) -> dict[str, tuple[str | None, str]]:

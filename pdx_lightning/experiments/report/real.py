@@ -109,7 +109,7 @@ def figure6(runs: Runs, out: Path, suite: str = "real") -> str | None:
     ax.set_xticks(range(len(labels)), [f"{k}\n(n={b['n']})" for k, b in zip(labels, base["by_bin"])], fontsize=6)
     ax.set(xlabel="Lichess puzzle rating", ylabel="accuracy (%)", title="Real Lichess puzzles: accuracy by rating")
     ax.legend(fontsize=7)
-    return figures._save(fig, out, "figure6_real_by_rating.png")
+    return figures.save_figure(fig, out, "figure6_real_by_rating.png")
 
 
 def sections(runs: Runs, out: Path) -> list[str]:

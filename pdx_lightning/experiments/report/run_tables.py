@@ -20,8 +20,8 @@ from pdx_lightning.evaluation.match import pentanomial_elo
 from pdx_lightning.evaluation.run_aggregates import N_RESAMPLES, Interval, improvement, run_aggregate
 from pdx_lightning.experiments.arms import TEMP_LABEL, TERM_LABEL
 from pdx_lightning.experiments.report.runs import NM, Runs
-from pdx_lightning.experiments.report.seeds import SEED_SUITES, SUITE_TITLE, _match, _units, arms
-from pdx_lightning.experiments.report.tables import _player
+from pdx_lightning.experiments.report.seeds import SEED_SUITES, SUITE_TITLE, arms, oriented_match, puzzle_units
+from pdx_lightning.experiments.report.tables import arena_label
 
 Arm = tuple  # (term, temperature, beta)
 
@@ -41,13 +41,13 @@ def per_seed_scores(runs: Runs) -> dict[str, dict[Arm, dict[int, float]]]:
     for arm, cells in arms(runs):
         for c in cells:
             seed = c.get("seed", default)
-            label = _player(arena, {c["name"], c["checkpoint"]})
-            if label is not None and (m := _match(arena, label, base_label)):
+            label = arena_label(arena, {c["name"], c["checkpoint"]})
+            if label is not None and (m := oriented_match(arena, label, base_label)):
                 out.setdefault("elo", {}).setdefault(arm, {})[seed] = pentanomial_elo(tuple(m["ptn"]))[0]
             for s in suites:
                 assert runs.base is not None  # suites are the base's
                 ids = runs.base["suites"][s]["ids"]
-                base, u = _units(runs.base, s, ids), _units(runs.evals.get(c["name"]), s, ids)
+                base, u = puzzle_units(runs.base, s, ids), puzzle_units(runs.evals.get(c["name"]), s, ids)
                 if base is None or u is None:
                     continue
                 out.setdefault(f"acc:{s}", {}).setdefault(arm, {})[seed] = 100 * (u[0].mean() - base[0].mean())
@@ -129,9 +129,9 @@ def direct_rows(runs: Runs, first: str, second: str) -> list[list[str]]:
         for c in cells:
             seed = c.get("seed", default)
             o = others.get(seed)
-            la = _player(arena, {c["name"], c["checkpoint"]})
-            lb = o and _player(arena, {o["name"], o["checkpoint"]})
-            if la and lb and (m := _match(arena, la, lb)):
+            la = arena_label(arena, {c["name"], c["checkpoint"]})
+            lb = o and arena_label(arena, {o["name"], o["checkpoint"]})
+            if la and lb and (m := oriented_match(arena, la, lb)):
                 elo, half = pentanomial_elo(tuple(m["ptn"]))
                 recs.append(m["ptn"])
                 rows.append(

@@ -35,7 +35,7 @@ from pdx_lightning.evaluation.replicates import (
 )
 from pdx_lightning.experiments.arms import TEMP_LABEL, TEMPERATURES, TERM_LABEL, TERMS
 from pdx_lightning.experiments.report.runs import NM, Runs
-from pdx_lightning.experiments.report.tables import _beta, _player
+from pdx_lightning.experiments.report.tables import _beta, arena_label
 
 # the suites of the across-seed tables, in this order, when the base was scored on them
 SEED_SUITES = ("real", "real_hard", "tactics", "hard", "mates", "selection")
@@ -54,7 +54,7 @@ def arms(runs: Runs) -> list[tuple[tuple, list[dict]]]:
     ]
 
 
-def _units(doc: dict | None, suite: str, ids: list) -> tuple[np.ndarray, np.ndarray] | None:
+def puzzle_units(doc: dict | None, suite: str, ids: list) -> tuple[np.ndarray, np.ndarray] | None:
     """(solved 0/1, log p*) per puzzle of ``suite`` in an eval document, when scored on puzzles ``ids``."""
     s = (doc or {}).get("suites", {}).get(suite)
     if not s or not s.get("per_puzzle") or s.get("ids") != ids:
@@ -70,7 +70,7 @@ def suite_aggregates(runs: Runs, suite: str, depth: int | None = None) -> list[d
     """Per arm on ``suite`` (only its mate-in-``depth`` puzzles when given): its cells, the accuracy
     aggregate and the log-p* aggregate (None: p* not finite)."""
     b = (runs.base or {}).get("suites", {}).get(suite)
-    base = _units(runs.base, suite, b["ids"]) if b else None
+    base = puzzle_units(runs.base, suite, b["ids"]) if b else None
     if base is None:
         return []
     keep = None if depth is None else np.asarray(b.get("depth") or [], dtype=object) == depth
@@ -83,7 +83,7 @@ def suite_aggregates(runs: Runs, suite: str, depth: int | None = None) -> list[d
         units = [
             (c, u if keep is None else (u[0][keep], u[1][keep]))
             for c in cells
-            if (u := _units(runs.evals[c["name"]], suite, b["ids"]))
+            if (u := puzzle_units(runs.evals[c["name"]], suite, b["ids"]))
         ]
         if len(units) < 2:
             continue
@@ -169,7 +169,7 @@ def table_depths(runs: Runs, suite: str = "mates") -> str:
     return markdown_table(["Exploration term", "Self-play τ", "β", *(f"mate-in-{d}" for d in depths)], rows)
 
 
-def _match(arena: dict, a: str, b: str) -> dict | None:
+def oriented_match(arena: dict, a: str, b: str) -> dict | None:
     """The match block entry of ``a`` against ``b`` with ``a``'s pentanomial record (oriented)."""
     for m in arena.get("matches", []):
         if {m["a"], m["b"]} == {a, b} and m.get("pentanomial"):
@@ -195,8 +195,8 @@ def arena_aggregates(runs: Runs) -> list[dict]:
     for (term, temp, beta), cells in arms(runs):
         per = []
         for c in cells:
-            label = _player(arena, {c["name"], c["checkpoint"]})
-            if label is not None and (m := _match(arena, label, base)):
+            label = arena_label(arena, {c["name"], c["checkpoint"]})
+            if label is not None and (m := oriented_match(arena, label, base)):
                 elo, half = pentanomial_elo(tuple(m["ptn"]))
                 per.append({"cell": c, "ptn": m["ptn"], "games": 2 * sum(m["ptn"]), "elo": elo, "half": half})
         if len(per) < 2:

@@ -30,7 +30,7 @@ def _beta(c: dict | None) -> str:
     return "–" if not c or c.get("beta") is None else f"{c['beta']:g}"
 
 
-def _player(doc: dict | None, keys: set) -> str | None:
+def arena_label(doc: dict | None, keys: set) -> str | None:
     """The arena label of the player whose label or model string is one of ``keys``."""
     for p in (doc or {}).get("players", []):
         if p["label"] in keys or p["model"] in keys:
@@ -39,10 +39,10 @@ def _player(doc: dict | None, keys: set) -> str | None:
 
 
 def _elo(doc: dict | None, keys: set) -> tuple[str, dict | None]:
-    label = _player(doc, keys)
+    label = arena_label(doc, keys)
     if label is None or "ratings" not in (doc or {}).get("elo", {}):
         return NM, None
-    assert doc is not None  # _player found the label in it
+    assert doc is not None  # arena_label found the label in it
     r = next((r for r in doc["elo"]["ratings"] if r["player"] == label), None)
     h2h = next((h for h in doc.get("head_to_head", []) if h["player"] == label), None)
     if r is None:  # a player of the match block only (games added after the ladder was fitted)
