@@ -4,16 +4,24 @@ A list names its players once and each match by the records it leaves::
 
     records: .                 # where each match's records go, relative to this file (default: its folder)
     work: runs/matches/searched    # where games stream while they are played (default: runs/matches/<stem>)
+    vars: {LC0: .venv/bin/lc0}     # ${LC0} in model strings and options; the environment's value wins
     arena:                     # pdx arena's options for every match (long names)
       openings: data/openings_uho_600.epd
       games: 1000
     players:                   # the label of each player in games and reports, and its model string
       searched: runs/searched/version_0/checkpoints/last.ckpt
       base: base:maia-1900
+      lc0_base: "uci:${LC0} --weights=maia-1900.pb.gz --backend=eigen --threads=1"
     matches:
       pass_searched: {players: [searched, base]}
       n16_searched: {players: [searched, base], nodes: 16}       # each network inside pdx's search
       n64_searched: {players: [searched, base], nodes: 64, arena: {concurrency: 256}}
+      lc0_n16: {players: [lc0_base, searched], nodes: 16}        # a uci: engine: `go nodes 16`
+      odd: {players: {base: base:maia-1900, hot: "search[nodes=16,policy_softmax_temp=2]:base:maia-1900"}}
+
+A match's ``players`` name players of the list, or map its own labels to model strings. ``nodes: N``
+plays every network inside pdx's search with N nodes a move (``search[nodes=N]:``) and every ``uci:``
+engine with ``go nodes N`` (``uci[nodes=N]:``); ``sf:`` and ``search[...]`` players are played as written.
 
 ``pdx matches run LIST`` plays every match whose ``NAME.json`` is not in the records folder yet, one after
 the other, each as ``pdx arena`` with ``--pgn WORK/NAME.pgn --resume --json --md`` (the arena checks every
@@ -23,7 +31,7 @@ whose records exist is not played again. ``--shard K/N`` plays shard K of every 
 arena --shard``: the opening pairs p with p mod N = K - 1) into ``WORK/NAME.shard-K-of-N.pgn``, so N
 processes or machines share a list; a run without ``--shard`` then joins the shards' games (each game once)
 and plays whatever is missing. ``save`` writes each unfinished match's games so far as
-``NAME.partial.pgn.xz`` into the records folder, to commit and resume on another machine (a run there
+``partial/NAME.pgn.xz`` into the records folder, to commit and resume on another machine (a run there
 starts from it). ``status`` says what is done, what is under way (games played) and what is left.
 """
 
@@ -32,8 +40,10 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import io
+import json
 import lzma
 import os
+import string
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -60,13 +70,15 @@ __all__ = [
     "arena_args",
     "join_games",
     "load_match_list",
+    "record_differences",
     "run",
 ]
 
 ACTIONS = ("run", "status", "save")
 # arena options the list sets itself for every match (who plays, where the games and records go)
 SET_BY_LIST = ("model", "label", "pgn", "json", "md", "resume", "shard")
-ENGINE_PREFIXES = ("sf:", "uci:", "uci[", "search[")
+# players `nodes:` leaves as written: Stockfish anchors, and specs that say their own search
+AS_WRITTEN = ("sf:", "uci[", "search[")
 
 
 class MatchListError(UserError, ValueError):
@@ -110,8 +122,12 @@ class MatchList:
         return self.work / f"{match.name}{suffix}.pgn"
 
     def record(self, match: Match, ext: str) -> Path:
-        """``match``'s record ``NAME.<ext>`` in the records folder (json, md, pgn.xz, partial.pgn.xz)."""
+        """``match``'s record ``NAME.<ext>`` in the records folder (json, md, pgn.xz)."""
         return self.records / f"{match.name}.{ext}"
+
+    def partial(self, match: Match) -> Path:
+        """Where ``save`` keeps an unfinished match's games: ``partial/NAME.pgn.xz`` in the records folder."""
+        return self.records / "partial" / f"{match.name}.pgn.xz"
 
 
 def _mapping(value: object, where: str) -> dict[str, Any]:
@@ -123,10 +139,30 @@ def _mapping(value: object, where: str) -> dict[str, Any]:
 
 
 def _node_spec(model: str, nodes: int | None) -> str:
-    """``model`` played inside pdx's search with ``nodes`` per move (engines and searched specs as given)."""
-    if nodes is None or model.startswith(ENGINE_PREFIXES):
+    """``model`` searching ``nodes`` per move: a network inside pdx's search, a ``uci:`` engine told ``go
+    nodes``; ``sf:`` players and specs that say their own search are played as written."""
+    if nodes is None or model.startswith(AS_WRITTEN):
         return model
+    if model.startswith("uci:"):
+        return f"uci[nodes={nodes}]:{model[4:]}"
     return f"search[nodes={nodes}]:{model}"
+
+
+def _expander(values: dict[str, Any]):
+    """``${NAME}`` in a string replaced by the list's ``vars`` (the environment's value wins)."""
+    table = {k: os.environ.get(k, str(v)) for k, v in values.items()}
+
+    def expand(text: Any, what: str) -> Any:
+        if not isinstance(text, str):
+            return text
+        try:
+            return string.Template(text).substitute(table)
+        except KeyError as e:
+            raise MatchListError(f"{what}: ${{{e.args[0]}}} is not one of the list's vars") from None
+        except ValueError as e:
+            raise MatchListError(f"{what}: {e}") from None
+
+    return expand
 
 
 def load_match_list(path: str | os.PathLike, work: str | os.PathLike | None = None) -> MatchList:
@@ -139,14 +175,12 @@ def load_match_list(path: str | os.PathLike, work: str | os.PathLike | None = No
     except yaml.YAMLError as e:
         raise MatchListError(f"{path}: not YAML ({' '.join(str(e).split())})") from None
     top = _mapping(doc, f"{path}")
-    unknown = sorted(set(top) - {"records", "work", "arena", "players", "matches"})
+    unknown = sorted(set(top) - {"records", "work", "vars", "arena", "players", "matches"})
     if unknown:
-        raise MatchListError(f"{path}: unknown key {unknown[0]!r} (records, work, arena, players, matches)")
+        raise MatchListError(f"{path}: unknown key {unknown[0]!r} (records, work, vars, arena, players, matches)")
+    expand = _expander(_mapping(top.get("vars"), f"{path}: vars"))
     defaults = _mapping(top.get("arena"), f"{path}: arena")
-    players = _mapping(top.get("players"), f"{path}: players")
-    for name, model in players.items():
-        if not isinstance(model, str) or not model.strip():
-            raise MatchListError(f"{path}: player {name!r} needs a model string, got {model!r}")
+    players = _players(_mapping(top.get("players"), f"{path}: players"), str(path), expand)
     matches = _mapping(top.get("matches"), f"{path}: matches")
     if not matches:
         raise MatchListError(f"{path}: the list has no matches")
@@ -159,14 +193,22 @@ def load_match_list(path: str | os.PathLike, work: str | os.PathLike | None = No
         extra = sorted(set(spec) - {"players", "nodes", "arena"})
         if extra:
             raise MatchListError(f"{where}: unknown key {extra[0]!r} (players, nodes, arena)")
-        labels = spec.get("players")
-        if not isinstance(labels, list) or len(labels) < 2:
-            raise MatchListError(f"{where}: 'players' must list at least two player names")
-        missing = [p for p in labels if p not in players]
-        if missing:
-            raise MatchListError(f"{where}: player {missing[0]!r} is not in the list's players ({', '.join(players)})")
-        if len(set(labels)) != len(labels):
-            raise MatchListError(f"{where}: a player plays itself ({', '.join(labels)})")
+        own = spec.get("players")
+        if isinstance(own, dict):  # this match's own labels and model strings
+            cast = _players(own, where, expand)
+        elif isinstance(own, list):
+            missing = [p for p in own if p not in players]
+            if missing:
+                raise MatchListError(
+                    f"{where}: player {missing[0]!r} is not in the list's players ({', '.join(players)})"
+                )
+            if len(set(own)) != len(own):
+                raise MatchListError(f"{where}: a player plays itself ({', '.join(own)})")
+            cast = {p: players[p] for p in own}
+        else:
+            cast = {}
+        if len(cast) < 2:
+            raise MatchListError(f"{where}: 'players' must name at least two players (a list, or label: model)")
         nodes = spec.get("nodes")
         if nodes is not None and (isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1):
             raise MatchListError(f"{where}: nodes must be a positive integer, got {nodes!r}")
@@ -174,8 +216,9 @@ def load_match_list(path: str | os.PathLike, work: str | os.PathLike | None = No
         taken = sorted(k for k in options if k.replace("-", "_") in SET_BY_LIST)
         if taken:
             raise MatchListError(f"{where}: arena option {taken[0]!r} is set by the list itself")
-        models = tuple(_node_spec(players[p], nodes) for p in labels)
-        parsed.append(Match(name, tuple(labels), models, options))
+        options = {k: expand(v, f"{where}: arena option {k!r}") for k, v in options.items()}
+        models = tuple(_node_spec(m, nodes) for m in cast.values())
+        parsed.append(Match(name, tuple(cast), models, options))
     base = path.parent
     records = base / str(top.get("records", "."))
     work_dir = Path(work) if work is not None else Path(str(top.get("work", f"runs/matches/{path.stem}")))
@@ -183,6 +226,16 @@ def load_match_list(path: str | os.PathLike, work: str | os.PathLike | None = No
     for m in ml.matches:
         arena_args(ml, m)  # every match's options checked now, before any match is played
     return ml
+
+
+def _players(table: dict[str, Any], where: str, expand) -> dict[str, str]:
+    """Labels to model strings, each a non-empty string with its ``${VARS}`` expanded."""
+    out = {}
+    for label, model in table.items():
+        if not isinstance(model, str) or not model.strip():
+            raise MatchListError(f"{where}: player {label!r} needs a model string, got {model!r}")
+        out[label] = expand(model, f"{where}: player {label!r}")
+    return out
 
 
 class _ArenaOptions(argparse.ArgumentParser):
@@ -227,6 +280,27 @@ def arena_args(
     return _ArenaOptions(f"{ml.path}: match {match.name!r}").parse_args(argv)
 
 
+# what a finished record's arena command must share with the list (where games and records went may
+# differ; an option the record predates, None there, is not compared)
+PLAYED_AS = (
+    "model", "label", "openings", "games", "base", "base_games", "sample", "temperature", "max_plies",
+    "claim_draws", "adjudicate", "adjudicate_draw", "adjudicate_win", "concurrency", "seed", "threads",
+    "engine_procs", "elo_model", "anchor", "anchor_elo", "prior_draws",
+)  # fmt: skip
+
+
+def record_differences(ml: MatchList, match: Match) -> list[str]:
+    """How ``match``'s finished record (``NAME.json``) was played otherwise than the list says: one
+    ``option: recorded != listed`` line per difference (empty: the list is what was played)."""
+    config = json.loads(ml.record(match, "json").read_text()).get("config", {})
+    listed = vars(arena_args(ml, match))
+    return [
+        f"{key}: {config[key]!r} != {listed[key]!r}"
+        for key in PLAYED_AS
+        if config.get(key) is not None and config[key] != listed.get(key)
+    ]
+
+
 def _games(text: str) -> Iterator[chess.pgn.Game]:
     stream = io.StringIO(text)
     while (game := chess.pgn.read_game(stream)) is not None:
@@ -254,7 +328,7 @@ def join_games(texts: Iterable[str], shard: tuple[int, int] | None = None) -> di
 def _sources(ml: MatchList, match: Match) -> list[Path]:
     """Every file holding games of ``match``: its stream, its shards' streams, its saved partial."""
     found = [ml.pgn(match)] + sorted(ml.work.glob(f"{match.name}.shard-*-of-*.pgn"))
-    return [p for p in found if p.is_file()] + [p for p in [ml.record(match, "partial.pgn.xz")] if p.is_file()]
+    return [p for p in found if p.is_file()] + [p for p in [ml.partial(match)] if p.is_file()]
 
 
 def _read(path: Path) -> str:
@@ -304,14 +378,15 @@ def _run(ml: MatchList, matches: list[Match], shard: tuple[int, int] | None, qui
             print(f"{head}: shard {shard[0]}/{shard[1]} done; run without --shard to join", file=sys.stderr)
             continue
         _write_pgn(ml.record(match, "pgn.xz"), _played(ml, match), xz=True)
-        ml.record(match, "partial.pgn.xz").unlink(missing_ok=True)
+        ml.partial(match).unlink(missing_ok=True)
     return 0
 
 
 def _status(ml: MatchList, matches: list[Match]) -> int:
     for match in matches:
         if _done(ml, match):
-            state = "done"
+            differs = record_differences(ml, match)
+            state = f"done, but played otherwise ({'; '.join(differs)})" if differs else "done"
         else:
             n = len(_played(ml, match))
             state = f"{n} games played" if n else "not started"
@@ -325,8 +400,8 @@ def _save(ml: MatchList, matches: list[Match]) -> int:
             continue
         games = _played(ml, match)
         if games:
-            _write_pgn(ml.record(match, "partial.pgn.xz"), games, xz=True)
-            print(f"{match.name}: {len(games)} games saved to {ml.record(match, 'partial.pgn.xz')}")
+            _write_pgn(ml.partial(match), games, xz=True)
+            print(f"{match.name}: {len(games)} games saved to {ml.partial(match)}")
     return 0
 
 
@@ -336,7 +411,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "action",
         choices=ACTIONS,
         help="run: play every unfinished match (resumable); status: what is done, under way, left; "
-        "save: each unfinished match's games so far as NAME.partial.pgn.xz beside its records",
+        "save: each unfinished match's games so far as partial/NAME.pgn.xz beside its records",
     )
     a("list", help="the match list (YAML: records, work, arena, players, matches)")
     a("--only", action="append", metavar="NAME", help="only the matches with these names (shell globs; repeatable)")

@@ -40,7 +40,7 @@ SEEDS8 = ROOT / "reports" / "sweep_maia_seeds8" / "runs_json.tar.xz"
 B1024 = ROOT / "reports" / "sweep_maia_1024"
 FIGURE = "dissociation.png"
 POINTS = "points.csv"
-RECORDS = HERE / "records"  # run.sh's match records (searched.py reads them)
+RECORDS = HERE / "records"  # the match records of matches.yaml (searched.py reads them)
 X_SUITE, X2_SUITE = "real", "tactics"  # the figure's x (real Lichess puzzles); the table's second suite
 RECIPE = "Table 2 recipe"  # the paper's rates and the reference code's switches
 RECIPE_REF_LR = "Table 2 recipe, value head 3e-6"  # the same, the value head at the authors' code's rate
@@ -483,7 +483,7 @@ def _searched():
 
 
 def searched_sections(points: list[Point]) -> list[str]:
-    """Under search (the real Lc0) and on the Stockfish ladder: the tables of the match records run.sh
+    """Under search (the real Lc0) and on the Stockfish ladder: the tables of the match records of matches.yaml
     committed to records/, and what has not been run yet."""
     from pdx_lightning.evaluation.markdown import markdown_table
 
@@ -512,7 +512,11 @@ def searched_sections(points: list[Point]) -> list[str]:
             if text:
                 out += [text, ""]
     else:
-        out += ["No match has been run yet: `run.sh` scripts them; no result is claimed.", ""]
+        out += [
+            "No match has been run yet: `pdx matches run reports/beyond_paper/matches.yaml` plays them; "
+            "no result is claimed.",
+            "",
+        ]
     out += [
         "## Absolute scale: a Stockfish `UCI_Elo` ladder",
         "",
@@ -546,7 +550,11 @@ def searched_sections(points: list[Point]) -> list[str]:
             "",
         ]
     else:
-        out += ["The ladder has not been run yet: `run.sh ladder` scripts it; no result is claimed.", ""]
+        out += [
+            "The ladder has not been run yet: `pdx matches run reports/beyond_paper/matches.yaml --only "
+            "'ladder_*'` plays it; no result is claimed.",
+            "",
+        ]
     out += value_section(mod)
     out += value_move_section(mod)
     out += pilot_section(mod)
@@ -671,7 +679,12 @@ def pilot_section(mod) -> list[str]:
     header, rows, data = mod.pilot_rows(RECORDS)
     temp = RECORDS / "temperature.json"
     if not rows or not temp.is_file():
-        return [*out, "Not run yet: `run.sh pilot` runs it; no result is claimed.", ""]
+        return [
+            *out,
+            "Not run yet: `run.sh temperature`, then `pdx matches run reports/beyond_paper/matches.yaml "
+            "--only 'pilot_*'`; no result is claimed.",
+            "",
+        ]
     t = json.loads(temp.read_text())
     ts = ", ".join(f"{c['label']} {c['matching_t']:.3f}" for c in t["cells"])
     answers = []

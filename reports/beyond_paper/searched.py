@@ -1,5 +1,6 @@
 """The searched and absolute-scale sections of reports/beyond_paper/report.md, from the match records that
-``run.sh`` commits under ``records/`` (one JSON per match, as ``pdx arena --json`` writes it).
+``pdx matches run reports/beyond_paper/matches.yaml`` writes under ``records/`` (one JSON per match, as
+``pdx arena --json`` writes it).
 
 Per cell (``run.sh``'s labels; ``CELLS`` below): whether the retrained network is the committed one
 (``same_<label>.json``, from ``same_cell.py``), its single-pass Elo against the base in pdx's arena on the
@@ -18,7 +19,7 @@ The value heads (``value_rows``): ``pdx eval humans`` on the exported files and 
 real Lichess games (``humans_value.json``): each value head's NLL of the game's result and its paired
 difference from the base's (clustered by game), beside the policy's move matching and entropy.
 
-A match still being played (its games so far saved by ``run.sh save`` as ``records/partial/<name>.pgn.xz``)
+A match still being played (its games so far saved by ``pdx matches save`` as ``records/partial/<name>.pgn.xz``)
 is reported as interim: its Elo and change from the complete opening pairs played so far, marked with
 the number of games, never as a verdict (below ``MIN_INTERIM_PAIRS`` pairs, only the number of games).
 
@@ -329,7 +330,7 @@ def search_answer(data: list[dict], nodes: tuple[int, ...] = (16, 64)) -> str:
     return ". ".join(parts) + "."
 
 
-ANCHOR, ANCHOR_ELO = "sf:elo=1650", 1650.0  # run.sh's ladder anchor
+ANCHOR, ANCHOR_ELO = "sf:elo=1650", 1650.0  # matches.yaml's ladder anchor
 
 
 def joint_ladder(records: Path) -> dict[str, tuple[float, float, float, float, float]]:

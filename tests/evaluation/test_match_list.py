@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pdx_lightning.cli import main
-from pdx_lightning.evaluation.match_list import MatchListError, join_games, load_match_list
+from pdx_lightning.evaluation.match_list import MatchListError, join_games, load_match_list, record_differences
 
 LIST = """\
 work: {work}
@@ -67,12 +67,12 @@ def test_shards_joined_and_a_saved_partial_give_the_unsplit_match(tmp_path, caps
     assert capsys.readouterr().out.startswith("pass_ab: 4 games played")
     # the half played is saved beside the records, the streams lost (another machine): the run resumes
     assert main(["matches", "save", str(split), "--only", "pass_ab"]) == 0
-    assert games_text(split.parent / "pass_ab.partial.pgn.xz").count("[Round ") == 4
+    assert games_text(split.parent / "partial" / "pass_ab.pgn.xz").count("[Round ") == 4
     for stream in (split.parent / "work").glob("pass_ab*.pgn"):
         stream.unlink()
     assert main(["matches", "run", str(split), "--only", "pass_ab", "--shard", "2/2", "--quiet"]) == 0
     assert main(["matches", "run", str(split), "--only", "pass_ab", "--quiet"]) == 0
-    assert not (split.parent / "pass_ab.partial.pgn.xz").exists()
+    assert not (split.parent / "partial" / "pass_ab.pgn.xz").exists()
     assert games_text(split.parent / "pass_ab.pgn.xz") == games_text(whole.parent / "pass_ab.pgn.xz")
     one, two = (json.loads((p.parent / "pass_ab.json").read_text()) for p in (whole, split))
     assert one["games"] == two["games"] and one["elo"] == two["elo"]
@@ -108,3 +108,29 @@ def test_two_different_games_of_one_round_are_refused():
     assert join_games([game.format(r="*")]) == {}  # cut short: played again
     with pytest.raises(MatchListError, match="round 1.1: two different games"):
         join_games([game.format(r="1-0"), game.format(r="0-1")])
+
+
+def test_status_says_when_a_record_was_played_otherwise_than_listed(tmp_path, capsys):
+    path = write_list(tmp_path / "r")
+    assert main(["matches", "run", str(path), "--only", "pass_ab", "--quiet"]) == 0
+    path.write_text(path.read_text().replace("games: 8", "games: 6"))
+    ml = load_match_list(path)
+    assert record_differences(ml, ml.matches[0]) == ["games: 8 != 6"]
+    capsys.readouterr()
+    assert main(["matches", "status", str(path), "--only", "pass_ab"]) == 0
+    assert capsys.readouterr().out.startswith("pass_ab: done, but played otherwise (games: 8 != 6)")
+
+
+def test_vars_fill_model_strings_and_the_environment_wins(tmp_path, monkeypatch):
+    path = tmp_path / "v.yaml"
+    path.write_text(
+        "vars: {NET: random:tiny, ENGINE: lc0}\n"
+        "players: {a: '${NET}', b: 'uci:${ENGINE} --threads=1', c: 'sf:nodes=1'}\n"
+        "matches:\n  m: {players: [a, b, c], nodes: 4}\n  bad: {players: {a: '${NOPE}', b: x}}\n"
+    )
+    with pytest.raises(MatchListError, match=r"match 'bad': player 'a': \$\{NOPE\} is not one of the list's vars"):
+        load_match_list(path)
+    path.write_text(path.read_text().split("  bad:")[0])
+    monkeypatch.setenv("ENGINE", "/opt/lc0")
+    (m,) = load_match_list(path).matches
+    assert m.models == ("search[nodes=4]:random:tiny", "uci[nodes=4]:/opt/lc0 --threads=1", "sf:nodes=1")

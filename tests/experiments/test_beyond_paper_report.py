@@ -489,3 +489,23 @@ def test_shard_games_splits_saved_games_by_opening_pair_and_the_shards_join_to_a
     other = _pgn([{**games[0], "result": "0-1"}], unfinished=False)
     with pytest.raises(ValueError, match=r"round 1\.1: two different games"):
         sg.shard_games(io.StringIO(text + other), io.StringIO(), 1, 1)
+
+
+@pytest.mark.parametrize(
+    ("report", "played_with"),
+    [
+        ("beyond_paper", {"SHARED": "/work/shared", "LC0": ".venv/bin/lc0"}),
+        ("searched", {"CELLS": "/work/wt_cells/runs/sweep_maia/cells"}),
+    ],
+)
+def test_each_finished_match_was_played_as_its_report_lists_it(monkeypatch, report, played_with):
+    """reports/<report>/matches.yaml is what was played: every record's arena command (players, labels,
+    games, openings, concurrency, anchors, ...) equals the list's, with the paths it was played from."""
+    from pdx_lightning.evaluation.match_list import load_match_list, record_differences
+
+    for name, value in played_with.items():
+        monkeypatch.setenv(name, value)
+    ml = load_match_list(Path(__file__).parents[2] / "reports" / report / "matches.yaml")
+    done = [m for m in ml.matches if ml.record(m, "json").is_file()]
+    assert len(done) >= 3
+    assert {m.name: record_differences(ml, m) for m in done} == {m.name: [] for m in done}
