@@ -52,8 +52,6 @@ __all__ = [
     "PDXLoss",
     "UnknownExplorationTerm",
     "base_wdl_kl",
-    "check_exploration",
-    "check_loss_settings",
     "exploration_term",
     "importance_weight",
     "pdx_loss",
@@ -102,25 +100,6 @@ def value_loss(wdl_logits: torch.Tensor, target: torch.Tensor, rho: torch.Tensor
     return (at_least_float32(rho) * ce).mean()
 
 
-def check_exploration(exploration: str) -> None:
-    """Raise :class:`UnknownExplorationTerm` unless ``exploration`` is one of ``EXPLORATION_TERMS``."""
-    if exploration not in EXPLORATION_TERMS:
-        raise UnknownExplorationTerm(
-            f"unknown exploration term {exploration!r}; valid terms: {', '.join(EXPLORATION_TERMS)}"
-        )
-
-
-def check_loss_settings(exploration: str, beta: float, c_v: float, value_anchor: float) -> None:
-    """The loss settings of Eq. 7 (and the optional anchor weight w), checked once by their owner."""
-    check_exploration(exploration)
-    if not beta >= 0:
-        raise ValueError(f"beta (β, weight of the exploration penalty in Eq. 7) must be >= 0, got {beta}")
-    if not c_v >= 0:
-        raise ValueError(f"c_v (value-loss weight in Eq. 7) must be >= 0, got {c_v}")
-    if not value_anchor >= 0:
-        raise ValueError(f"value_anchor must be >= 0, got {value_anchor} (w, the base-WDL anchor's weight; 0 = off)")
-
-
 def exploration_term(
     exploration: str, log_p_theta: torch.Tensor, log_p_base: torch.Tensor, mask: torch.Tensor
 ) -> torch.Tensor:
@@ -128,9 +107,8 @@ def exploration_term(
 
     ``forward_kl`` = D_KL(π_base‖π_θ) (Eq. 2, ours); ``reverse_kl`` =
     D_KL(π_θ‖π_base) (the RLHF anchor); ``entropy`` = −H(π_θ) (Eq. 1's bonus as a
-    penalty); ``none`` = 0.
+    penalty); ``none`` = 0. Another name is an :class:`UnknownExplorationTerm`.
     """
-    check_exploration(exploration)
     log_p_theta = at_least_float32(log_p_theta)
     if exploration == "none":
         return log_p_theta.new_zeros(log_p_theta.shape[0])
@@ -138,7 +116,11 @@ def exploration_term(
         return -entropy(log_p_theta, mask)
     if exploration == "reverse_kl":
         return reverse_kl(log_p_theta, log_p_base, mask)
-    return forward_kl(log_p_base, log_p_theta, mask)
+    if exploration == "forward_kl":
+        return forward_kl(log_p_base, log_p_theta, mask)
+    raise UnknownExplorationTerm(
+        f"unknown exploration term {exploration!r}; valid terms: {', '.join(EXPLORATION_TERMS)}"
+    )
 
 
 def base_wdl_kl(wdl_logits: torch.Tensor, wdl_base: torch.Tensor, *, reverse: bool = False) -> torch.Tensor:
@@ -199,9 +181,9 @@ def pdx_loss(
     constants and are detached here. The bracketed term is the reference code's base-WDL anchor
     (:func:`base_wdl_kl`, weight w = ``value_anchor``, 0 = off = Eq. 7); it needs ``wdl_base`` (B, 3),
     p_base at s. Its direction follows the exploration term as in that code: reverse KL with
-    ``reverse_kl``, forward KL otherwise. The settings are checked (:func:`check_loss_settings`).
+    ``reverse_kl``, forward KL otherwise. The settings are taken as given: their owner,
+    :class:`~pdx_lightning.rl.settings.PDXSettings`, checks them once, when it is made.
     """
-    check_loss_settings(exploration, beta, c_v, value_anchor)
     if value_anchor > 0 and wdl_base is None:
         raise ValueError("value_anchor > 0 needs wdl_base, the base's WDL probabilities at s")
     log_p_theta = at_least_float32(log_p_theta)

@@ -59,7 +59,7 @@ class PendingBatch:
     x: torch.Tensor  # (n, 112, 8, 8)
     mask: torch.Tensor  # (n, 4288) bool
     log_p_base: torch.Tensor  # (n, 4288)
-    tau: torch.Tensor | None  # (n,) τ(s) from the EMA's WDL; None when it comes from the online WDL (the step's)
+    wdl_ema: torch.Tensor | None  # (n, 3) p_θ̄(s), whose entropy is τ(s) (Eq. 5); None: τ from the online pass
     version: int  # the parameter version that began the batch
     wdl_base: torch.Tensor  # (n, 3) p_base(s), for the base-WDL value anchor
     legal: torch.Tensor  # (n, L) int64 sorted legal policy indices, padded with the row's first
@@ -175,16 +175,15 @@ def collect(
     return Completion(action, rho, advantage, target, terminal_result != RESULT_NONE, tau)
 
 
-def step_temperature(batch: PendingBatch, rows: slice, wdl_theta: torch.Tensor, settings: PDXSettings) -> torch.Tensor:
-    """τ(s) (b,) of Eq. 5 for the micro-batch ``rows``: H(p_θ(s)) of the online WDL ``wdl_theta`` (b, 3) when
-    ``settings.tau_from_online``, else the batch's τ (H(p_θ̄(s)) of the EMA, or 1 in the fixed arm)."""
-    if settings.tau_from_online:
-        return temperature(wdl_theta.detach(), "adaptive")
-    if batch.tau is None:
-        raise SelfPlayError(
-            "the batch carries no τ(s) and the settings take it from the EMA: dataset and step disagree"
-        )
-    return batch.tau[rows]
+def step_temperature(
+    batch: PendingBatch, rows: slice, wdl_theta: torch.Tensor | None, settings: PDXSettings
+) -> torch.Tensor:
+    """τ(s) (b,) of Eq. 5 for the micro-batch ``rows``, the one place the step's τ is computed: the entropy
+    of the WDL at s of the EMA (the batch's ``wdl_ema``, the paper) or of the online pass ``wdl_theta``
+    (b, 3) when ``settings.tau_from_online``; 1 in the fixed arm."""
+    wdl = wdl_theta if settings.tau_from_online else batch.wdl_ema
+    assert wdl is not None, "the dataset evaluates the EMA at s unless τ comes from the online pass"
+    return temperature((wdl if settings.tau_from_online else wdl[rows]).detach(), settings.temperature)
 
 
 # ---- lines 6–15 -----------------------------------------------------------------------------------
@@ -242,7 +241,7 @@ def pdx_step(
                 "online policy logits (π_θ)": (out.policy.gather(1, legal), valid),
                 "online WDL logits (p_θ)": out.wdl,
                 "π_base log-probabilities": (log_p_base.gather(1, legal), valid),
-                **({} if batch.tau is None else {"τ(s) from the EMA's WDL": batch.tau[rows]}),
+                **({} if batch.wdl_ema is None else {"EMA WDL p_θ̄(s)": batch.wdl_ema[rows]}),
             },
         )
         log_p = masked_log_softmax(out.policy, mask)  # log π_θ once: it samples a, enters the loss and metrics

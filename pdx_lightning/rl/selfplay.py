@@ -3,10 +3,12 @@
 ``SelfPlayDataset`` owns this rank's N / world_size games and reads the networks it is given
 (:class:`SelfPlayNetworks`: the EMA, the base and the trained parameters' version). Each item it
 yields is a :class:`PendingBatch`: the current positions s, their legal masks, π_base(·|s) and
-p_base(s), and τ(s) from the EMA value head (with ``temperature_wdl_source="online"`` τ(s) is left
-to the step, which takes it from the online value head). What the step computes is set by the
-algorithm's settings (:class:`~pdx_lightning.rl.settings.PDXSettings`), which the dataset reads for the
-temperature, its WDL source, the cap's scoring, successor reuse and the micro-batch.
+p_base(s), and the EMA's WDL at s, whose entropy the step makes τ(s) (with
+``temperature_wdl_source="online"`` the EMA is not evaluated at s: the step takes τ(s) from the online
+value head; :func:`~pdx_lightning.rl.pdx_step.step_temperature` is the one place τ(s) is computed).
+What the step computes is set by the algorithm's settings (:class:`~pdx_lightning.rl.settings.PDXSettings`),
+which the dataset reads for the temperature, its WDL source, the cap's scoring, successor reuse and the
+micro-batch.
 
 The step (:mod:`pdx_lightning.rl.pdx_step`) runs the online network on s *with* gradient, samples
 a ~ μ, computes ρ, p̂ and A itself, and asks this dataset only to play: :meth:`SelfPlayDataset.play`
@@ -367,9 +369,7 @@ class SelfPlayDataset(IterableDataset):
         else:
             wdl = self._eval("ema", x, mask)[1]
         self._ema_cache = torch.full((n, 3), float("nan"), device=x.device)
-        return PendingBatch(
-            x, mask, logp_base, None if wdl is None else self._tau(wdl), self.networks.version(), wdl_base, legal, count
-        )
+        return PendingBatch(x, mask, logp_base, wdl, self.networks.version(), wdl_base, legal, count)
 
     def play(self, games, actions: torch.Tensor) -> torch.Tensor:
         """Play policy slot ``actions[r]`` in game ``games[r]`` (s' = T(s, a)); return the results (b,) on

@@ -33,7 +33,7 @@ from pdx_lightning.nets.inference import evaluate_boards
 from pdx_lightning.rl import pdx_step
 from pdx_lightning.rl.module import PDXModule
 from pdx_lightning.rl.objectives import EXPLORATION_TERMS, pdx_loss
-from pdx_lightning.rl.selfplay import SelfPlayConfig, SelfPlayDataset, SelfPlayError, SelfPlayNetworks
+from pdx_lightning.rl.selfplay import SelfPlayConfig, SelfPlayDataset, SelfPlayNetworks
 from pdx_lightning.rl.settings import SETTING_NAMES, PDXSettings, SettingsError
 
 torch.set_num_threads(1)
@@ -137,7 +137,8 @@ def test_temperature_wdl_source_online_takes_tau_from_the_online_wdl_and_skips_t
         logp, wdl = evaluate_boards(online, boards)
         assert_close(batch.wdl_base, evaluate_boards(base, boards)[1])  # p_base(s) rides along
         completion = collect(ds, batch, slice(0, 6), logp, wdl[:, 0] + wdl[:, 1] / 2, wdl)
-        taus[source] = (batch.tau, completion.tau, wdl_entropy(wdl), wdl_entropy(evaluate_boards(ema, boards)[1]))
+        ema_tau = None if batch.wdl_ema is None else wdl_entropy(batch.wdl_ema)  # what the batch carries for τ
+        taus[source] = (ema_tau, completion.tau, wdl_entropy(wdl), wdl_entropy(evaluate_boards(ema, boards)[1]))
         if source == "ema":
             assert calls == ["base", "ema", "ema"]  # base(s), ema(s), ema(s')
         else:
@@ -156,11 +157,11 @@ def test_temperature_wdl_source_needs_the_online_wdl_and_is_validated():
         PDXSettings(micro_batch=2, temperature_wdl_source="online"),
     )
     batch = next(iter(ds))
-    assert batch.tau is None  # τ(s) is left to the online WDL: no EMA τ comes with the batch
+    assert batch.wdl_ema is None  # τ(s) is left to the online WDL: the EMA is not evaluated at s
     wdl = torch.tensor([[0.5, 0.3, 0.2], [0.1, 0.1, 0.8]])
     assert torch.equal(pdx_step.step_temperature(batch, slice(0, 2), wdl, ds.settings), wdl_entropy(wdl))
-    with pytest.raises(SelfPlayError, match="the batch carries no τ\\(s\\) and the settings take it from the EMA"):
-        pdx_step.step_temperature(batch, slice(0, 2), wdl, PDXSettings(micro_batch=2))  # EMA source: refused
+    with pytest.raises(AssertionError, match="the dataset evaluates the EMA at s unless τ comes from the online"):
+        pdx_step.step_temperature(batch, slice(0, 2), wdl, PDXSettings(micro_batch=2))  # dataset and step disagree
     with pytest.raises(SettingsError, match="model.algorithm.temperature_wdl_source must be one of ema, online"):
         PDXSettings(temperature_wdl_source="base")
     # the fixed arm ignores the source: τ ≡ 1 either way
@@ -169,7 +170,7 @@ def test_temperature_wdl_source_needs_the_online_wdl_and_is_validated():
         SelfPlayNetworks(ema=_net(2, (0, 0, 0)), base=_net(3, (0, 0, 0)), version=lambda: 0),
         PDXSettings(micro_batch=2, temperature="fixed", temperature_wdl_source="online"),
     )
-    assert torch.equal(next(iter(fixed)).tau, torch.ones(2))
+    assert torch.equal(pdx_step.step_temperature(next(iter(fixed)), slice(0, 2), None, fixed.settings), torch.ones(2))
 
 
 def test_temperature_wdl_source_changes_the_logged_tau_of_a_fit():

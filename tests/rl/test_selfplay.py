@@ -21,10 +21,15 @@ from pdx_lightning.rl.settings import SETTING_NAMES, PDXSettings, SettingsError
 torch.set_num_threads(1)
 
 
+def batch_tau(ds, batch):
+    """τ(s) of every row of ``batch`` as the step computes it (:func:`pdx_step.step_temperature`)."""
+    return pdx_step.step_temperature(batch, slice(None), None, ds.settings)
+
+
 def collect(ds, batch, rows, log_p_theta, v_theta):
     """``pdx_step.collect`` on the dataset's games, τ(s) from the EMA (the batch's), sampler generator and
     parameter version, as the step passes them."""
-    tau = batch.tau[rows]
+    tau = pdx_step.step_temperature(batch, rows, None, ds.settings)
     return pdx_step.collect(ds, batch, rows, log_p_theta, v_theta, tau, generator=ds.gen, version=ds.networks.version())
 
 
@@ -113,9 +118,10 @@ def test_tau_and_pi_base_at_s_come_from_the_ema_and_the_base(nets):
     batch = next(it)
     boards = [b.copy() for b in ds.boards]
     wdl = {role: evaluate_boards(net, boards)[1] for role, net in nets.items()}
-    assert_close(batch.tau, wdl_entropy(wdl["ema"]))  # τ(s) = H(p_θ̄(s)), Eq. 5
+    assert_close(batch.wdl_ema, wdl["ema"])  # the EMA's WDL at s, whose entropy is τ(s)
+    assert_close(batch_tau(ds, batch), wdl_entropy(wdl["ema"]))  # τ(s) = H(p_θ̄(s)), Eq. 5
     for other in ("online", "base"):  # the networks are far apart
-        assert (batch.tau - wdl_entropy(wdl[other])).abs().min() > 1e-2
+        assert (batch_tau(ds, batch) - wdl_entropy(wdl[other])).abs().min() > 1e-2
     logp_base = evaluate_boards(nets["base"], boards)[0]
     assert_close(batch.log_p_base, logp_base)  # π_base(·|s), −inf off the legal moves
     for other in ("online", "ema"):
@@ -210,7 +216,7 @@ def _play(it, ds, steps, n):
     for _ in range(steps):
         b = next(it)
         d = collect(ds, b, slice(0, n), uniform(b.mask), torch.zeros(n))
-        out.append((b.tau.clone(), d.action.tolist()))
+        out.append((batch_tau(ds, b), d.action.tolist()))
     return out
 
 
@@ -228,7 +234,7 @@ def test_state_dict_round_trip_continues_the_same_games(nets):
 def test_fixed_temperature_gives_unit_tau_and_rho_one(nets):
     ds, it = make(nets, n=4, temperature="fixed")
     batch = next(it)
-    assert torch.all(batch.tau == 1)
+    assert torch.all(batch_tau(ds, batch) == 1)
     logp = torch.log_softmax(torch.where(batch.mask, torch.randn(batch.mask.shape), float("-inf")), 1)
     completion = collect(ds, batch, slice(0, 4), logp, torch.zeros(4))
     assert torch.allclose(completion.rho, torch.ones(4))
@@ -245,7 +251,7 @@ def test_adaptive_temperature_sharpens_and_rho_below_one_on_favoured_moves():
     p_ema = torch.softmax(torch.tensor(bias), 0)
     tau = -(p_ema * p_ema.log()).sum()
     assert 0 < tau < 1
-    assert_close(batch.tau, tau.expand(n))
+    assert_close(batch_tau(ds, batch), tau.expand(n))
     # π_θ over the 20 legal moves of the start position: logits 0, 0.15, ..., 2.85 (distinct, graded)
     legal = batch.mask[0].nonzero().flatten()
     logits = torch.full((POLICY_SIZE,), float("-inf"))
