@@ -120,6 +120,31 @@ def test_reports_links_are_mounted_and_repointed():
     )
 
 
+def _nav_pages(entries) -> dict[str, str]:
+    """``{page: title}`` of mkdocs.yml's nav (a page without a title there maps to "")."""
+    out: dict[str, str] = {}
+    for entry in entries:
+        if isinstance(entry, str):
+            out[entry] = ""
+            continue
+        for title, value in entry.items():
+            out.update(_nav_pages(value) if isinstance(value, list) else {value: title})
+    return out
+
+
+def test_every_report_page_is_in_the_navigation_with_a_title():
+    """Every report page the site mounts is reachable from the navigation (Results > Reports), under a
+    title of its own: not the file's name ("Arena16") nor the runs directory ``pdx report`` was given."""
+    pytest.importorskip("mkdocs", reason="the docs extra (mkdocs) is not installed")
+    yaml = pytest.importorskip("yaml")
+    reports = _hook("reports")
+    nav = _nav_pages(yaml.safe_load((ROOT / "mkdocs.yml").read_text())["nav"])
+    pages = {p.relative_to(ROOT).as_posix() for p in reports.mounted(ROOT / "docs") if p.suffix == ".md"}
+    assert len(pages) >= 15
+    assert sorted(pages - set(nav)) == [], "report pages outside the navigation (mkdocs.yml: Results > Reports)"
+    assert all(nav[p].startswith("Report: ") for p in pages), {p: nav[p] for p in pages}
+
+
 def test_each_results_page_shows_its_reports_figures():
     """A results page whose report has figures opens with at least one of them, and links the report."""
     pages = sorted((ROOT / "docs" / "results").glob("*.md"))
@@ -136,6 +161,22 @@ def test_each_results_page_shows_its_reports_figures():
         assert all(p.is_file() for p in shown), f"{page.name}: a figure that does not exist"
         if any(report.glob("*.png")):
             assert any(p.parent == report for p in shown), f"{page.name}: shows no figure of {report.name}"
+
+
+def test_every_results_figure_has_a_caption():
+    """Each figure of the results pages and of the fine-tuning page's learning curves is followed by its
+    caption: a paragraph of its own (not the next figure, a heading, a table or a list)."""
+    pages = [*sorted((ROOT / "docs" / "results").glob("*.md")), ROOT / "docs" / "fine-tuning.md"]
+    figures = 0
+    for page in pages:
+        lines = page.read_text().splitlines()
+        for n, line in enumerate(lines):
+            if not re.match(r"!\[[^\]]*\]\([^)\s]+\.png\)\s*$", line):
+                continue
+            figures += 1
+            after = next((x for x in lines[n + 1 :] if x.strip()), "")
+            assert after and not after.startswith(("!", "#", "|", "- ", "```")), f"{page.name}:{n + 1}: no caption"
+    assert figures >= 11
 
 
 def test_site_check_finds_broken_emphasis(tmp_path):
@@ -158,6 +199,26 @@ def test_site_check_finds_lists_nested_under_four_spaces():
     assert site_check.check_markdown(four) == []
     # code blocks and display math are not Markdown
     assert site_check.check_markdown("```text\n  - not a list\n```\n$$\nL = a\n  + b\n$$\n") == []
+
+
+def test_site_check_finds_a_wrapped_line_read_as_a_list():
+    """A sentence wrapped before ``+``, ``-`` or ``1.``: inside a list item the rest becomes a sub-item."""
+    wrapped = "- **FLOPs**: a step runs base(s), ema(s) and online forward\n    + backward.\n- next\n"
+    assert site_check.check_markdown(wrapped) == [
+        "wrapped line read as a list: line 2 starts a list item mid-sentence "
+        "(the line before ends ' runs base(s), ema(s) and online forward')"
+    ]
+    assert len(site_check.check_markdown("Costs, in order,\n1. the base\n")) == 1
+    # a list after a sentence's end, a colon, a bold lead-in, a table or a blank line is a list
+    for fine in (
+        "- **BT4**: 100 TFLOP at peak; so\n  ~0.25 s in practice.\n    - the chess core adds 2.5 ms.\n",
+        "Gains:\n- entropy erodes\n",
+        "- **Accuracy.**\n    - entropy erodes\n",
+        "| a | b |\n- item\n",
+        "A sentence ends\n\n- item\n",
+        "```text\nonline forward\n+ backward\n```\n",
+    ):
+        assert site_check.check_markdown(fine) == [], fine
 
 
 def test_site_check_finds_tables_wider_than_the_column(tmp_path):

@@ -9,6 +9,10 @@ each finding below fails the build (so CI's ``mkdocs build --strict`` fails), wi
   needs a blank line before a list; without it the items run on inside the paragraph above), or, in
   a page's Markdown, a list item indented by 1 to 3 spaces (Python-Markdown nests a list only at 4:
   at 2 the sub-items become items of the outer list);
+* a wrapped line read as a list: in a page's Markdown, a line starting with a list marker right after
+  a line that ends mid-sentence (no ``.``, ``:``, ``;`` ... at its end), as in ``and online forward``
+  then ``    + backward.``: inside a list item Python-Markdown makes the rest of the sentence a
+  sub-item;
 * a table wider than the column: the widths of each column's longest word (what the browser cannot
   wrap) at the site's table font (``docs/stylesheets/extra.css``) add up to more than
   :data:`COLUMN_PX`, the text column on a 1,400 px window;
@@ -45,6 +49,11 @@ ROLE = re.compile(r":(?:py:)?(?:func|class|mod|meth|attr|data|exc|obj|const):")
 ANY_ROLE = re.compile(r"(?<![\w:]):(?:[a-z]+:)?[a-z][a-z_]*:`[^`\n]+`")
 ROLE_AT_END = re.compile(r"(?<![\w:]):(?:[a-z]+:)?[a-z][a-z_]*:$")  # a role whose target follows as <code>
 LIST_ITEM_UNDER_4 = re.compile(r"^( {1,3})(?:[-*+]|\d+[.)])[ \t]+\S")
+LIST_ITEM = re.compile(r"^ *(?:[-*+]|\d+[.)])[ \t]+\S")
+# how a line may end before a list starts on the next one: a sentence's end, a colon, a closing
+# bracket or emphasis or code; anything else (a word, a comma) is a sentence that goes on
+ENDS_CLAUSE = re.compile(r"[.:;!?)\]*`]\s*$")
+NOT_TEXT = ("|", "#", "<", ">")  # a table row, a heading, HTML, a quote: not a wrapped sentence
 FENCE = re.compile(r"^\s*(```|~~~)")
 EMPHASIS = {"em", "strong"}
 # the table model of docs/stylesheets/extra.css: the text column on a 1,400 px window with both
@@ -191,20 +200,35 @@ def table_min_px(rows: list[list[tuple[str, bool]]]) -> float:
 
 def check_markdown(markdown: str) -> list[str]:
     """The problems of one page's Markdown that its HTML no longer shows: a list nested by fewer than
-    4 spaces, which Python-Markdown flattens into the outer list."""
+    4 spaces, which Python-Markdown flattens into the outer list, and a list item that starts in the
+    middle of a sentence (a wrapped line that begins with ``+``, ``-`` or ``1.``)."""
     problems = []
     fenced = math = False
+    before = ""  # the previous line of Markdown text ("" after a blank line, a fence or an equation)
     for n, line in enumerate(markdown.splitlines(), 1):
         if FENCE.match(line):
-            fenced = not fenced
+            fenced, before = not fenced, ""
             continue
         if not fenced and line.strip() == "$$":  # a display equation's lines are TeX, not Markdown
-            math = not math
+            math, before = not math, ""
             continue
-        if not fenced and not math and LIST_ITEM_UNDER_4.match(line):
+        if fenced or math:
+            continue
+        if LIST_ITEM_UNDER_4.match(line):
             problems.append(
                 f"collapsed list: line {n} nests an item by {len(line) - len(line.lstrip())} spaces (4 needed)"
             )
+        if (
+            LIST_ITEM.match(line)
+            and before.strip()
+            and not before.lstrip().startswith(NOT_TEXT)
+            and not ENDS_CLAUSE.search(before)
+        ):
+            end = " ".join(before.split())[-40:]
+            problems.append(
+                f"wrapped line read as a list: line {n} starts a list item mid-sentence (the line before ends {end!r})"
+            )
+        before = line
     return problems
 
 
