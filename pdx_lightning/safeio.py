@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bz2
 import io
+import lzma
 import math
 import os
 import re
@@ -638,7 +639,14 @@ class _Bunzip:
         return self.d.decompress(data, cap)
 
 
-_CODECS: dict[str, type[_Inflate] | type[_Bunzip]] = {"gzip": _Inflate, "bzip2": _Bunzip}
+class _Unxz(_Bunzip):
+    """One xz stream, output capped per call (the match records' saved games, ``*.pgn.xz``)."""
+
+    def __init__(self) -> None:
+        self.d = lzma.LZMADecompressor(format=lzma.FORMAT_XZ)  # type: ignore[assignment]
+
+
+_CODECS: dict[str, type[_Inflate] | type[_Bunzip]] = {"gzip": _Inflate, "bzip2": _Bunzip, "xz": _Unxz}
 
 
 class _StreamReader(_DecodedStream):
@@ -684,7 +692,7 @@ class _StreamReader(_DecodedStream):
                 data = b""
             try:
                 out = self.codec.step(data, CHUNK)
-            except (OSError, EOFError, ValueError, zlib.error) as e:  # zlib.error, bz2's OSError("Invalid data stream")
+            except (OSError, EOFError, ValueError, zlib.error, lzma.LZMAError) as e:  # bz2: OSError("Invalid data")
                 raise self.error(
                     self.path, f"corrupt {self.kind} stream at compressed byte ~{self.consumed:,} ({e})"
                 ) from None
@@ -707,7 +715,7 @@ def open_decompressed(
     max_ratio: float | None = None,
     error: type[FileLimitError] = FileLimitError,
 ) -> io.BufferedReader:
-    """A binary stream of a ``kind`` (``zstd``, ``gzip`` or ``bzip2``: :func:`compression_of`) file's
+    """A binary stream of a ``kind`` (``zstd``, ``gzip``, ``bzip2`` or ``xz``: :func:`compression_of`) file's
     content, decompressed as it is read under the bounds of :func:`open_zstd_bounded` (size
     ``max_bytes``, default :data:`SUITE_BYTES`; ratio; truncation; a corrupt stream is one
     ``error`` line)."""

@@ -60,7 +60,14 @@ from pdx_lightning.evaluation import arena
 from pdx_lightning.evaluation.arena_loop import in_shard
 from pdx_lightning.evaluation.arena_resume import round_slot
 from pdx_lightning.runtime.preflight import check_tool_outputs
-from pdx_lightning.safeio import read_config_text
+from pdx_lightning.safeio import (
+    SUITE_BYTES,
+    FileLimitError,
+    compression_of,
+    human,
+    open_decompressed,
+    read_config_text,
+)
 
 __all__ = [
     "Match",
@@ -332,10 +339,15 @@ def _sources(ml: MatchList, match: Match) -> list[Path]:
 
 
 def _read(path: Path) -> str:
-    if path.suffix == ".xz":
-        with lzma.open(path, "rt", encoding="utf-8") as f:
-            return f.read()
-    return path.read_text(encoding="utf-8")
+    """A PGN stream or saved partial, read under safeio's bounds (size, ratio, a corrupt stream: one line)."""
+    kind = compression_of(path)
+    if kind is None:
+        size, limit = path.stat().st_size, SUITE_BYTES.value()
+        if size > limit:
+            raise FileLimitError(path, f"a PGN file of {human(size)}", SUITE_BYTES.shown(limit), SUITE_BYTES.override())
+        return path.read_text(encoding="utf-8", errors="replace")
+    with open_decompressed(path, kind) as f:
+        return f.read().decode("utf-8", errors="replace")
 
 
 def _write_pgn(path: Path, games: dict[int, str], xz: bool = False) -> None:

@@ -134,3 +134,15 @@ def test_vars_fill_model_strings_and_the_environment_wins(tmp_path, monkeypatch)
     monkeypatch.setenv("ENGINE", "/opt/lc0")
     (m,) = load_match_list(path).matches
     assert m.models == ("search[nodes=4]:random:tiny", "uci[nodes=4]:/opt/lc0 --threads=1", "sf:nodes=1")
+
+
+def test_a_damaged_saved_partial_is_one_line_naming_it(tmp_path, capsys):
+    path = write_list(tmp_path / "r")
+    saved = path.parent / "partial" / "pass_ab.pgn.xz"
+    saved.parent.mkdir()
+    good = lzma.compress(b'[Round "1.1"]\n[Result "1-0"]\n\n1. e4 e5 1-0\n\n')
+    for damaged in (good[: len(good) // 2], good[:20] + b"\x00" * 40 + good[60:]):
+        saved.write_bytes(damaged)
+        assert main(["matches", "status", str(path), "--only", "pass_ab"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and str(saved) in err and ("truncated xz" in err or "corrupt xz" in err)
