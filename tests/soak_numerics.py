@@ -138,28 +138,36 @@ def run_arm(
     tau_min = [math.log(3)]
     gen = torch.Generator().manual_seed(seed)
     begin, complete = m.dataset._begin, pdx_step_module.collect
+    temperature = pdx_step_module.step_temperature
 
-    def begin_and_force():
+    def begin_and_count():
         batch = begin()
-        n = batch.size
-        counts["rows"] += n
+        counts["rows"] += batch.size
         counts["single_legal"] += int((batch.mask.sum(1) == 1).sum())
-        counts["tau_natural_le_tau_min"] += int((batch.tau <= TAU_MIN).sum())
-        counts["tau_natural_lt_1e-3"] += int((batch.tau < 1e-3).sum())
-        tau_min[0] = min(tau_min[0], float(batch.tau.min()))
-        if inject_tau:
-            rows = torch.randperm(n, generator=gen)[: max(1, n // 4)]
-            choice = torch.randint(len(TAU_EXTREMES), (len(rows),), generator=gen)
-            batch.tau[rows] = torch.tensor(TAU_EXTREMES, dtype=batch.tau.dtype)[choice]
-            counts["tau_forced"] += len(rows)
         return batch
+
+    def temperature_and_force(batch, rows, wdl_theta, settings):
+        """τ(s) as the step computes it, counted, then a quarter of its rows forced to the extremes."""
+        tau = temperature(batch, rows, wdl_theta, settings)
+        counts["tau_natural_le_tau_min"] += int((tau <= TAU_MIN).sum())
+        counts["tau_natural_lt_1e-3"] += int((tau < 1e-3).sum())
+        tau_min[0] = min(tau_min[0], float(tau.min()))
+        if inject_tau:
+            n = len(tau)
+            forced = torch.randperm(n, generator=gen)[: max(1, n // 4)]
+            choice = torch.randint(len(TAU_EXTREMES), (len(forced),), generator=gen)
+            tau = tau.clone()
+            tau[forced] = torch.tensor(TAU_EXTREMES, dtype=tau.dtype)[choice]
+            counts["tau_forced"] += len(forced)
+        return tau
 
     def complete_and_count(games, batch, rows, logp, v, tau, **keywords):
         completion = complete(games, batch, rows, logp, v, tau, **keywords)
         counts["terminal_one_hot_targets"] += int(completion.terminal.sum())
         return completion
 
-    m.dataset._begin, pdx_step_module.collect = begin_and_force, complete_and_count
+    m.dataset._begin, pdx_step_module.collect = begin_and_count, complete_and_count
+    pdx_step_module.step_temperature = temperature_and_force
     watch = Watch()
     trainer = L.Trainer(
         max_steps=steps,
@@ -178,6 +186,7 @@ def run_arm(
         error = str(e)
     finally:
         pdx_step_module.collect = complete  # the step's own again, for the next arm
+        pdx_step_module.step_temperature = temperature
     return {
         "arm": arm,
         "steps_requested": steps,

@@ -248,7 +248,7 @@ def _nan_grad_hook(m):
         (_nan_grad_hook, r"step 2: non-finite gradient in value_head\.out\.weight"),
         (lambda m: m.online.policy_head.wq.weight.data.fill_(float("nan")), r"step 2: non-finite online policy logits"),
         (lambda m: m.base.policy_head.wq.weight.data.fill_(float("inf")), r"step 2: non-finite π_base log-prob"),
-        (lambda m: m.ema.value_head.out.bias.data.fill_(float("nan")), r"step 2: non-finite τ\(s\)"),
+        (lambda m: m.ema.value_head.out.bias.data.fill_(float("nan")), r"step 2: non-finite EMA WDL p_θ̄\(s\)"),
     ],
 )
 def test_a_nan_stops_training_naming_the_step_and_tensor(inject, expect):
