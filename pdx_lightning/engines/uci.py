@@ -675,12 +675,37 @@ def _exit_now(code: int) -> NoReturn:
     os._exit(code)
 
 
+def _ending_signals() -> dict[signal.Signals, int]:
+    """The signals that end the engine and their exit codes: SIGTERM / SIGHUP (the GUI or the terminal
+    ends it, like ``quit``) 0; SIGINT (Ctrl-C) 130, quietly."""
+    ending = {signal.SIGTERM: 0, signal.SIGINT: 130}
+    if hasattr(signal, "SIGHUP"):
+        ending[signal.SIGHUP] = 0
+    return ending
+
+
+def _take_ending_signals(ending: dict[signal.Signals, int]) -> None:
+    _exit_now(ending[signal.Signals(signal.sigwait(set(ending)))])
+
+
 def _install_signal_handlers() -> None:
-    # SIGTERM / SIGHUP: the GUI or the terminal ends the engine: like quit. SIGINT: quietly, no traceback.
-    # Handlers run on the main thread between bytecodes, also while it waits on stdin or on the loader.
-    for sig, code in ((signal.SIGTERM, 0), (getattr(signal, "SIGHUP", None), 0), (signal.SIGINT, 130)):
-        if sig is not None:
-            signal.signal(sig, lambda *_, c=code: _exit_now(c))
+    """End the process at an ending signal, whatever its threads are doing.
+
+    A Python handler runs only on the main thread, and only when it gets back to bytecode. The kernel
+    delivers a signal sent to the process to any thread that does not block it: the model loader, a
+    search, an OpenMP worker of torch. The main thread, asleep in ``read`` on stdin, is then not woken
+    and the engine never exits (a SIGTERM to the loader thread hung it in 4 of 4 trials). So on POSIX
+    the ending signals are blocked here, before the engine starts any thread (every thread started
+    later, torch's included, inherits the mask), and one thread takes them with ``sigwait``. Elsewhere
+    (Windows) plain handlers, which is all that platform has."""
+    ending = _ending_signals()
+    if hasattr(signal, "pthread_sigmask") and hasattr(signal, "sigwait"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, set(ending))
+        taker = threading.Thread(target=_take_ending_signals, args=(ending,), name="pdx-uci-signals", daemon=True)
+        taker.start()
+        return
+    for sig, code in ending.items():
+        signal.signal(sig, lambda *_, c=code: _exit_now(c))
 
 
 def run(args: argparse.Namespace, stdin: TextIO | None = None, stdout: TextIO | None = None) -> int:

@@ -73,6 +73,8 @@ while True:
         for i, fd in enumerate(fds):
             os.dup2(fd, i)
             os.close(fd)
+        import faulthandler
+        faulthandler.register(signal.SIGUSR1, all_threads=True)  # a hang's report: every thread's stack
         # ends as the real process does: through interpreter finalisation, unless the engine ends first
         sys.exit(cli.main(["uci", *argv]) if sys.argv[2] == "cli" else uci.main(argv))
     for fd in fds:
@@ -401,6 +403,29 @@ def _drain(fd: int, sink: list[bytes]) -> None:
         sink.append(chunk)
 
 
+def _hang_report(proc: Proc, err: list[bytes]) -> str:
+    """What a hung engine is doing: each thread's state, kernel wait channel and system call (``/proc``),
+    then its Python stacks (a zygote's child dumps them with faulthandler at SIGUSR1)."""
+    threads = []
+    try:
+        for tid in sorted(os.listdir(f"/proc/{proc.pid}/task"), key=int):
+            base = f"/proc/{proc.pid}/task/{tid}"
+            state = Path(f"{base}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            wchan = Path(f"{base}/wchan").read_text().strip()
+            syscall = Path(f"{base}/syscall").read_text().split()[0]
+            threads.append(f"{tid} {Path(f'{base}/comm').read_text().strip()} {state} wchan={wchan} syscall={syscall}")
+    except OSError as e:
+        threads.append(f"/proc: {e}")
+    before = len(b"".join(err))
+    try:
+        os.kill(proc.pid, signal.SIGUSR1)
+    except ProcessLookupError:
+        pass
+    time.sleep(2.0)
+    stacks = b"".join(err)[before:].decode("utf-8", "replace")
+    return "threads: " + "; ".join(threads) + "\n" + stacks[-6000:]
+
+
 def _peak_rss(pid: int, done: threading.Event, peak: list[int]) -> None:
     while not done.is_set():
         try:
@@ -462,7 +487,7 @@ def run_session(proc: Proc, items: list[Item], end: str, rng: random.Random) -> 
     writer.join(HANG_S)
     rc = proc.wait(HANG_S)
     if rc is None:
-        violations.append(f"hang: no exit within {HANG_S} s after the session's end ({end})")
+        violations.append(f"hang: no exit within {HANG_S} s after the session's end ({end}): {_hang_report(proc, err)}")
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(60)
     if writer.is_alive():
