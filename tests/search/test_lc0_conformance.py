@@ -78,7 +78,7 @@ def stable_plies(count: int | None) -> int:
 
 
 def test_searches_with_tree_reuse_match_lc0():
-    assert check_games(2) == stable_plies(2) > 100
+    assert check_games(1) == stable_plies(1) > 50  # one game (~4.5 s of CPU); all 12 in the slow run
 
 
 @pytest.mark.slow
