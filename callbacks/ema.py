@@ -31,7 +31,7 @@ class EMAUpdate(L.Callback):
     """
 
     def __init__(self, decay: float | None = None) -> None:
-        self.decay = None if decay is None else check_ema_decay(decay)
+        self.decay = None if decay is None else check_ema_decay(decay, "EMAUpdate(decay=)")
 
     def decay_for(self, pl_module: L.LightningModule) -> float:
         """α: this callback's ``decay``, else the module's setting."""

@@ -340,7 +340,7 @@ def bomb_table(d: Path) -> list[dict]:
     """One bomb per file kind at the sizes the tests use; peak memory above a baseline interpreter."""
     import torch
 
-    from pdx_lightning import safeio
+    from pdx_lightning.files import safeio
 
     rows = []
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from pdx_lightning.atomicfile import atomic_write, atomic_write_text, remove_stale_temps, temp_prefix
+from pdx_lightning.files.atomicfile import atomic_write, atomic_write_text, remove_stale_temps, temp_prefix
 
 
 def test_writes_the_new_content_and_leaves_only_the_target(tmp_path):
@@ -110,7 +110,7 @@ def test_kill_9_mid_write_keeps_the_old_file(tmp_path):
     target = tmp_path / "a.bin"
     target.write_bytes(b"old")
     code = (
-        "import os, signal, sys\nfrom pdx_lightning.atomicfile import atomic_write\n"
+        "import os, signal, sys\nfrom pdx_lightning.files.atomicfile import atomic_write\n"
         "with atomic_write(sys.argv[1]) as f:\n"
         "    f.write(b'ne'); f.flush(); os.kill(os.getpid(), signal.SIGKILL)\n"
     )

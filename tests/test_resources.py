@@ -1,4 +1,4 @@
-"""The shipped files (pdx_lightning.resources): read through importlib.resources, found from any
+"""The shipped files (pdx_lightning.files.resources): read through importlib.resources, found from any
 directory, a local file of the same name first."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from pathlib import Path
 
 from pdx_lightning.chesscore.opening_files import DEFAULT_SUITE, load_openings
 from pdx_lightning.evaluation.suite import load_suite
+from pdx_lightning.files.resources import package_dir, preset_names, resolve_path, shipped
 from pdx_lightning.nets.bundled import DATA_DIR
-from pdx_lightning.resources import package_dir, preset_names, resolve_path, shipped
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -12,7 +12,7 @@ import pytest
 
 from hostile_files import gzip_of_zeros, peak_rss_mb, zstd_of_zeros
 from pdx_lightning.errors import UserError
-from pdx_lightning.safeio import (
+from pdx_lightning.files.safeio import (
     LIMITS,
     BoundedLines,
     FileLimitError,
@@ -52,7 +52,7 @@ def test_gzip_bomb_refused_with_bounded_memory(tmp_path):
     _gzip_of_zeros(bomb, 1024 * MiB)  # 1 GiB of zeros, ~1 MB on disk
     assert bomb.stat().st_size < 2 * MiB
     code = (
-        f"from pdx_lightning.safeio import gunzip_bounded, FileLimitError\n"
+        f"from pdx_lightning.files.safeio import gunzip_bounded, FileLimitError\n"
         f"try:\n    gunzip_bounded({str(bomb)!r}, 64 << 20, 'raise it')\nexcept FileLimitError as e:\n"
         f"    print(e)\n"
     )
@@ -108,7 +108,7 @@ def test_npz_zip_bomb_refused_with_bounded_memory(tmp_path):
             f.write(bytes(MiB))
     assert p.stat().st_size < 4 * MiB
     code = (
-        f"from pdx_lightning.safeio import load_npz_bounded, FileLimitError\n"
+        f"from pdx_lightning.files.safeio import load_npz_bounded, FileLimitError\n"
         f"try:\n    load_npz_bounded({str(p)!r}, 1 << 30)\nexcept FileLimitError as e:\n    print(e)\n"
         f"else:\n    raise SystemExit('not refused')\n"
     )
@@ -244,7 +244,7 @@ def test_check_zip_refuses_lying_directories_and_member_floods(tmp_path):
     eocd = raw.rindex(b"PK\5\6")
     raw[eocd + 8 : eocd + 12] = (60_000).to_bytes(2, "little") * 2  # claims 60,000 members
     p.write_bytes(bytes(raw))
-    import pdx_lightning.safeio as S
+    import pdx_lightning.files.safeio as S
 
     old, S.MAX_ZIP_MEMBERS = S.MAX_ZIP_MEMBERS, 50_000
     try:

@@ -61,7 +61,7 @@ def test_the_wheel_runs_outside_the_checkout(installed):
         [
             str(fresh / "bin" / "python"),
             "-c",
-            "import pdx_lightning, pdx_lightning.resources as r; print(pdx_lightning.__file__); "
+            "import pdx_lightning, pdx_lightning.files.resources as r; print(pdx_lightning.__file__); "
             "print(r.package_dir('data'))",
         ],
         empty,

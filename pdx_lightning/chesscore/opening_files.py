@@ -44,10 +44,10 @@ import chess.pgn
 from pdx_lightning.chesscore.pgn_games import read_pgn_game
 from pdx_lightning.chesscore.rules import game_end
 from pdx_lightning.errors import UserError
-from pdx_lightning.resources import package_dir, resolve_path
-from pdx_lightning.safeio import OPENING_PLIES, OPENINGS, BoundedLines, FileLimitError, PgnGameLines
+from pdx_lightning.files.resources import package_dir, resolve_path
+from pdx_lightning.files.safeio import OPENING_PLIES, OPENINGS, BoundedLines, FileLimitError, PgnGameLines
 
-# the shipped default suite (package data: pdx_lightning.resources)
+# the shipped default suite (package data: pdx_lightning.files.resources)
 DEFAULT_SUITE = package_dir("data") / "openings_uho.epd"
 
 _UCI_TOKEN = re.compile(r"[a-h][1-8][a-h][1-8][qrbn]?")
@@ -205,7 +205,7 @@ def _read_text(path: Path, lines: BoundedLines, budget: _Budget) -> Iterator[tup
 
 def _read(path: str | Path) -> list[tuple[Opening, str]]:
     """``(opening, "file:line")`` for every opening of the file, in file order (streamed, bounded)."""
-    path = Path(resolve_path(path))  # a shipped data/... file where none is here (pdx_lightning.resources)
+    path = Path(resolve_path(path))  # a shipped data/... file where none is here (pdx_lightning.files.resources)
     if not path.is_file():
         raise OpeningFormatError(f"opening file {path} not found")
     max_openings, budget = OPENINGS.value(), _Budget(path)

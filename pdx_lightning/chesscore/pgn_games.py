@@ -68,7 +68,7 @@ from pdx_lightning.chesscore.pgn_values import (
     speed_category,
 )
 from pdx_lightning.errors import UserError
-from pdx_lightning.safeio import FileLimitError, PgnGameLines, compression_of, open_decompressed
+from pdx_lightning.files.safeio import FileLimitError, PgnGameLines, compression_of, open_decompressed
 
 RESULTS = {"1-0": 1, "0-1": -1, "1/2-1/2": 0}
 BAD_REASONS = (

@@ -46,8 +46,8 @@ import chess
 import chess.engine
 
 from pdx_lightning import argtypes
-from pdx_lightning.atomicfile import atomic_write, atomic_write_text
 from pdx_lightning.engines.stockfish import RestartingEngine, open_engine
+from pdx_lightning.files.atomicfile import atomic_write, atomic_write_text
 
 FIELDS = (
     "PuzzleId",

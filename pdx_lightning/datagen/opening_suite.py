@@ -41,7 +41,6 @@ import chess
 import chess.engine
 
 from pdx_lightning import argtypes
-from pdx_lightning.atomicfile import atomic_write_text
 
 # the reader, re-exported for the tools and tests that import it from here
 from pdx_lightning.chesscore.opening_files import (
@@ -52,6 +51,7 @@ from pdx_lightning.chesscore.opening_files import (
     parse_opening,  # noqa: F401
 )
 from pdx_lightning.engines.stockfish import open_engine
+from pdx_lightning.files.atomicfile import atomic_write_text
 
 MATE_CP = 100_000
 

@@ -41,7 +41,6 @@ import chess.pgn
 import chess.polyglot
 import numpy as np
 
-from pdx_lightning.atomicfile import atomic_write, remove_stale_temps
 from pdx_lightning.chesscore.moves import move_to_index
 from pdx_lightning.chesscore.pgn_games import (
     HumanGame,
@@ -54,6 +53,7 @@ from pdx_lightning.chesscore.pgn_games import (
     skip_bad_help,
 )
 from pdx_lightning.errors import UserError
+from pdx_lightning.files.atomicfile import atomic_write, remove_stale_temps
 from pdx_lightning.supervised.shards import CorruptShard, Shard, encode_move, load_shard, shard_path, write_shard
 
 SETTINGS_FILE = "pgn.json"

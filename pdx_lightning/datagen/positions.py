@@ -42,7 +42,7 @@ import numpy as np
 from tqdm import tqdm
 
 from pdx_lightning import argtypes
-from pdx_lightning.atomicfile import atomic_write
+from pdx_lightning.files.atomicfile import atomic_write
 from pdx_lightning.supervised.shards import (
     CorruptShard,
     Shard,

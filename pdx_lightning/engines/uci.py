@@ -71,7 +71,7 @@ from typing import TYPE_CHECKING, NoReturn, TextIO
 import chess
 
 from pdx_lightning.errors import UserError
-from pdx_lightning.resources import resolve_path
+from pdx_lightning.files.resources import resolve_path
 
 if TYPE_CHECKING:
     import torch

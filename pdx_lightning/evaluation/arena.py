@@ -30,7 +30,6 @@ import time
 import torch
 
 from pdx_lightning import argtypes
-from pdx_lightning.atomicfile import atomic_write_text
 from pdx_lightning.chesscore.opening_files import DEFAULT_SUITE, Opening, load_openings
 from pdx_lightning.evaluation import elo, match
 from pdx_lightning.evaluation.arena_game import MAX_PLIES, ArenaError, Game, GameRules, to_pgn
@@ -38,6 +37,7 @@ from pdx_lightning.evaluation.arena_loop import play_games, round_robin, shard_s
 from pdx_lightning.evaluation.arena_players import EnginePlayer, Player, StockfishPlayer, UciPlayer, make_player
 from pdx_lightning.evaluation.arena_report import ArenaRun, SprtMonitor, arena_report
 from pdx_lightning.evaluation.arena_resume import resumed_games
+from pdx_lightning.files.atomicfile import atomic_write_text
 from pdx_lightning.nets.arguments import add_network_arguments
 from pdx_lightning.runtime.jsonio import write_json
 

@@ -31,7 +31,7 @@ from pdx_lightning.chesscore.opening_files import Opening
 from pdx_lightning.chesscore.pgn_games import read_pgn_game
 from pdx_lightning.chesscore.rules import GameResult, Reason
 from pdx_lightning.evaluation.arena_game import ADJUDICATED, ArenaError, Game, GameRules
-from pdx_lightning.safeio import FileLimitError, PgnGameLines
+from pdx_lightning.files.safeio import FileLimitError, PgnGameLines
 
 
 class ArenaResumeError(ArenaError):

@@ -54,13 +54,12 @@ import chess.pgn
 import yaml
 
 from pdx_lightning import argtypes
-from pdx_lightning.atomicfile import atomic_write, atomic_write_text
 from pdx_lightning.errors import UserError
 from pdx_lightning.evaluation import arena
 from pdx_lightning.evaluation.arena_loop import in_shard
 from pdx_lightning.evaluation.arena_resume import round_slot
-from pdx_lightning.runtime.preflight import check_tool_outputs
-from pdx_lightning.safeio import (
+from pdx_lightning.files.atomicfile import atomic_write, atomic_write_text
+from pdx_lightning.files.safeio import (
     SUITE_BYTES,
     FileLimitError,
     compression_of,
@@ -68,6 +67,7 @@ from pdx_lightning.safeio import (
     open_decompressed,
     read_config_text,
 )
+from pdx_lightning.runtime.preflight import check_tool_outputs
 
 __all__ = [
     "Match",

@@ -30,10 +30,10 @@ from pdx_lightning.chesscore.encoding import encode_boards
 from pdx_lightning.chesscore.moves import legal_mask
 from pdx_lightning.chesscore.policy import tempered_log_probs, wdl_entropy
 from pdx_lightning.chesscore.rules import game_end
+from pdx_lightning.files.safeio import load_torch_bounded
 from pdx_lightning.nets.arguments import add_network_arguments
 from pdx_lightning.nets.inference import evaluate
 from pdx_lightning.runtime.jsonio import json_safe, write_json  # noqa: F401  (the tools' JSON writer)
-from pdx_lightning.safeio import load_torch_bounded
 
 PLAY_MODES = ("adaptive", "raw")
 

@@ -64,8 +64,8 @@ from pathlib import Path
 import chess
 
 from pdx_lightning.errors import UserError
-from pdx_lightning.resources import resolve_path
-from pdx_lightning.safeio import BoundedLines, FileLimitError, open_zstd_bounded
+from pdx_lightning.files.resources import resolve_path
+from pdx_lightning.files.safeio import BoundedLines, FileLimitError, open_zstd_bounded
 
 LICHESS_COLUMNS = (
     "PuzzleId",
@@ -258,7 +258,7 @@ def make_puzzle(
 def open_text(path: str | Path) -> io.TextIOBase:
     """A text stream over ``path``; ``.zst`` files are decompressed as they are read, bounded
     (``safeio.open_zstd_bounded``: size, ratio, window, truncation)."""
-    path = Path(resolve_path(path))  # a shipped data/... file where none is here (pdx_lightning.resources)
+    path = Path(resolve_path(path))  # a shipped data/... file where none is here (pdx_lightning.files.resources)
     if path.suffix == ".zst":
         raw = open_zstd_bounded(path, error=SuiteLimitError)
         return io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")

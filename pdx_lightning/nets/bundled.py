@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-from pdx_lightning.resources import package_dir
+from pdx_lightning.files.resources import package_dir
 
-# the installed package's data/ (package data, read through importlib.resources; pdx_lightning.resources)
+# the installed package's data/ (package data, read through importlib.resources; pdx_lightning.files.resources)
 DATA_DIR = package_dir("data")
 
 

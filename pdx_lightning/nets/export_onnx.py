@@ -60,10 +60,10 @@ from torch import nn
 
 from pdx_lightning import argtypes
 from pdx_lightning._version import __version__
-from pdx_lightning.atomicfile import atomic_write
 from pdx_lightning.chesscore.encoding import encode_boards
 from pdx_lightning.chesscore.moves import legal_mask
 from pdx_lightning.errors import UserError
+from pdx_lightning.files.atomicfile import atomic_write
 from pdx_lightning.nets.blend import NetworkBlendError
 from pdx_lightning.nets.export_cli import add_source_arguments, load_source
 from pdx_lightning.nets.lc0_policy import castling_to_ours, policy_from_1858, policy_to_1858

@@ -32,7 +32,9 @@ from typing import cast
 
 import torch
 
-from pdx_lightning.atomicfile import atomic_write
+from pdx_lightning.files.atomicfile import atomic_write
+from pdx_lightning.files.resources import resolve_path
+from pdx_lightning.files.safeio import FileLimitError, load_torch_bounded
 from pdx_lightning.nets import (
     families,  # noqa: F401  (registers every family)
     lc0,
@@ -40,8 +42,6 @@ from pdx_lightning.nets import (
 from pdx_lightning.nets.bundled import DATA_DIR, WHEEL_NETWORKS, BundledNetworkError, resolve_bundled
 from pdx_lightning.nets.bundled import file_sha256 as _file_sha256
 from pdx_lightning.nets.seam import ModelLoadError, NetConfig, build_network, find_preset, get_family
-from pdx_lightning.resources import resolve_path
-from pdx_lightning.safeio import FileLimitError, load_torch_bounded
 
 __all__ = [
     "load_model",
@@ -98,7 +98,7 @@ def resolve_model_path(name: str) -> Path | None:
         if not path.is_file():
             raise ModelLoadError(f"bundled network {name!r} not found at {path}")
         return path
-    path = Path(resolve_path(name))  # a shipped data/... file where none is here (pdx_lightning.resources)
+    path = Path(resolve_path(name))  # a shipped data/... file where none is here (pdx_lightning.files.resources)
     if not path.is_file():
         raise ModelLoadError(
             f"model {name!r}: no such file (expected base:<name>, random:<preset>, a .ckpt, a .pt or an Lc0 .pb.gz)"

@@ -25,7 +25,7 @@ from torch.utils.data import IterableDataset
 from pdx_lightning.chesscore.encoding import encode_boards, pack_planes
 from pdx_lightning.chesscore.moves import legal_indices
 from pdx_lightning.chesscore.opening_files import read_opening_lines
-from pdx_lightning.resources import resolve_path
+from pdx_lightning.files.resources import resolve_path
 from pdx_lightning.rl.replay import MAX_LEGAL, Positions
 from pdx_lightning.rl.searched_settings import SearchedSettings
 from pdx_lightning.runtime.ranks import rank_world

@@ -15,7 +15,7 @@ In a config the settings are one block, ``model.algorithm``::
 The keys that lived elsewhere before (``model.beta``, ``model.selfplay.temperature``, ...) are listed in
 :data:`MOVED_KEYS`; :func:`migrate_hparams` moves them in a checkpoint's hyperparameters (so a checkpoint
 written before still resumes), and :func:`check_moved_keys` refuses them in a user's config or flags
-with a one-line pointer to the new key.
+with a one-line pointer to the new key. All three go in 0.2.0 (``pdx_lightning._version.MIGRATIONS_REMOVED_IN``).
 """
 
 from __future__ import annotations
@@ -102,6 +102,7 @@ class PDXSettings:
         _finite("beta", self.beta, "β, the exploration term's weight in Eq. 7", low=0.0)
         _finite("c_v", self.c_v, "the value-loss weight of Eq. 7", low=0.0)
         _finite("value_anchor", self.value_anchor, "w, the base-WDL anchor's weight; 0 = off", low=0.0)
+        # the range of runtime.optim.EMA_DECAY_RANGE (this module stays free of torch; a test holds them equal)
         _finite("ema_decay", self.ema_decay, "α of the EMA, Eq. 11", low=0.0, high=1.0)
         if self.grad_clip_norm is not None:
             _finite("grad_clip_norm", self.grad_clip_norm, "None = no clipping", low=0.0, open_low=True)

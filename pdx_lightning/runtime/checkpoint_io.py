@@ -1,4 +1,4 @@
-"""Lightning's checkpoint writer, made atomic on local disks (:func:`pdx_lightning.atomicfile.atomic_write`).
+"""Lightning's checkpoint writer, made atomic on local disks (:func:`pdx_lightning.files.atomicfile.atomic_write`).
 
 Lightning's own write (``_atomic_save``) goes through an fsspec transaction whose temporary file lives
 in the *system* temp directory; when that is another file system than the checkpoint directory (a
@@ -20,7 +20,7 @@ import torch
 from lightning.fabric.utilities.cloud_io import get_filesystem
 from lightning.pytorch.plugins.io import TorchCheckpointIO
 
-from pdx_lightning.atomicfile import atomic_write, remove_stale_temps
+from pdx_lightning.files.atomicfile import atomic_write, remove_stale_temps
 
 PARTIAL = "partial"  # the temporary files' tag: .last.ckpt.partial-PID-XXXXXXXX (the crash soak looks for it)
 
@@ -30,7 +30,7 @@ class CheckpointWriteError(OSError):
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):
-    """``torch.save`` through :func:`~pdx_lightning.atomicfile.atomic_write` on local file systems."""
+    """``torch.save`` through :func:`~pdx_lightning.files.atomicfile.atomic_write` on local file systems."""
 
     def save_checkpoint(self, checkpoint: dict[str, Any], path, storage_options: Any | None = None) -> None:
         if storage_options is not None:

@@ -8,8 +8,8 @@ import zipfile
 import zlib
 from pathlib import Path
 
+from pdx_lightning.files.safeio import FileLimitError, load_torch_bounded
 from pdx_lightning.nets import ModelLoadError
-from pdx_lightning.safeio import FileLimitError, load_torch_bounded
 
 
 class CheckpointLoadError(ModelLoadError):

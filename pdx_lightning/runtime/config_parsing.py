@@ -4,7 +4,7 @@
   for ``pdx fit``) and a nested, multi-line explanation. :class:`OneLineErrorParser` raises
   :class:`ConfigParseError` instead, a one-line ``UserError`` naming the key, the expected type and
   the value (:func:`one_line`); ``pdx`` prints it as ``pdx fit: error: ...``, exit 2.
-* **Bounded YAML.** :func:`install_bounded_yaml` puts :func:`pdx_lightning.safeio.check_yaml_text`
+* **Bounded YAML.** :func:`install_bounded_yaml` puts :func:`pdx_lightning.files.safeio.check_yaml_text`
   (size, control characters, nesting, alias expansion) in front of jsonargparse's YAML loader, so
   every document it loads is checked before PyYAML constructs it: nested config files (``--model
   sub.yaml``), inline values on the command line, a checkpoint's stored hyperparameters. ``pdx``
@@ -21,7 +21,7 @@ from jsonargparse import get_loader, set_loader
 from lightning.pytorch.cli import LightningArgumentParser
 
 from pdx_lightning.errors import UserError
-from pdx_lightning.safeio import FileLimitError, check_yaml_text
+from pdx_lightning.files.safeio import FileLimitError, check_yaml_text
 
 __all__ = ["ConfigParseError", "OneLineErrorParser", "check_argv_values", "install_bounded_yaml", "one_line"]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from lightning.fabric.loggers.csv_logs import CSVLogger
 
-from pdx_lightning.atomicfile import atomic_write
+from pdx_lightning.files.atomicfile import atomic_write
 
 METRICS = "metrics.csv"
 

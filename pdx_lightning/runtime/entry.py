@@ -109,7 +109,7 @@ def run_lightning(
 
     ``trainer_defaults`` are the command's Trainer defaults (a config file or flag overrides them).
     A ``--config`` naming a moved shipped config fails first, with its new path (:mod:`.moved_configs`);
-    ``--config pdx:<preset>`` reads the preset shipped with the package (:mod:`pdx_lightning.resources`).
+    ``--config pdx:<preset>`` reads the preset shipped with the package (:mod:`pdx_lightning.files.resources`).
     ``module_argument`` (default, choices, help) declares ``--module``, the trainer the caller chose
     (:func:`module_choice`)."""
     args = resolve_config_args(sys.argv[1:] if args is None else list(args))

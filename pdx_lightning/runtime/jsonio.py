@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from pdx_lightning.atomicfile import atomic_write
+from pdx_lightning.files.atomicfile import atomic_write
 
 
 def json_safe(x: Any) -> Any:

@@ -17,7 +17,7 @@ from typing import Any
 import lightning as L
 from lightning.pytorch.callbacks import ModelCheckpoint
 
-from pdx_lightning.atomicfile import atomic_write
+from pdx_lightning.files.atomicfile import atomic_write
 from pdx_lightning.runtime import lightning_internals as internals
 from pdx_lightning.runtime.csv_continuity import csv_loggers, drop_rows_after
 

@@ -10,6 +10,7 @@ runs directory locked with an old path accepts the same sweep under the new one.
 A path is "old" when its last two parts are a key of :data:`MOVED` (``conf/maia.yaml``,
 ``./conf/maia.yaml``, ``/clone/conf/maia.yaml``): the prefix is kept, so the pointer names the file in
 the same clone. An old path that still exists (a user's own ``conf/maia.yaml``) is read as it is.
+The table goes in 0.2.0 (``pdx_lightning._version.MIGRATIONS_REMOVED_IN``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import PurePath
 
 from pdx_lightning.errors import UserError
-from pdx_lightning.resources import resolve_path
+from pdx_lightning.files.resources import resolve_path
 
 __all__ = [
     "MOVED",
@@ -80,9 +81,9 @@ def check_config_args(argv: Sequence[str]) -> None:
 
 def check_config_files(argv: Sequence[str]) -> None:
     """Read every ``--config``/``-c`` file of a LightningCLI command line through the config bounds
-    (:func:`pdx_lightning.safeio.read_config_text`: size, text, alias expansion) before LightningCLI
+    (:func:`pdx_lightning.files.safeio.read_config_text`: size, text, alias expansion) before LightningCLI
     reads it; a value that is no file (inline YAML, a moved path) is left to the parser."""
-    from pdx_lightning.safeio import read_config_text  # noqa: PLC0415
+    from pdx_lightning.files.safeio import read_config_text  # noqa: PLC0415
 
     out = resolve_config_args(argv)
     for i, arg in enumerate(out):
@@ -96,7 +97,7 @@ def check_config_files(argv: Sequence[str]) -> None:
 def resolve_config_args(argv: Sequence[str]) -> list[str]:
     """``argv`` with every ``--config``/``-c`` value checked (:func:`check_config_args`) and resolved:
     ``pdx:<preset>`` and a ``conf/...`` path missing here become the shipped file
-    (:func:`pdx_lightning.resources.resolve_path`), so LightningCLI reads a path like any other."""
+    (:func:`pdx_lightning.files.resources.resolve_path`), so LightningCLI reads a path like any other."""
     check_config_args(argv)
     out = list(argv)
     for i, arg in enumerate(out):

@@ -12,6 +12,7 @@ from typing import Any, Protocol, cast
 import torch
 from torch.optim.swa_utils import get_ema_multi_avg_fn
 
+from pdx_lightning import argtypes
 from pdx_lightning.nets import PARAM_GROUPS, Network
 
 
@@ -79,11 +80,17 @@ def layerwise_adamw(net: torch.nn.Module, hp: LayerwiseHyperparameters | Any) ->
     return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
 
 
-def check_ema_decay(decay: float) -> float:
-    """``decay`` (α of Eq. 11) if it lies in [0, 1], else ValueError."""
-    if not 0.0 <= decay <= 1.0:
-        raise ValueError(f"ema_decay must lie in [0, 1] (α of the EMA, Eq. 11), got {decay}")
-    return decay
+# α of Eq. 11. Three inputs set it, each checked once where it enters, against this one range:
+# ``model.algorithm.ema_decay`` (PDXSettings), ``pdx pretrain``'s ``--model.ema_decay`` (PuzzleControl)
+# and ``EMAUpdate(decay=...)``, a callback a user adds; the messages name the input.
+EMA_DECAY_RANGE = (0.0, 1.0)
+
+
+def check_ema_decay(decay: object, name: str = "ema_decay") -> float:
+    """``decay`` (α of Eq. 11) as a float if it is a finite number in :data:`EMA_DECAY_RANGE`, else
+    :class:`~pdx_lightning.argtypes.SettingError` (a ``ValueError``) naming ``name``."""
+    argtypes.check_number(name, decay, *EMA_DECAY_RANGE)
+    return float(decay)  # type: ignore[arg-type]  (checked: a finite int or float)
 
 
 @torch.no_grad()

@@ -1,7 +1,7 @@
 """``pdx config list|show``: the config presets shipped with the package (``conf/`` as package data).
 
 ``pdx config show fit/maia > my.yaml`` copies a preset out to edit; ``pdx fit --config pdx:fit/maia``
-runs it as shipped (:mod:`pdx_lightning.resources`). Both work from any directory of an installed
+runs it as shipped (:mod:`pdx_lightning.files.resources`). Both work from any directory of an installed
 wheel: no checkout needed.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pdx_lightning.resources import PRESET_PREFIX, preset_names, preset_path
+from pdx_lightning.files.resources import PRESET_PREFIX, preset_names, preset_path
 
 __all__ = ["add_arguments", "run"]
 

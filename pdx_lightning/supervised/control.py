@@ -46,7 +46,7 @@ from pdx_lightning.chesscore.policy import masked_log_softmax
 from pdx_lightning.evaluation.suite import Puzzle, SuiteSpec, load_suite
 from pdx_lightning.nets import load_model
 from pdx_lightning.runtime.checkpoint_meta import check_base, write_network_meta
-from pdx_lightning.runtime.optim import document_optimizer_args, layerwise_adamw
+from pdx_lightning.runtime.optim import check_ema_decay, document_optimizer_args, layerwise_adamw
 
 
 class PoolOverlapError(ValueError):
@@ -146,7 +146,7 @@ class PuzzleControl(L.LightningModule):
         check("--model.pool_sample", pool_sample, 1, argtypes.MAX_COUNT, integer=True, optional=True)
         check("--model.batch_size", batch_size, 1, argtypes.MAX_COUNT, integer=True)
         check("--model.seed", seed, 0, argtypes.MAX_SEED, integer=True)
-        check("--model.ema_decay", ema_decay, 0, 1)
+        check_ema_decay(ema_decay, "--model.ema_decay")
         for key, lr in (
             ("lr_backbone", lr_backbone),
             ("lr_final_block", lr_final_block),

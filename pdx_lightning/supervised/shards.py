@@ -45,10 +45,10 @@ from typing import Any, cast
 import chess
 import numpy as np
 
-from pdx_lightning.atomicfile import atomic_write
 from pdx_lightning.chesscore.moves import POLICY_SIZE
 from pdx_lightning.errors import UserError
-from pdx_lightning.safeio import GiB, env_limit, load_npz_bounded
+from pdx_lightning.files.atomicfile import atomic_write
+from pdx_lightning.files.safeio import GiB, env_limit, load_npz_bounded
 from pdx_lightning.supervised.teacher import (
     CP_WEIGHT,
     DEFAULT_TEMPERATURE,
@@ -210,7 +210,7 @@ def _validate(s: Shard) -> None:
 
 
 def write_shard(path: str | os.PathLike, shard: Shard) -> Path:
-    """Write ``shard`` atomically (:func:`~pdx_lightning.atomicfile.atomic_write`; its temporary file
+    """Write ``shard`` atomically (:func:`~pdx_lightning.files.atomicfile.atomic_write`; its temporary file
     ``.shard_N.npz.tmp-*`` is what the generators clear on a restart)."""
     path = Path(path)
     _validate(shard)

@@ -91,6 +91,26 @@ def test_the_ema_decay_of_the_settings_is_the_callbacks_default():
     assert EMAUpdate(decay=0.25).decay_for(m) == 0.25
 
 
+@pytest.mark.parametrize("bad", [-0.01, 1.0000001, float("nan"), float("inf"), "0.5", True])
+def test_the_three_inputs_of_the_ema_decay_refuse_the_same_values(bad):
+    # one range (EMA_DECAY_RANGE), three boundaries, each message naming its input
+    from pdx_lightning.argtypes import SettingError
+    from pdx_lightning.rl.settings import SettingsError
+    from pdx_lightning.runtime.optim import EMA_DECAY_RANGE
+
+    assert EMA_DECAY_RANGE == (0.0, 1.0)
+    with pytest.raises(SettingError, match=r"^EMAUpdate\(decay=\): must be"):
+        EMAUpdate(decay=bad)
+    with pytest.raises(SettingsError, match="model.algorithm.ema_decay"):
+        PDXSettings(ema_decay=bad)
+    from pdx_lightning.runtime.optim import check_ema_decay
+
+    with pytest.raises(SettingError, match="^--model.ema_decay: must be"):
+        check_ema_decay(bad, "--model.ema_decay")  # what PuzzleControl calls
+    for good in EMA_DECAY_RANGE:
+        assert EMAUpdate(decay=good).decay == good and PDXSettings(ema_decay=good).ema_decay == good
+
+
 class EveryOtherStep(EMAUpdate):
     """A user's own rule: θ̄ follows θ only on even steps (α = 0: a copy)."""
 

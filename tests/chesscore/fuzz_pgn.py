@@ -44,7 +44,7 @@ import zstandard
 from pdx_lightning.chesscore.pgn_games import PgnFileError, ReadStats, read_games
 from pdx_lightning.chesscore.pgn_values import MAX_RATING, MAX_SECONDS
 from pdx_lightning.errors import UserError
-from pdx_lightning.safeio import FileLimitError
+from pdx_lightning.files.safeio import FileLimitError
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 SEEDS = ("lichess_games_20.pgn", "lichess_games_edge.pgn", "pgn_unclosed_comment.pgn")

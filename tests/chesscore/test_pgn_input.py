@@ -18,7 +18,7 @@ import zstandard
 
 from pdx_lightning.chesscore import pgn_games
 from pdx_lightning.chesscore.pgn_games import BAD_REASONS, PgnFileError, PgnGameError, ReadStats, read_games
-from pdx_lightning.safeio import FileLimitError, open_decompressed
+from pdx_lightning.files.safeio import FileLimitError, open_decompressed
 
 FIX = Path(__file__).parents[1] / "fixtures"
 GAMES20 = FIX / "lichess_games_20.pgn"

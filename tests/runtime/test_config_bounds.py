@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from hostile_files import run_pdx
-from pdx_lightning.safeio import FileLimitError, check_yaml_text, read_config_text
+from pdx_lightning.files.safeio import FileLimitError, check_yaml_text, read_config_text
 
 BOMB = "\n".join(
     [

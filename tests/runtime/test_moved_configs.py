@@ -111,7 +111,7 @@ def test_a_sweep_yaml_naming_an_old_fit_config_points_to_the_new_one(tmp_path, m
 def test_a_shipped_preset_resolves_from_anywhere(tmp_path, monkeypatch):
     """``--config pdx:<preset>`` and a ``conf/...`` path missing here read the package's file; a file of
     that name here wins; an unknown preset is one line listing the presets."""
-    from pdx_lightning.resources import ShippedFileError, package_dir
+    from pdx_lightning.files.resources import ShippedFileError, package_dir
     from pdx_lightning.runtime.moved_configs import resolve_config_args
 
     monkeypatch.chdir(tmp_path)

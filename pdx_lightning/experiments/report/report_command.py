@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pdx_lightning.atomicfile import atomic_write, atomic_write_text
 from pdx_lightning.experiments.report import figures, real, run_tables, seeds
 from pdx_lightning.experiments.report.recovery_tables import recovery
 from pdx_lightning.experiments.report.runs import NM, Runs, load_runs
@@ -22,6 +21,7 @@ from pdx_lightning.experiments.report.tables import (
     table_paired,
     table_recovery,
 )
+from pdx_lightning.files.atomicfile import atomic_write, atomic_write_text
 from pdx_lightning.runtime.environment import environment
 from pdx_lightning.runtime.jsonio import dumps
 

@@ -21,9 +21,9 @@ from typing import Any, Literal
 from pdx_lightning.errors import UserError
 from pdx_lightning.evaluation.suite import SuiteSpec
 from pdx_lightning.experiments.arms import REGULARIZED, TEMPERATURES, TERMS, UNREGULARIZED
-from pdx_lightning.resources import resolve_path
+from pdx_lightning.files.resources import resolve_path
+from pdx_lightning.files.safeio import read_config_text
 from pdx_lightning.runtime.moved_configs import check_config_path
-from pdx_lightning.safeio import read_config_text
 
 PAPER_BETAS = (1e-4, 1e-3, 1e-2, 1e-1, 1.0)
 ANALYSES = ("coverage", "diagnostics", "recovery")
@@ -176,7 +176,7 @@ def load_config(path: str | Path) -> SweepConfig:
     import yaml  # noqa: PLC0415
 
     check_config_path(path, "--config: ")
-    try:  # pdx:<preset>, or a shipped conf/... (pdx_lightning.resources); size and aliases bounded
+    try:  # pdx:<preset>, or a shipped conf/... (pdx_lightning.files.resources); size and aliases bounded
         data = yaml.safe_load(read_config_text(resolve_path(path)))
     except (OSError, yaml.YAMLError) as e:
         raise SweepConfigError(f"{path}: cannot read the sweep config: {e}") from None

@@ -25,9 +25,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from pdx_lightning.atomicfile import atomic_write_text
 from pdx_lightning.experiments.sweep.config import Cell, SweepConfig
 from pdx_lightning.experiments.sweep.train import train_cell, train_seconds
+from pdx_lightning.files.atomicfile import atomic_write_text
 from pdx_lightning.runtime.environment import environment
 from pdx_lightning.runtime.jsonio import json_safe
 

@@ -16,12 +16,12 @@ from __future__ import annotations
 from dataclasses import asdict
 from pathlib import Path
 
-from pdx_lightning.atomicfile import atomic_write_text
 from pdx_lightning.experiments.report.runs import load_runs
 from pdx_lightning.experiments.report.tables import table6
 from pdx_lightning.experiments.sweep.config import Cell, SweepConfig
 from pdx_lightning.experiments.sweep.evaluate import cell_selection
 from pdx_lightning.experiments.sweep.stages import STAGE_FILES, run_stages
+from pdx_lightning.files.atomicfile import atomic_write_text
 from pdx_lightning.runtime.environment import environment
 from pdx_lightning.runtime.jsonio import write_json
 

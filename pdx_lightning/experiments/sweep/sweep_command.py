@@ -14,7 +14,7 @@ from pdx_lightning.experiments.sweep.lock import check_lock
 from pdx_lightning.experiments.sweep.record import finish
 from pdx_lightning.experiments.sweep.stages import anchor_problems
 from pdx_lightning.experiments.sweep.train import fit_command, train_cell
-from pdx_lightning.resources import resolve_path
+from pdx_lightning.files.resources import resolve_path
 
 
 def preflight(cfg: SweepConfig, cells: list[Cell] | None = None, evaluate: bool = True) -> list[str]:

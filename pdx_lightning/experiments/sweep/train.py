@@ -21,12 +21,12 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from pdx_lightning.atomicfile import atomic_write_text
 from pdx_lightning.experiments.sweep.config import Cell, SweepConfig, eval_suites
-from pdx_lightning.resources import resolve_path
+from pdx_lightning.files.atomicfile import atomic_write_text
+from pdx_lightning.files.resources import resolve_path
+from pdx_lightning.files.safeio import read_config_text
 from pdx_lightning.rl.settings import migrate_hparams
 from pdx_lightning.runtime.environment import environment
-from pdx_lightning.safeio import read_config_text
 
 
 class SweepError(RuntimeError):

@@ -40,7 +40,8 @@ import numpy as np
 import torch
 from google.protobuf.message import DecodeError
 
-from pdx_lightning.atomicfile import atomic_write
+from pdx_lightning.files.atomicfile import atomic_write
+from pdx_lightning.files.safeio import NET_BYTES, FileLimitError, gunzip_bounded, human
 from pdx_lightning.nets.lc0 import schema as P
 from pdx_lightning.nets.lc0_policy import (
     ATTN_TO_1858,
@@ -51,7 +52,6 @@ from pdx_lightning.nets.lc0_policy import (
     policy_to_1858,
 )
 from pdx_lightning.nets.seam import ModelLoadError
-from pdx_lightning.safeio import NET_BYTES, FileLimitError, gunzip_bounded, human
 
 __all__ = [
     "Lc0FormatError",
@@ -109,7 +109,7 @@ def read_net(path: str | os.PathLike):
     """An Lc0 weights file (gzipped or not) as a ``schema.Net``; Lc0FormatError if it is not one.
 
     Bounded before anything is decoded: the gzip stream is decompressed with a cap
-    (:data:`safeio.NET_BYTES`, ``$PDX_MAX_NET_BYTES``, default 2 GiB: 5x a BT4 stored at 16 bits)
+    (:data:`files.safeio.NET_BYTES`, ``$PDX_MAX_NET_BYTES``, default 2 GiB: 5x a BT4 stored at 16 bits)
     and a compression-ratio check (a gzip of zeros is refused after a few MiB), and a file declaring
     more than :data:`MAX_TOWER` encoder layers or residual blocks is refused (Lc0FileLimitError).
     Each layer's size is checked against the architecture before it is decoded (:func:`layer_values`).
