@@ -90,7 +90,8 @@ def check_ema_decay(decay: object, name: str = "ema_decay") -> float:
     """``decay`` (α of Eq. 11) as a float if it is a finite number in :data:`EMA_DECAY_RANGE`, else
     :class:`~pdx_lightning.argtypes.SettingError` (a ``ValueError``) naming ``name``."""
     argtypes.check_number(name, decay, *EMA_DECAY_RANGE)
-    return float(decay)  # type: ignore[arg-type]  (checked: a finite int or float)
+    assert isinstance(decay, (int, float))  # checked above: a finite int or float
+    return float(decay)
 
 
 @torch.no_grad()
