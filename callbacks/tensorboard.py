@@ -42,6 +42,8 @@ __all__ = [
     "DEFAULT_HPARAM_METRICS",
     "DEFAULT_POSITIONS",
     "LAYOUT",
+    "SEARCHED_HPARAM_METRICS",
+    "SEARCHED_LAYOUT",
     "HParamsSummary",
     "PolicySnapshot",
     "drop_epoch",
@@ -96,6 +98,56 @@ LAYOUT: dict[str, dict[str, list]] = {
         "learning rates": ["Multiline", [r"lr-.*"]],
         "gradient norm": ["Multiline", [r"optim/grad_norm"]],
         "transitions per second": ["Multiline", [r"perf/transitions_per_s"]],
+    },
+}
+
+
+# The same tab for searched self-play (``module: searched``, SearchedModule.tensorboard_layout)
+SEARCHED_HPARAM_METRICS = (
+    "puzzles/acc",
+    "puzzles/p_star_geo",
+    "mates/acc_1",
+    "mates/acc_2",
+    "loss/total",
+    "loss/policy",
+    "selfplay/target_entropy",
+    "selfplay/game_length",
+    "selfplay/positions_per_s",
+)
+SEARCHED_LAYOUT: dict[str, dict[str, list]] = {
+    "1 losses": {
+        "loss terms (total, policy CE to visits, value CE, KL to the base)": ["Multiline", [r"loss/.*"]],
+    },
+    "2 search targets": {
+        "entropy of the visit targets (played plies, trained batch)": [
+            "Multiline",
+            [r"selfplay/target_entropy", r"replay/batch_target_entropy"],
+        ],
+        "most-visited move's share of the visits": ["Multiline", [r"selfplay/top_visit_share"]],
+        "root Q (side to move)": ["Multiline", [r"selfplay/root_q"]],
+        "policy entropy of the online network (nats)": ["Multiline", [r"policy/entropy"]],
+    },
+    "3 self-play": {
+        "game length (plies) and games cut at max_plies": [
+            "Multiline",
+            [r"selfplay/game_length", r"selfplay/cut_share"],
+        ],
+        "games finished (running total)": ["Multiline", [r"selfplay/games_finished"]],
+        "plies and network evaluations per step": ["Multiline", [r"selfplay/plies", r"selfplay/evaluations"]],
+        "games and searched positions per second": [
+            "Multiline",
+            [r"selfplay/games_per_s", r"selfplay/positions_per_s"],
+        ],
+    },
+    "4 replay buffer": {
+        "fill (share of the capacity)": ["Multiline", [r"replay/fill"]],
+        "positions live and admitted": ["Multiline", [r"replay/live", r"replay/admitted"]],
+    },
+    "5 validation (EMA network, every k steps)": LAYOUT["4 validation (EMA network, every k steps)"],
+    "6 optimizer and time": {
+        "learning rates": ["Multiline", [r"lr-.*"]],
+        "gradient norm": ["Multiline", [r"optim/grad_norm"]],
+        "share of the step's time in self-play": ["Multiline", [r"time/play_share"]],
     },
 }
 
@@ -160,14 +212,25 @@ class HParamsSummary(L.Callback):
     """The run's hyperparameters as a TensorBoard HParams session, with ``metrics`` as its columns; the
     Custom Scalars layout; no ``epoch`` scalar.
 
+    The module may name its own layout and columns (``tensorboard_layout``, ``hparam_metrics`` class
+    attributes: searched self-play's :data:`SEARCHED_LAYOUT`); otherwise :data:`LAYOUT` and
+    :data:`DEFAULT_HPARAM_METRICS`, PDX's.
+
     Args:
-        metrics: scalar tags shown as HParams columns (tags the run never logs stay empty).
-        layout: write :data:`LAYOUT` (TensorBoard's Custom Scalars tab) and drop ``epoch``.
+        metrics: scalar tags shown as HParams columns (tags the run never logs stay empty); None: the
+            module's ``hparam_metrics``, else :data:`DEFAULT_HPARAM_METRICS`.
+        layout: write the layout (TensorBoard's Custom Scalars tab) and drop ``epoch``.
     """
 
-    def __init__(self, metrics: Sequence[str] = DEFAULT_HPARAM_METRICS, layout: bool = True) -> None:
-        self.metrics = list(metrics)
+    def __init__(self, metrics: Sequence[str] | None = None, layout: bool = True) -> None:
+        self.metrics = None if metrics is None else list(metrics)
         self.layout = layout
+
+    def columns(self, pl_module: L.LightningModule) -> list[str]:
+        """The HParams columns: ``metrics``, else the module's ``hparam_metrics``, else PDX's."""
+        if self.metrics is not None:
+            return self.metrics
+        return list(getattr(pl_module, "hparam_metrics", DEFAULT_HPARAM_METRICS))
 
     def hparams(self, trainer: L.Trainer, pl_module: L.LightningModule) -> dict:
         """What the session records: the module's hyperparameters plus the trainer's budget and scale."""
@@ -185,11 +248,12 @@ class HParamsSummary(L.Callback):
         if not writers:
             return
         if self.layout:
+            layout = getattr(pl_module, "tensorboard_layout", LAYOUT)
             for writer in writers:
-                writer.add_custom_scalars(LAYOUT)
+                writer.add_custom_scalars(layout)
         from torch.utils.tensorboard.summary import hparams  # noqa: PLC0415
 
-        exp, ssi, sei = hparams(self.hparams(trainer, pl_module), dict.fromkeys(self.metrics, 0.0))
+        exp, ssi, sei = hparams(self.hparams(trainer, pl_module), dict.fromkeys(self.columns(pl_module), 0.0))
         for writer in writers:
             fw = writer._get_file_writer()
             for summary in (exp, ssi, sei):

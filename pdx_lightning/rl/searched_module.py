@@ -31,6 +31,7 @@ from lightning.pytorch.utilities.parsing import AttributeDict
 from torch.utils.data import DataLoader
 
 from pdx_lightning.callbacks.ema import EMATargetError, EMAUpdate
+from pdx_lightning.callbacks.tensorboard import SEARCHED_HPARAM_METRICS, SEARCHED_LAYOUT
 from pdx_lightning.nets import load_model
 from pdx_lightning.nets.resnet import require_wdl_head
 from pdx_lightning.rl.loader import collate_whole
@@ -44,6 +45,10 @@ from pdx_lightning.runtime.ranks import rank_world
 
 
 class SearchedModule(L.LightningModule):
+    # HParamsSummary's Custom Scalars tab and HParams columns for this module's tags (docs/metrics.md)
+    tensorboard_layout = SEARCHED_LAYOUT
+    hparam_metrics = SEARCHED_HPARAM_METRICS
+
     @document_optimizer_args
     def __init__(
         self,

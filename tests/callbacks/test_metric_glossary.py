@@ -135,3 +135,56 @@ def test_every_csv_column_is_in_the_glossary(fit_run):
     assert sorted(c for c in columns if not named(c, names)) == []
     tb = set(_events(fit_run).Tags()["scalars"])
     assert columns - tb == {"epoch", "step"}  # TensorBoard has every scalar but Lightning's epoch
+
+
+@pytest.mark.slow  # a 3-step searched fit (~20 s of CPU)
+def test_a_searched_fit_has_its_own_layout_and_every_tag_in_the_glossary(tmp_path):
+    """``module: searched`` logs other tags (visit targets, the replay buffer): each is in the glossary and
+    on a chart of SearchedModule's layout; no epoch card; the HParams columns are its own."""
+    from tensorboard.plugins.custom_scalar import layout_pb2
+    from tensorboard.plugins.hparams import plugin_data_pb2
+
+    from pdx_lightning.callbacks.tensorboard import SEARCHED_HPARAM_METRICS
+
+    cmd = [str(PDX)] if PDX.exists() else [sys.executable, "-m", "pdx_lightning.cli"]
+    tiny = ["--model.base", "random:tiny", "--model.algorithm.n_games", "4", "--model.algorithm.nodes", "4",
+            "--model.algorithm.batch_size", "16", "--model.algorithm.min_buffer", "32",
+            "--model.algorithm.max_plies", "30", "--model.algorithm.micro_batch", "8",
+            "--model.algorithm.beta", "0.1", "--model.algorithm.grad_clip_norm", "1.0",
+            "--trainer.enable_progress_bar", "false", "--trainer.max_steps", "3"]  # fmt: skip
+    cbs = [
+        {"class_path": "lightning.pytorch.callbacks.LearningRateMonitor"},
+        {"class_path": "pdx_lightning.callbacks.HParamsSummary"},
+        {"class_path": "pdx_lightning.callbacks.PuzzleValidation",
+         "init_args": {"suite": "data/tactics.csv", "mates": ["data/mates_in_1.csv"], "sample": 4, "every_n_steps": 2}},
+    ]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PDX_THREADS": "1"}
+    r = subprocess.run(
+        [*cmd, "fit", "--config", str(ROOT / "conf/fit/searched.yaml"), *tiny, "--trainer.callbacks", json.dumps(cbs)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
+    ea = _events(tmp_path / "runs" / "searched" / "version_0")
+    scalars = set(ea.Tags()["scalars"])
+    names = glossary_names()
+    assert sorted(t for t in scalars if not named(t, names)) == []
+    assert {"loss/kl_base", "optim/grad_norm", "replay/fill", "selfplay/target_entropy", "puzzles/acc"} <= scalars
+    assert "epoch" not in scalars
+    layout = layout_pb2.Layout.FromString(ea.Tensors("custom_scalars__config__")[0].tensor_proto.string_val[0])
+    patterns = [re.compile(p) for cat in layout.category for c in cat.chart for p in c.multiline.tag]
+    assert len(layout.category) == 6 and [c.title for c in layout.category][1] == "2 search targets"
+    assert sorted(t for t in scalars if not any(p.fullmatch(t) for p in patterns)) == []
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+
+    (events,) = (tmp_path / "runs" / "searched" / "version_0").glob("events.out.tfevents.*")
+    experiments = [
+        plugin_data_pb2.HParamsPluginData.FromString(v.metadata.plugin_data.content).experiment
+        for e in EventFileLoader(str(events)).Load()
+        for v in e.summary.value
+        if v.tag == "_hparams_/experiment"
+    ]
+    assert [[m.name.tag for m in x.metric_infos] for x in experiments] == [list(SEARCHED_HPARAM_METRICS)]
