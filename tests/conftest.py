@@ -120,12 +120,12 @@ def pytest_configure(config):
 # ---- warnings: a green run prints none --------------------------------------------------------------
 # pyproject.toml turns every warning into an error (filterwarnings = ["error", ...]) and lists, with the
 # reason, the third-party ones that are harmless. Each test also runs under the filters `pdx fit` itself
-# installs (pdx_lightning.runtime.entry.KNOWN_NOISE: Lightning's notes on choices PDXModule makes on
+# installs (pdx_lightning.runtime.noise.KNOWN_NOISE: Lightning's notes on choices PDXModule makes on
 # purpose, e.g. the `dataloader_iter` step and the EMA held in eval mode), so a test that builds its own
 # Trainer sees exactly the warnings a user's fit would show: none.
 @pytest.fixture(autouse=True)
 def known_noise_filtered():
-    from pdx_lightning.runtime.entry import quiet_known_noise
+    from pdx_lightning.runtime.noise import quiet_known_noise
 
     quiet_known_noise()
     yield

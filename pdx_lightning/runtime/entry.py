@@ -11,34 +11,25 @@ closing summary reads the trainer's collective properties (``trainer.log_dir`` i
 every rank and prints on rank 0 only: a property read on one rank alone waits for peers that have
 already left (a hang, or gloo's "Connection closed by peer").
 
-Noise pdx causes knowingly is silenced here, by message and category (:func:`quiet_known_noise`):
-LightningCLI's "args parameter" warning (``pdx`` passes its parsed arguments while ``sys.argv`` holds
-them too), the ``dataloader_iter`` step-flavour warnings (``PDXModule`` drives self-play itself), the
-"module(s) in eval mode" warning (the EMA and the frozen base are in eval mode by design), the empty
-validation loader of a fit without validation suites, the ModelCheckpoint warning about manual
-optimization (:data:`KNOWN_MODULE_NOISE`: pdx checkpoints the state after the step on purpose), a
-deprecation inside Lightning (torch's
-``LeafSpec``, with the torch/Lightning pair setup.sh installs) and Lightning's litlogger
-advertisement. Every other warning still shows. DDP ranks run this same entry, so they get the same filters.
+Noise pdx causes knowingly is silenced (:mod:`.noise`), in this process and, through a callback the
+CLI adds, in every process a strategy starts (``ddp_spawn``'s workers run no entry of ours).
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import shlex
 import shutil
 import sys
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import lightning as L
 from lightning.pytorch.cli import LightningCLI
-from lightning.pytorch.utilities.warnings import PossibleUserWarning
 
 from pdx_lightning.runtime.lightning_cli import PDXLightningCLI
 from pdx_lightning.runtime.moved_configs import resolve_config_args
+from pdx_lightning.runtime.noise import KNOWN_MODULE_NOISE, KNOWN_NOISE, quiet_known_noise
 
 __all__ = [
     "KNOWN_MODULE_NOISE",
@@ -49,50 +40,6 @@ __all__ = [
     "run_summary",
     "tracker_line",
 ]
-
-# (message regex, category) of warnings pdx causes knowingly on every run; each says nothing a user can act on
-KNOWN_NOISE: tuple[tuple[str, type[Warning]], ...] = (
-    (r"LightningCLI's args parameter is intended to run from within Python", UserWarning),
-    (r"You are using the `dataloader_iter` step flavor", PossibleUserWarning),
-    (r"Found `dataloader_iter` argument in the `training_step`", UserWarning),
-    (r"Found \d+ module\(s\) in eval mode at the start of training", PossibleUserWarning),
-    (r"Total length of `list` across ranks is zero", UserWarning),  # fit without validation suites
-    # Lightning 2.6 calling a torch 2.13 API torch deprecated: the pair setup.sh installs, not the user's code
-    (r"`isinstance\(treespec, LeafSpec\)` is deprecated", Warning),
-)
-# (message regex, category, module regex): noise raised by one third-party module, filtered there only
-KNOWN_MODULE_NOISE: tuple[tuple[str, type[Warning], str], ...] = (
-    # Lightning 2.6 warns at every ModelCheckpoint save of a manually optimized module ("no
-    # pre-optimization state was saved", 12 lines with example code) unless the module keeps
-    # `saved_models` and a `layer` attribute (a shape of its own test model). PDXModule optimizes
-    # manually by design and its checkpoint *should* hold the state after the step's update: that
-    # is what `--ckpt_path last` resumes from (the next step's self-play uses those weights), and
-    # the resume tests compare against it. Nothing to act on, so it is dropped at its source.
-    (
-        r"Using ModelCheckpoint with manual optimization and every_n_train_steps",
-        UserWarning,
-        r"lightning\.pytorch\.callbacks\.model_checkpoint",
-    ),
-)
-
-
-class _DropLitLoggerTip(logging.Filter):
-    """Drops Lightning's "💡 Tip: ... litlogger ..." info line (an advertisement, on every run)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        msg = record.getMessage()
-        return not ("litlogger" in msg and "Tip" in msg)
-
-
-def quiet_known_noise() -> None:
-    """Install the :data:`KNOWN_NOISE` warning filters and the litlogger-tip log filter (idempotent)."""
-    for message, category in KNOWN_NOISE:
-        warnings.filterwarnings("ignore", message=message, category=category)
-    for message, category, module in KNOWN_MODULE_NOISE:
-        warnings.filterwarnings("ignore", message=message, category=category, module=module)
-    log = logging.getLogger("lightning.pytorch.utilities.rank_zero")
-    if not any(isinstance(f, _DropLitLoggerTip) for f in log.filters):
-        log.addFilter(_DropLitLoggerTip())
 
 
 def run_lightning(

@@ -55,6 +55,7 @@ from pdx_lightning.runtime.export_target import check_export_target
 from pdx_lightning.runtime.fit_progress import FitProgressBar
 from pdx_lightning.runtime.last_checkpoint import latest
 from pdx_lightning.runtime.log_continuity import LogContinuity
+from pdx_lightning.runtime.noise import QuietKnownNoise
 
 # Settings of a validation run, not of training: never taken from a checkpoint's hyperparameters
 # (checkpoints written before they left the hyperparameters store them as None).
@@ -286,6 +287,8 @@ class PDXLightningCLI(LightningCLI):
             raise TrainerSettingError(f"Lightning's Trainer refused the --trainer settings: {e}") from e
         # set by Lightning's callback connector in Trainer.__init__, undeclared on the class
         cbs: list[Callback] = cast(Any, trainer).callbacks
+        if not any(isinstance(cb, QuietKnownNoise) for cb in cbs):
+            cbs.insert(0, QuietKnownNoise())  # the known-noise filters in every process a strategy starts
         if not any(isinstance(cb, LogContinuity) for cb in cbs):
             # Before the first checkpoint callback, explicitly: its on_train_batch_end must run before
             # ModelCheckpoint writes the step's checkpoint (the order Lightning gives checkpoint callbacks,

@@ -335,6 +335,9 @@ def test_a_ddp_spawn_fit_on_two_cpu_processes_trains_both_ranks_and_names_its_ru
     assert r.returncode == 0, out[-4000:]
     assert "Traceback" not in out and "Can't pickle" not in out, out[-4000:]
     assert "All distributed processes registered. Starting with 2 processes" in out
+    # the workers are fresh interpreters: the known noise is silenced there too (runtime.noise)
+    for noise in ("💡 Tip", "in eval mode", "`dataloader_iter` step flavor", "Warning"):
+        assert noise not in r.stderr, r.stderr[-4000:]
     assert _summary(r.stdout) == ["logs:", "checkpoints:", "TensorBoard:"]
     assert "logs:        runs/pdx/version_0" in r.stdout
     assert "checkpoints: runs/pdx/version_0/checkpoints" in r.stdout

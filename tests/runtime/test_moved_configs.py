@@ -42,6 +42,7 @@ def test_the_table_moves_every_old_file_to_a_shipped_one_and_no_old_file_is_left
     assert set(MOVED.values()) <= set(shipped) and len(set(MOVED.values())) == len(MOVED)
     assert sorted(set(shipped) - set(MOVED.values())) == [
         "conf/fit/searched.yaml",
+        "conf/sweep/maia_anchor.yaml",
         "conf/sweep/maia_batch1024.yaml",
         "conf/sweep/maia_paper_recipe.yaml",
         "conf/sweep/maia_paper_recipe_ref_lr.yaml",

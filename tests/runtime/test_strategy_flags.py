@@ -93,3 +93,24 @@ def test_the_module_pickles_for_ddp_spawn():
     back.param_version = 5
     assert back.dataset.networks.version() == 5  # the copy's own counter
     assert back.train_dataloader().collate_fn([1]) == [1]
+
+
+def test_the_quiet_callback_installs_the_filters_where_it_is_unpickled():
+    """ddp_spawn's workers get the Trainer by pickle: unpickling QuietKnownNoise installs the known-noise
+    filters in that process (a plain __setstate__ is never called for an object without state)."""
+    import pickle
+    import subprocess
+    import sys
+
+    from pdx_lightning.runtime.noise import QuietKnownNoise
+
+    blob = pickle.dumps(QuietKnownNoise())
+    probe = (
+        "import pickle, sys, warnings\n"
+        "cb = pickle.loads(sys.stdin.buffer.read())\n"
+        "quiet = any(f[0] == 'ignore' and f[1] is not None and 'eval mode' in f[1].pattern for f in warnings.filters)\n"
+        "print(type(cb).__name__, quiet)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", probe], input=blob, capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr.decode()[-2000:]
+    assert r.stdout.decode().split() == ["QuietKnownNoise", "True"]
