@@ -1,0 +1,121 @@
+"""The searched self-play report's table (issue 58): which fine-tuning to use for play with and without
+search. Each cell of Maia-1900 against the base at one forward pass and inside pdx's search (16 and 64
+nodes), on the 4,956 real Lichess puzzles and on the 999 real human games, read from the committed
+records; a record not yet played is "pending".
+
+    python -m reports.searched.table        # rewrites reports/searched/table.md
+
+``tests/reports/test_searched_table.py`` (slow) rebuilds it and compares it with the committed file.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from pdx_lightning.experiments.report.seeds import oriented_match
+
+REPORTS = Path(__file__).resolve().parents[1]
+HERE = REPORTS / "searched"
+PENDING = "pending"
+BASE = "base"
+
+
+@dataclass(frozen=True)
+class Cell:
+    label: str  # the table's row name
+    what: str  # how it was trained
+    matches: dict[str, str | None]  # "pass" / "n16" / "n64" -> record path under reports/ (no .json)
+    player: str  # the cell's player label in those records
+    model: str | None  # its name in real_puzzles.json and humans.json (None: not scored)
+
+
+CELLS = (
+    Cell("searched, draw A", "searched self-play, 16 nodes, β 0, 750 steps (AMD EPYC)",
+         {"pass": "searched/pass_searched", "n16": "searched/n16_searched", "n64": None}, "searched", None),
+    Cell("searched, draw B", "the same config and seed, retrained (Intel Xeon)",
+         {"pass": "searched/pass_searched_b", "n16": "searched/n16_searched_b", "n64": "searched/n64_searched_b"},
+         "searched_b", "runs/exp58/searched_b.ckpt"),
+    Cell("forward KL, β 0.01 (fwd_s3)", "PDX, one forward pass per move, 2,000 steps",
+         {"pass": "beyond_paper/records/pdx_fwd_s3", "n16": "search/pdxsearch_n16_fwd_s3",
+          "n64": "searched/n64_fwd_s3"}, "fwd_s3", "runs/exp58/fwd_s3.ckpt"),
+    Cell("forward KL, β 0.1", "fwd_s3 with a 10× heavier anchor",
+         {"pass": "searched/pass_fwd_b01", "n16": "searched/n16_fwd_b01", "n64": "searched/n64_fwd_b01"},
+         "fwd_b01", "runs/exp58/fwd_b01.ckpt"),
+    Cell("forward KL, β 1", "fwd_s3 with a 100× heavier anchor",
+         {"pass": "searched/pass_fwd_b1", "n16": "searched/n16_fwd_b1", "n64": "searched/n64_fwd_b1"},
+         "fwd_b1", "runs/exp58/fwd_b1.ckpt"),
+)  # fmt: skip
+BASE_MODEL = "base:maia-1900"
+
+
+def _load(path: Path) -> dict | None:
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def match_elo(record: str | None, player: str) -> str:
+    """``player``'s score Elo against the base (± its 95 % half-width) in one match record."""
+    doc = _load(REPORTS / f"{record}.json") if record else None
+    m = oriented_match(doc, player, BASE) if doc else None
+    if m is None:
+        return PENDING if record else "not played"
+    sign = 1.0 if m["a"] == player else -1.0
+    return f"{sign * m['elo']:+.1f} ± {m['elo_error']:.1f}"
+
+
+def _by_name(doc: dict | None, name: str | None) -> dict | None:
+    if doc is None or name is None:
+        return None
+    return next((m for m in doc["models"] if m["name"] == name), None)
+
+
+def puzzles(doc: dict | None, cell: Cell) -> str:
+    """Accuracy on the real puzzles and its paired difference with the base (McNemar p)."""
+    m = _by_name(doc, cell.model)
+    if m is None:
+        return PENDING if cell.model else "not scored"
+    paired = next(p for p in doc["paired"] if p["model"] == cell.model)  # type: ignore[index]
+    acc = 100 * m["summary"]["acc"]
+    return f"{acc:.1f} ({100 * paired['acc_diff']:+.1f}, p {paired['mcnemar_p']:.2g})"
+
+
+def humans(doc: dict | None, cell: Cell | None) -> str:
+    """Top-1 move matching, the policy's NLL and the value head's NLL of the game results."""
+    m = _by_name(doc, BASE_MODEL if cell is None else cell.model)
+    if m is None:
+        return PENDING if cell is None or cell.model else "not scored"
+    o = m["overall"]
+    return f"{100 * o['top1']:.1f} / {o['nll']:.3f} / {o['value_nll']:.3f}"
+
+
+def table() -> str:
+    real, games = _load(HERE / "real_puzzles.json"), _load(HERE / "humans.json")
+    base = _by_name(real, BASE_MODEL)
+    head = (
+        "| cell | trained | one forward pass | pdx's search, 16 nodes | pdx's search, 64 nodes "
+        "| real puzzles: acc. % (Δ, p) | human games: top-1 % / NLL / value NLL |"
+    )
+    lines = [head, "|---|---|---:|---:|---:|---:|---:|"]
+    base_acc = f"{100 * base['summary']['acc']:.1f}" if base else PENDING
+    lines.append(f"| Maia-1900 (the base) | — | 0 | 0 | 0 | {base_acc} | {humans(games, None)} |")
+    for c in CELLS:
+        elo = [match_elo(c.matches[k], c.player) for k in ("pass", "n16", "n64")]
+        lines.append(f"| {c.label} | {c.what} | {' | '.join(elo)} | {puzzles(real, c)} | {humans(games, c)} |")
+    return (
+        "Elo against Maia-1900 (1,000 games each, the 500 paired openings of `data/openings_uho_600.epd`, "
+        "both sides at the same setting; ± the 95 % half-width). Real puzzles: the 4,956 of "
+        "`data/lichess/` (the paired difference with the base and McNemar's p). Human games: the 999 real "
+        "games of `data/lichess/games_2021-10_999.pgn.zst` (45,963 positions).\n\n" + "\n".join(lines) + "\n"
+    )
+
+
+def main() -> int:
+    (HERE / "table.md").write_text(table())
+    print(f"wrote {HERE / 'table.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,32 @@
+"""reports/searched/: the one table of issue 58 rebuilds from the committed records."""
+
+import importlib
+import json
+
+import pytest
+
+
+def _table():
+    return importlib.import_module("reports.searched.table")
+
+
+def test_a_match_is_read_from_the_cells_side_and_a_missing_record_is_pending(tmp_path, monkeypatch):
+    mod = _table()
+    monkeypatch.setattr(mod, "REPORTS", tmp_path)
+    (tmp_path / "x").mkdir()
+    m = {"a": "base", "b": "cell", "elo": 99.2, "elo_error": 19.4, "pentanomial": [1, 2, 3, 4, 5]}
+    (tmp_path / "x" / "m.json").write_text(json.dumps({"matches": [m]}))
+    assert mod.match_elo("x/m", "cell") == "-99.2 ± 19.4"  # the record holds the base's side
+    m2 = {**m, "a": "cell", "b": "base", "elo": -5.04}
+    (tmp_path / "x" / "m2.json").write_text(json.dumps({"matches": [m2]}))
+    assert mod.match_elo("x/m2", "cell") == "-5.0 ± 19.4"
+    assert mod.match_elo("x/none", "cell") == mod.PENDING
+    assert mod.match_elo(None, "cell") == "not played"
+
+
+@pytest.mark.slow
+def test_the_table_rebuilds_from_the_committed_records():
+    mod = _table()
+    assert mod.table() == (mod.HERE / "table.md").read_text()
+    rows = [ln for ln in mod.table().splitlines() if ln.startswith("| ") and "---" not in ln]
+    assert len(rows) == 1 + 1 + len(mod.CELLS)  # the header, the base, each cell
