@@ -94,20 +94,25 @@ def table() -> str:
     real, games = _load(HERE / "real_puzzles.json"), _load(HERE / "humans.json")
     base = _by_name(real, BASE_MODEL)
     head = (
-        "| cell | trained | one forward pass | pdx's search, 16 nodes | pdx's search, 64 nodes "
+        "| cell | one forward pass | pdx's search, 16 nodes | pdx's search, 64 nodes "
         "| real puzzles: acc. % (Δ, p) | human games: top-1 % / NLL / value NLL |"
     )
-    lines = [head, "|---|---|---:|---:|---:|---:|---:|"]
+    lines = [head, "|---|---:|---:|---:|---:|---:|"]
     base_acc = f"{100 * base['summary']['acc']:.1f}" if base else PENDING
-    lines.append(f"| Maia-1900 (the base) | — | 0 | 0 | 0 | {base_acc} | {humans(games, None)} |")
+    lines.append(f"| Maia-1900 (the base) | 0 | 0 | 0 | {base_acc} | {humans(games, None)} |")
     for c in CELLS:
         elo = [match_elo(c.matches[k], c.player) for k in ("pass", "n16", "n64")]
-        lines.append(f"| {c.label} | {c.what} | {' | '.join(elo)} | {puzzles(real, c)} | {humans(games, c)} |")
+        lines.append(f"| {c.label} | {' | '.join(elo)} | {puzzles(real, c)} | {humans(games, c)} |")
+    cells = "\n".join(f"- {c.label}: {c.what}." for c in CELLS)
     return (
         "Elo against Maia-1900 (1,000 games each, the 500 paired openings of `data/openings_uho_600.epd`, "
         "both sides at the same setting; ± the 95 % half-width). Real puzzles: the 4,956 of "
         "`data/lichess/` (the paired difference with the base and McNemar's p). Human games: the 999 real "
-        "games of `data/lichess/games_2021-10_999.pgn.zst` (45,963 positions).\n\n" + "\n".join(lines) + "\n"
+        "games of `data/lichess/games_2021-10_999.pgn.zst` (45,963 positions).\n\n"
+        + "\n".join(lines)
+        + "\n\n"
+        + cells
+        + "\n"
     )
 
 

@@ -30,3 +30,10 @@ def test_the_table_rebuilds_from_the_committed_records():
     assert mod.table() == (mod.HERE / "table.md").read_text()
     rows = [ln for ln in mod.table().splitlines() if ln.startswith("| ") and "---" not in ln]
     assert len(rows) == 1 + 1 + len(mod.CELLS)  # the header, the base, each cell
+
+
+def test_the_results_page_shows_the_committed_table():
+    mod = _table()
+    page = (mod.REPORTS.parent / "docs" / "searched.md").read_text()
+    rows = [ln for ln in (mod.HERE / "table.md").read_text().splitlines() if ln.startswith(("| ", "- "))]
+    assert rows and [r for r in rows if r not in page] == []
