@@ -35,8 +35,6 @@ def fit_run(tmp_path_factory) -> Path:
     """A 4-step fit of the default config at toy size, with every optional scalar switched on
     (gradient clipping, the value anchor, the value KL) and a CSV logger beside TensorBoard."""
     tmp = tmp_path_factory.mktemp("glossary")
-    cmd = [str(PDX)] if PDX.exists() else [sys.executable, "-m", "pdx_lightning.cli"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PDX_THREADS": "1"}
     extra = [
         "--model.algorithm.grad_clip_norm",
         "1.0",
@@ -55,16 +53,16 @@ def fit_run(tmp_path_factory) -> Path:
             ]
         ),
     ]
-    r = subprocess.run(
-        [*cmd, "fit", "--config", CONF, *tiny_fit_args(4), *extra],
-        cwd=tmp,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
+    _pdx_fit(tmp, ["--config", CONF, *tiny_fit_args(4), *extra])
     return tmp / "runs" / "pdx" / "version_0"
+
+
+def _pdx_fit(cwd: Path, args: list[str]) -> None:
+    """``pdx fit ARGS`` for real in ``cwd``, one thread; it must succeed."""
+    cmd = [str(PDX)] if PDX.exists() else [sys.executable, "-m", "pdx_lightning.cli"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PDX_THREADS": "1"}
+    r = subprocess.run([*cmd, "fit", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
 
 
 def _events(run: Path):
@@ -146,7 +144,6 @@ def test_a_searched_fit_has_its_own_layout_and_every_tag_in_the_glossary(tmp_pat
 
     from pdx_lightning.callbacks.tensorboard import SEARCHED_HPARAM_METRICS
 
-    cmd = [str(PDX)] if PDX.exists() else [sys.executable, "-m", "pdx_lightning.cli"]
     tiny = ["--model.base", "random:tiny", "--model.algorithm.n_games", "4", "--model.algorithm.nodes", "4",
             "--model.algorithm.batch_size", "16", "--model.algorithm.min_buffer", "32",
             "--model.algorithm.max_plies", "30", "--model.algorithm.micro_batch", "8",
@@ -158,16 +155,8 @@ def test_a_searched_fit_has_its_own_layout_and_every_tag_in_the_glossary(tmp_pat
         {"class_path": "pdx_lightning.callbacks.PuzzleValidation",
          "init_args": {"suite": "data/tactics.csv", "mates": ["data/mates_in_1.csv"], "sample": 4, "every_n_steps": 2}},
     ]  # fmt: skip
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PDX_THREADS": "1"}
-    r = subprocess.run(
-        [*cmd, "fit", "--config", str(ROOT / "conf/fit/searched.yaml"), *tiny, "--trainer.callbacks", json.dumps(cbs)],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
+    searched = str(ROOT / "conf/fit/searched.yaml")
+    _pdx_fit(tmp_path, ["--config", searched, *tiny, "--trainer.callbacks", json.dumps(cbs)])
     ea = _events(tmp_path / "runs" / "searched" / "version_0")
     scalars = set(ea.Tags()["scalars"])
     names = glossary_names()
