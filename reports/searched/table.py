@@ -38,7 +38,8 @@ CELLS = (
     Cell("searched, draw B", "the same config and seed, retrained (Intel Xeon)",
          {"pass": "searched/pass_searched_b", "n16": "searched/n16_searched_b", "n64": "searched/n64_searched_b"},
          "searched_b", "runs/exp58/searched_b.ckpt"),
-    Cell("forward KL, β 0.01 (fwd_s3)", "PDX, one forward pass per move, 2,000 steps",
+    Cell("forward KL, β 0.01 (fwd_s3)", "PDX, one forward pass per move, 2,000 steps (matches: the committed "
+         "AMD cell; puzzles and human games: its retrain on the Intel Xeon, other weights)",
          {"pass": "beyond_paper/records/pdx_fwd_s3", "n16": "search/pdxsearch_n16_fwd_s3",
           "n64": "searched/n64_fwd_s3"}, "fwd_s3", "runs/exp58/fwd_s3.ckpt"),
     Cell("forward KL, β 0.1", "fwd_s3 with a 10× heavier anchor",
