@@ -3,7 +3,7 @@ search. Each cell of Maia-1900 against the base at one forward pass and inside p
 nodes), on the 4,956 real Lichess puzzles and on the 999 real human games, read from the committed
 records; a record not yet played is "pending".
 
-    python -m reports.searched.table        # rewrites reports/searched/table.md
+    python -m reports.searched.table        # rewrites reports/searched/table.md and docs/searched.md's copy
 
 ``tests/reports/test_searched_table.py`` (slow) rebuilds it and compares it with the committed file.
 """
@@ -117,9 +117,22 @@ def table() -> str:
     )
 
 
+PAGE = REPORTS.parent / "docs" / "searched.md"
+PAGE_START = "<!-- table: python -m reports.searched.table writes what follows, to the end marker -->\n"
+PAGE_END = "<!-- end of table -->\n"
+
+
+def on_page(page: str, text: str) -> str:
+    """``page`` with the text between its table markers replaced by ``text``."""
+    head, rest = page.split(PAGE_START, 1)
+    return head + PAGE_START + text + PAGE_END + rest.split(PAGE_END, 1)[1]
+
+
 def main() -> int:
-    (HERE / "table.md").write_text(table())
-    print(f"wrote {HERE / 'table.md'}")
+    text = table()
+    (HERE / "table.md").write_text(text)
+    PAGE.write_text(on_page(PAGE.read_text(), text))
+    print(f"wrote {HERE / 'table.md'} and its copy in {PAGE}")
     return 0
 
 
