@@ -1,6 +1,7 @@
 """PDXModule: prior-directed self-play fine-tuning (paper Algorithm 1) as a LightningModule.
 
-Three networks, three roles, never swapped in place:
+Three networks, three roles (held by :class:`~pdx_lightning.rl.three_networks.ThreeNetworks`), never
+swapped in place:
 
 * ``online`` (π_θ, v_θ): the only one trained;
 * ``ema`` (θ̄): changed only by the EMA update (Eq. 11, line 15 of Algorithm 1), the ``EMAUpdate``
@@ -27,35 +28,30 @@ evaluation layer; this module hands it the EMA.
 
 from __future__ import annotations
 
-import copy
 import time
 from collections.abc import Iterator
 from dataclasses import asdict
-from typing import Any, cast
+from typing import cast
 
 import lightning as L
 import torch
-import torch.distributed as dist
 from lightning.pytorch.core.optimizer import LightningOptimizer
 from lightning.pytorch.utilities.parsing import AttributeDict
 from torch.optim.lr_scheduler import LRScheduler
-from torch.utils.data import DataLoader
 
-from pdx_lightning.callbacks.ema import EMATargetError, EMAUpdate
 from pdx_lightning.callbacks.puzzle_validation import PuzzleValidation, SuiteBatch
-from pdx_lightning.nets import load_model
-from pdx_lightning.nets.resnet import require_wdl_head
-from pdx_lightning.rl.loader import collate_whole
 from pdx_lightning.rl.pdx_step import StepResult, pdx_step
 from pdx_lightning.rl.selfplay import SelfPlayConfig, SelfPlayDataset, SelfPlayNetworks
 from pdx_lightning.rl.settings import PDXSettings, SettingsError, check_fit_args, migrate_hparams
 from pdx_lightning.rl.step_metrics import StepSummaries, combine_summaries, summary_row
-from pdx_lightning.runtime.checkpoint_meta import check_base, write_network_meta
+from pdx_lightning.rl.three_networks import ThreeNetworks
 from pdx_lightning.runtime.optim import document_optimizer_args, layerwise_adamw
-from pdx_lightning.runtime.ranks import rank_world
 
 
-class PDXModule(L.LightningModule):
+class PDXModule(ThreeNetworks):
+    rank_state_key = "pdx_selfplay"  # each rank's games (SelfPlayDataset.state_dict)
+    dataset: SelfPlayDataset
+
     @document_optimizer_args
     def __init__(
         self,
@@ -98,15 +94,9 @@ class PDXModule(L.LightningModule):
         # val_* are settings of a validation run, not of training: kept out of the checkpoint's
         # hyperparameters, which LightningCLI would otherwise lay over `pdx validate --model.val_suite`
         self.save_hyperparameters(ignore=["algorithm", "selfplay", "val_suite", "val_mates", "val_sample"])
-        self.automatic_optimization = False
         self.beta = algorithm.beta
-        self.base = load_model(base).requires_grad_(False)
         # τ = H(WDL) (Sec. 2.3) and the WDL value loss: refused before the copies and the games exist
-        require_wdl_head(self.base, "fine-tuning with pdx (τ = H(WDL) and the WDL value loss)", f"base {base!r}")
-        self.online = copy.deepcopy(self.base).requires_grad_(True).train()
-        self.ema = copy.deepcopy(self.base)
-        self.param_version = 0  # optimizer steps taken
-        self.ema_version = 0  # the optimizer step the EMA last followed (the EMA callback stamps it)
+        self._init_networks(base, "fine-tuning with pdx (τ = H(WDL) and the WDL value loss)")
         self.dataset = SelfPlayDataset(
             selfplay, SelfPlayNetworks(ema=self.ema, base=self.base, version=self._param_version), algorithm
         )
@@ -139,11 +129,6 @@ class PDXModule(L.LightningModule):
         return migrate_hparams(hparams)
 
     # ---- hyperparameters (what hparams.yaml, TensorBoard's HParams and checkpoints record) -----------
-    @property
-    def settings(self) -> AttributeDict:
-        """``hparams`` as what ``save_hyperparameters`` made it (an AttributeDict: ``.base``, ``.c_v``, ...)."""
-        return cast(AttributeDict, self.hparams)
-
     def setup(self, stage: str) -> None:
         """Record the algorithm's and the self-play settings in the logged hyperparameters too (hparams.yaml,
         TensorBoard's HParams, MLflow's params; the checkpoint's hyperparameters already carry them).
@@ -158,32 +143,7 @@ class PDXModule(L.LightningModule):
                 "the gradients where the step clips them; use bf16-mixed or 32"
             )
 
-    # ---- roles ------------------------------------------------------------------------------
-    def train(self, mode: bool = True) -> PDXModule:
-        """Lightning calls ``.train()`` at fit start; the EMA and the base stay in eval mode."""
-        super().train(mode)
-        self.ema.eval()
-        self.base.eval()
-        return self
-
-    def forward(self, x: torch.Tensor):
-        return self.online(x)
-
-    def configure_callbacks(self) -> list:
-        """The EMA update (line 15) as a callback: the default ``EMAUpdate`` unless the Trainer has one
-        (an ``EMAUpdate`` or the user's subclass). Put first, so that every other callback's
-        ``on_train_batch_end`` (puzzle validation, log continuity, checkpoints) sees θ̄ after this step's
-        update; Lightning's ``configure_callbacks`` merge would append it after them."""
-        callbacks: list = cast(Any, self.trainer).callbacks  # set by Lightning, undeclared on the class
-        if not any(isinstance(cb, EMAUpdate) for cb in callbacks):
-            callbacks.insert(0, EMAUpdate())
-        return []
-
     # ---- data -------------------------------------------------------------------------------
-    def train_dataloader(self) -> DataLoader:
-        # batch_size=None: each dataset item is already a whole batch of positions
-        return DataLoader(self.dataset, batch_size=None, num_workers=0, collate_fn=collate_whole)
-
     def val_dataloader(self):
         """``val_suite``/``val_mates`` as one item (none without them), read by the PuzzleValidation."""
         return self.puzzle_validation.val_dataloader() if self.puzzle_validation is not None else []
@@ -205,11 +165,7 @@ class PDXModule(L.LightningModule):
     def training_step(self, dataloader_iter: Iterator) -> torch.Tensor:
         """Algorithm 1 lines 6–14 (:func:`~pdx_lightning.rl.pdx_step.pdx_step`) on the next batch, logged;
         line 15 is the EMA callback, which runs after this returns."""
-        if self.ema_version != self.param_version:  # before the batch is begun: it reads the EMA
-            raise EMATargetError(
-                f"the EMA target did not follow optimizer step {self.param_version} (last followed: "
-                f"{self.ema_version}): no EMA callback ran; keep the default EMAUpdate or pass your own subclass"
-            )
+        self.check_ema_followed()  # before the batch is begun: it reads the EMA
         t0 = time.perf_counter()
         batch = next(dataloader_iter)
         batch = batch[0] if isinstance(batch, tuple) else batch
@@ -271,36 +227,21 @@ class PDXModule(L.LightningModule):
         self.log("loss", metrics["loss/total"], prog_bar=True, logger=False, batch_size=total)
 
     # ---- checkpoints ------------------------------------------------------------------------
+    def _rank_state(self) -> dict | None:
+        return self.dataset.state_dict() if self.dataset.started else None
+
+    def _load_rank_state(self, state: dict) -> None:
+        self.dataset.load_state_dict(state)
+        self._last_stats = dict(state["stats"])
+
     def on_save_checkpoint(self, checkpoint: dict) -> None:
-        """Drop the frozen base (referenced by name + hash) and keep every rank's games."""
-        sd = checkpoint["state_dict"]
-        for k in [k for k in sd if k.startswith("base.")]:
-            del sd[k]
-        write_network_meta(checkpoint, self.online, self.settings.base)
-        checkpoint["pdx_param_version"] = self.param_version
-        state = self.dataset.state_dict() if self.dataset.started else None
-        _, world = rank_world()
-        if world > 1:
-            states: list[dict | None] = [None] * world
-            dist.all_gather_object(states, state)
-        else:
-            states = [state]
-        checkpoint["pdx_selfplay"] = states
+        """The base dropped, every rank's games kept (``ThreeNetworks``), and the held game metrics."""
+        super().on_save_checkpoint(checkpoint)
         checkpoint["pdx_game_metrics"] = dict(self._game_metrics)
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
-        check_base(checkpoint, self.settings.base)
-        sd = checkpoint["state_dict"]
-        sd.update({f"base.{k}": v for k, v in self.base.state_dict().items()})
-        self.param_version = checkpoint.get("pdx_param_version", 0)
-        self.ema_version = self.param_version  # a step's checkpoint is written after its EMA update
         self._game_metrics = dict(checkpoint.get("pdx_game_metrics") or {})
-        states = checkpoint.get("pdx_selfplay") or []
-        rank, _ = rank_world()
-        state = states[rank] if rank < len(states) else None
-        if state is not None:
-            self.dataset.load_state_dict(state)
-            self._last_stats = dict(state["stats"])
+        super().on_load_checkpoint(checkpoint)
 
 
 MODULES = ("pdx", "searched")

@@ -1,6 +1,7 @@
 """SearchedModule: searched self-play fine-tuning (Efficient Self-Play's system) as a LightningModule.
 
-The same shape as :class:`~pdx_lightning.rl.module.PDXModule`: three networks, three roles, never swapped
+The same shape as :class:`~pdx_lightning.rl.module.PDXModule` (both are
+:class:`~pdx_lightning.rl.three_networks.ThreeNetworks`): three networks, three roles, never swapped
 in place: ``online`` (trained), ``ema`` (moved only by the ``EMAUpdate`` callback after each optimizer
 step; it *searches* the self-play games, the published weights, and is what validation scores and
 ``pdx export`` writes) and ``base`` (frozen: the optional forward-KL anchor). The IterableDataset
@@ -17,34 +18,28 @@ Chosen with ``module: searched`` in the config (``conf/fit/searched.yaml``) or `
 
 from __future__ import annotations
 
-import copy
 import time
 from collections.abc import Iterator
 from dataclasses import asdict
 from typing import Any, cast
 
-import lightning as L
 import numpy as np
 import torch
-import torch.distributed as dist
 from lightning.pytorch.utilities.parsing import AttributeDict
-from torch.utils.data import DataLoader
 
-from pdx_lightning.callbacks.ema import EMATargetError, EMAUpdate
 from pdx_lightning.callbacks.tensorboard import SEARCHED_HPARAM_METRICS, SEARCHED_LAYOUT
-from pdx_lightning.nets import load_model
-from pdx_lightning.nets.resnet import require_wdl_head
-from pdx_lightning.rl.loader import collate_whole
 from pdx_lightning.rl.replay import Batch, ReplayBuffer
 from pdx_lightning.rl.searched_games import PlyResult, SearchedGames, run_seed
 from pdx_lightning.rl.searched_settings import SearchedSettings
 from pdx_lightning.rl.searched_step import searched_loss
-from pdx_lightning.runtime.checkpoint_meta import check_base, write_network_meta
+from pdx_lightning.rl.three_networks import ThreeNetworks
 from pdx_lightning.runtime.optim import document_optimizer_args, layerwise_adamw
 from pdx_lightning.runtime.ranks import rank_world
 
 
-class SearchedModule(L.LightningModule):
+class SearchedModule(ThreeNetworks):
+    rank_state_key = "pdx_searched"  # each rank's games and replay buffer
+    dataset: SearchedGames
     # HParamsSummary's Custom Scalars tab and HParams columns for this module's tags (docs/metrics.md)
     tensorboard_layout = SEARCHED_LAYOUT
     hparam_metrics = SEARCHED_HPARAM_METRICS
@@ -78,13 +73,7 @@ class SearchedModule(L.LightningModule):
         self.algorithm = algorithm
         self.save_hyperparameters(ignore=["algorithm"])
         self.hparams["algorithm"] = asdict(algorithm)
-        self.automatic_optimization = False
-        self.base = load_model(base).requires_grad_(False)
-        require_wdl_head(self.base, "searched self-play (the search's Q and the WDL value loss)", f"base {base!r}")
-        self.online = copy.deepcopy(self.base).requires_grad_(True).train()
-        self.ema = copy.deepcopy(self.base)
-        self.param_version = 0
-        self.ema_version = 0
+        self._init_networks(base, "searched self-play (the search's Q and the WDL value loss)")
         self.seed = run_seed() if seed is None else seed
         self.hparams["seed"] = self.seed
         self.dataset = SearchedGames(algorithm, self.ema, seed=self.seed)
@@ -98,29 +87,6 @@ class SearchedModule(L.LightningModule):
             seed=self.seed + 1000 * rank_world()[0] + 1,
         )
         self.timing = {"play": 0.0, "train": 0.0}
-
-    @property
-    def settings(self) -> AttributeDict:
-        return cast(AttributeDict, self.hparams)
-
-    def train(self, mode: bool = True) -> SearchedModule:
-        super().train(mode)
-        self.ema.eval()
-        self.base.eval()
-        return self
-
-    def forward(self, x: torch.Tensor):
-        return self.online(x)
-
-    def configure_callbacks(self) -> list:
-        """The default ``EMAUpdate`` first unless the Trainer has one (as ``PDXModule`` does)."""
-        callbacks: list = cast(Any, self.trainer).callbacks
-        if not any(isinstance(cb, EMAUpdate) for cb in callbacks):
-            callbacks.insert(0, EMAUpdate())
-        return []
-
-    def train_dataloader(self) -> DataLoader:
-        return DataLoader(self.dataset, batch_size=None, num_workers=0, collate_fn=collate_whole)
 
     def configure_optimizers(self):
         return layerwise_adamw(self.online, AttributeDict(self.hparams))
@@ -140,11 +106,7 @@ class SearchedModule(L.LightningModule):
         return plies, time.perf_counter() - t0
 
     def training_step(self, dataloader_iter: Iterator) -> torch.Tensor:
-        if self.ema_version != self.param_version:
-            raise EMATargetError(
-                f"the EMA target did not follow optimizer step {self.param_version} (last followed: "
-                f"{self.ema_version}): no EMA callback ran; keep the default EMAUpdate or pass your own subclass"
-            )
+        self.check_ema_followed()
         s = self.algorithm
         plies, play_s = self._play(dataloader_iter)
         t0 = time.perf_counter()
@@ -200,38 +162,16 @@ class SearchedModule(L.LightningModule):
         return torch.tensor(sums["loss/total"])
 
     # ---- checkpoints ------------------------------------------------------------------------
-    def on_save_checkpoint(self, checkpoint: dict) -> None:
-        """Drop the frozen base (named + hashed) and keep every rank's games and buffer."""
-        sd = checkpoint["state_dict"]
-        for k in [k for k in sd if k.startswith("base.")]:
-            del sd[k]
-        write_network_meta(checkpoint, self.online, self.settings.base)
-        checkpoint["pdx_param_version"] = self.param_version
-        state = {
+    def _rank_state(self) -> dict:
+        return {
             "games": self.dataset.state_dict() if self.dataset.started else None,
             "buffer": self.buffer.state_dict(),
         }
-        _, world = rank_world()
-        if world > 1:
-            states: list[dict | None] = [None] * world
-            dist.all_gather_object(states, state)
-        else:
-            states = [state]
-        checkpoint["pdx_searched"] = states
 
-    def on_load_checkpoint(self, checkpoint: dict) -> None:
-        check_base(checkpoint, self.settings.base)
-        sd = checkpoint["state_dict"]
-        sd.update({f"base.{k}": v for k, v in self.base.state_dict().items()})
-        self.param_version = checkpoint.get("pdx_param_version", 0)
-        self.ema_version = self.param_version
-        states = checkpoint.get("pdx_searched") or []
-        rank, _ = rank_world()
-        state = states[rank] if rank < len(states) else None
-        if state is not None:
-            if state["games"] is not None:
-                self.dataset.load_state_dict(state["games"])
-            self.buffer.load_state_dict(state["buffer"])
+    def _load_rank_state(self, state: dict) -> None:
+        if state["games"] is not None:
+            self.dataset.load_state_dict(state["games"])
+        self.buffer.load_state_dict(state["buffer"])
 
 
 def _rows(batch: Batch, rows: slice) -> Batch:
