@@ -14,6 +14,7 @@ from collections.abc import Callable, Collection, Sequence
 from pdx_lightning.chesscore.opening_files import Opening
 from pdx_lightning.evaluation.arena_game import MAX_PLIES, ArenaError, Game, GameRules
 from pdx_lightning.evaluation.arena_players import Player
+from pdx_lightning.runtime.progress import note
 from pdx_lightning.runtime.progress import progress as progress_bar
 
 
@@ -91,6 +92,7 @@ def play_games(
         leave=True,
         disable=not progress,
     )
+    rounds = 0  # plies played by every game in flight: the bar's note while no game has ended yet
     try:
         while pending or active:
             while pending and len(active) < concurrency:
@@ -110,11 +112,15 @@ def play_games(
             for p, gs in by_player.items():  # one batched call per player per ply
                 for g, (move, wdl) in zip(gs, players[p].choose(gs)):
                     g.play(move, wdl, rules, players[g.white].has_value_head and players[g.black].has_value_head)
+            rounds += 1
             finished = [g for g in active if g.end]
             if finished:
                 active = [g for g in active if not g.end]
                 finish(finished)
                 bar.update(len(finished))
+            if active:
+                note(bar, f"ply round {rounds}, {len(active)} in flight")
+        bar.set_postfix_str("", refresh=False)  # the final count stands alone
     finally:
         bar.close()
     return sorted(done, key=lambda g: g.id)

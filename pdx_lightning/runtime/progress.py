@@ -50,3 +50,17 @@ def progress(
     kwargs.setdefault("dynamic_ncols", tty)
     disable = bool(kwargs.pop("disable", False)) or not enabled()
     return tqdm(total=total, desc=desc, unit=unit, leave=leave, file=stream, delay=DELAY, disable=disable, **kwargs)
+
+
+def note(bar: tqdm, text: str) -> None:
+    """Show ``text`` after ``bar``'s count: what a long job is doing between two counts (an arena whose
+    games all end near its close, say). Drawn at most every ``bar.mininterval`` seconds (so a log file
+    gets a line every :data:`LOG_INTERVAL` s), never before the bar's delay is over; nothing when the
+    bar is disabled."""
+    if bar.disable:
+        return
+    bar.set_postfix_str(text, refresh=False)
+    now = bar._time()
+    if now - bar.start_t >= bar.delay and now - bar.last_print_t >= bar.mininterval:
+        bar.refresh()
+        bar.last_print_t = now

@@ -259,6 +259,38 @@ def test_arena_bar_keeps_working_and_quiet_silences_it(no_delay, capsys):
     assert [g.moves for g in quiet] == [g.moves for g in games]
 
 
+def test_an_arena_says_what_it_plays_before_any_game_ends(no_delay, capsys, monkeypatch):
+    """All the games of a match are in flight at once and end near its close: the bar's note shows the
+    ply rounds meanwhile (at most every LOG_INTERVAL s in a log file), and the games are the same."""
+    players = [NetPlayer(f"m{k}", load_model(f"random:tiny:{k}")) for k in range(2)]
+    sched = round_robin(2, 1, games=2)
+    quiet = play_games(players, load_openings()[:1], sched, max_plies=40, progress=False)
+    monkeypatch.setattr(progress_mod, "LOG_INTERVAL", 0.0)
+    games = play_games(players, load_openings()[:1], sched, max_plies=40)
+    err = capsys.readouterr().err
+    assert "0/2 [" in err and "ply round 1, 2 in flight" in err and "ply round 5, 2 in flight" in err
+    assert err.rstrip().endswith("game/s]")  # the final count without the note
+    assert [g.moves for g in games] == [g.moves for g in quiet]
+
+
+def test_a_note_waits_for_the_delay_and_the_interval(monkeypatch):
+    stream = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stream)
+    with progress(total=2, desc="slow") as bar:  # the default DELAY: nothing drawn yet
+        progress_mod.note(bar, "working")
+        assert "working" not in stream.getvalue()
+        bar.delay = 0.0
+        bar.last_print_t = bar._time()  # just drawn: the next draw waits LOG_INTERVAL
+        progress_mod.note(bar, "still")
+        assert "still" not in stream.getvalue()
+        bar.last_print_t -= progress_mod.LOG_INTERVAL
+        progress_mod.note(bar, "still working")
+        assert "still working" in stream.getvalue()
+    with progress(total=2, desc="off", disable=True) as bar:
+        progress_mod.note(bar, "hidden")
+    assert "hidden" not in stream.getvalue()
+
+
 def test_a_log_file_gets_a_refresh_every_log_interval_a_terminal_ten_a_second(monkeypatch):
     class Terminal(io.StringIO):
         def isatty(self):
