@@ -125,6 +125,7 @@ class SearchedSettings:
         integer("min_buffer", 1, self.buffer_capacity)
         if self.batch_size > self.buffer_capacity:
             raise bad("batch_size", f"at most buffer_capacity ({self.buffer_capacity})")
+        # ema_decay: the range of runtime.optim.EMA_DECAY_RANGE (a test holds them equal)
         for key in ("noise_eps", "archive_share", "archive_top_share", "surprise_share", "value_mix", "ema_decay"):
             if not 0.0 <= finite(key) <= 1.0:
                 raise bad(key, "in [0, 1]")
