@@ -77,6 +77,7 @@ if TYPE_CHECKING:
     import torch
 
     from pdx_lightning.search import BatchedSearch
+    from pdx_lightning.search.spec import SearchSpec
 
 LICHESS_K = 0.00368208  # Lichess's cp -> win-probability logistic slope
 GO_INT_KEYS = ("wtime", "btime", "winc", "binc", "movestogo", "depth", "nodes", "mate", "movetime")
@@ -151,15 +152,21 @@ def check_model_name(name: str) -> None:
         )
 
 
-def check_search(text: str) -> tuple:
-    """``--search key=value,...``: (SearchSettings, reuse), or UciOptionError naming the bad part."""
-    from pdx_lightning.search.spec import parse_search_spec  # noqa: PLC0415
+def check_search(text: str) -> SearchSpec:
+    """``--search key=value,...``: the spec (settings, reuse, ``value=`` network), or UciOptionError naming
+    the bad part (a ``value=`` file that is not there included)."""
+    from pdx_lightning.search.spec import parse_search_options  # noqa: PLC0415
 
     try:
-        settings, reuse, _ = parse_search_spec(f"search[{text}]:_")
+        spec = parse_search_options(text)
     except UserError as e:
-        raise UciOptionError(f"--search: {' '.join(str(e).split())}") from None
-    return settings, reuse
+        raise UciOptionError(" ".join(str(e).split())) from None
+    if spec.value_model is not None:
+        try:
+            check_model_name(spec.value_model)
+        except UciOptionError as e:
+            raise UciOptionError(f"--search value=: {str(e).removeprefix('--model ')}") from None
+    return spec
 
 
 def _short(token: str) -> str:
@@ -187,7 +194,8 @@ class UciEngine:
             "Nodes": str(check_spin("Nodes", nodes, "--nodes")),
             "UCI_ShowWDL": "true",
         }
-        self.search_settings, self.search_reuse = check_search(search)
+        spec = check_search(search)
+        self.search_settings, self.search_reuse, self.value_model_name = spec.settings, spec.reuse, spec.value_model
         self.searcher: BatchedSearch | None = None  # made at the first searched go
         self.root = chess.STARTING_FEN
         self.board = chess.Board()
@@ -219,8 +227,11 @@ class UciEngine:
 
             from pdx_lightning.nets import load_model  # noqa: PLC0415
 
+            from pdx_lightning.nets.composed import compose  # noqa: PLC0415
+
             with _LOAD_LOCK:  # random: models seed torch's global RNG: one load at a time per process
-                self.model = load_model(self.model_name)
+                value = load_model(self.value_model_name) if self.value_model_name is not None else None
+                self.model = compose(load_model(self.model_name), value)
             self.gen = torch.Generator().manual_seed(int(self.options["Seed"]))
         except BaseException as e:  # noqa: BLE001  (reported on the protocol thread)
             self.load_error = e
@@ -661,7 +672,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--search",
         default="",
         help="the search's settings as key=value,... (cpuct, cpuct_base, cpuct_factor, fpu_value, "
-        "policy_softmax_temp, two_fold_draws, sticky_endgames, cache_size, reuse; Lc0 v0.31's defaults)",
+        "policy_softmax_temp, two_fold_draws, sticky_endgames, cache_size, reuse; Lc0 v0.31's defaults), and "
+        "value=MODEL to evaluate with another network's W/D/L while --model's policy guides the search",
     )
 
 

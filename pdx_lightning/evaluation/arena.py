@@ -50,8 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(sf:nodes=1000, sf:elo=1500), or any UCI engine ('uci:lc0 --weights=F.pb.gz', default go "
         "nodes 1; 'uci[nodes=800]:CMD' for a search), or a network inside pdx's batched PUCT search with "
         "Lc0's semantics ('search[nodes=64]:base:maia-1900'; keys: nodes, cpuct, cpuct_base, cpuct_factor, "
-        "fpu_value, policy_softmax_temp, two_fold_draws, sticky_endgames, cache_size, reuse); repeat for every "
-        "player (>= 2)",
+        "fpu_value, policy_softmax_temp, two_fold_draws, sticky_endgames, cache_size, reuse, and value=MODEL: "
+        "another network's W/D/L with this one's policy); repeat for every player (>= 2)",
         weights_help=None,
         micro_batch=False,
         device="cpu",

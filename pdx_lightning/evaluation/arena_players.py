@@ -193,19 +193,24 @@ def make_player(
     engine_procs: int = 1,
 ) -> Player:
     """A player from a model name (``pdx_lightning.nets.load_model``), a ``search[...]:MODEL`` spec (the
-    model inside pdx's search, :mod:`~pdx_lightning.evaluation.search_player`), an ``sf:`` spec or a
+    model inside pdx's search, :mod:`~pdx_lightning.evaluation.search_player`; ``value=OTHER`` evaluates
+    with OTHER's W/D/L, :mod:`~pdx_lightning.nets.composed`), an ``sf:`` spec or a
     ``uci:`` spec (``engine_procs`` processes of the engine, :class:`EnginePlayer`)."""
     label = label or spec
     if is_search_spec(spec):
         from pdx_lightning.evaluation.search_player import SearchPlayer  # noqa: PLC0415
         from pdx_lightning.nets import load_model  # noqa: PLC0415
 
-        settings, reuse, model = parse_search_spec(spec)
+        from pdx_lightning.nets.composed import compose  # noqa: PLC0415
+
+        read = parse_search_spec(spec)
         if sample:
             raise ArenaError(
                 f"{spec}: --sample draws from a network's policy; a search[...] player plays its best move"
             )
-        return SearchPlayer(label, load_model(model).to(device), settings, reuse)
+        value = load_model(read.value_model) if read.value_model is not None else None
+        network = compose(load_model(read.model), value)
+        return SearchPlayer(label, network.to(device), read.settings, read.reuse)
     if is_stockfish_spec(spec):
         return StockfishPlayer(label, spec, stockfish, engine_procs)
     if is_uci_spec(spec):

@@ -79,7 +79,7 @@ class SearchedGames(IterableDataset):
         self.openings = (
             read_opening_lines(str(resolve_path(settings.openings_file))) if settings.openings_file else None
         )
-        self.search_settings = settings.search_settings()
+        self.search_settings = settings.search_settings
         self.rng: np.random.Generator | None = None
         self.games: list[_Game] = []
         self.archive: list[chess.Board] = []

@@ -12,8 +12,9 @@ with prior-directed exploration. In a config the settings are one block, ``model
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, fields
-from typing import Literal
+from typing import Literal, cast
 
 from pdx_lightning.errors import UserError
 from pdx_lightning.rl.replay import SAMPLINGS
@@ -141,20 +142,29 @@ class SearchedSettings:
             raise bad("grad_clip_norm", "> 0 or null")
         if self.resign_threshold is not None and not 0.0 <= finite("resign_threshold") <= 1.0:
             raise bad("resign_threshold", "in [0, 1] or null")
-        self.search_settings()  # the search's keys, checked now
+        # the search's settings, built once: every ply of the run searches with this object
+        object.__setattr__(self, "_search_settings", self._read_search())
 
-    def search_settings(self) -> SearchSettings:
-        """The search's settings (``nodes`` and ``search``'s keys; no tree reuse: every move from a fresh root)."""
-        from pdx_lightning.search.spec import parse_search_spec  # noqa: PLC0415
+    def _read_search(self) -> SearchSettings:
+        from pdx_lightning.search.spec import parse_search_options  # noqa: PLC0415
 
-        text = ",".join(x for x in (f"nodes={self.nodes}", self.search) if x)
+        for key, why in (
+            ("nodes", "the node count is model.algorithm.nodes"),
+            ("reuse", "every move is searched afresh"),
+            ("value", "the network searched is the one trained"),
+        ):
+            if re.search(rf"(^|,)\s*{key}\s*=", self.search):
+                raise SearchedSettingsError(f"model.algorithm.search: no '{key}' here ({why})")
         try:
-            settings, _, _ = parse_search_spec(f"search[{text}]:_")
+            spec = parse_search_options(self.search, "model.algorithm.search")
         except UserError as e:
-            raise SearchedSettingsError(f"model.algorithm.search: {' '.join(str(e).split())}") from None
-        if "reuse" in self.search:
-            raise SearchedSettingsError("model.algorithm.search: no 'reuse' here (every move is searched afresh)")
-        return settings
+            raise SearchedSettingsError(" ".join(str(e).split())) from None
+        return spec.settings.replace(nodes=self.nodes)
+
+    @property
+    def search_settings(self) -> SearchSettings:
+        """The search's settings (``nodes`` and ``search``'s keys; every move from a fresh root), made once."""
+        return cast(SearchSettings, self._search_settings)  # type: ignore[attr-defined]
 
 
 SETTING_KEYS = tuple(f.name for f in fields(SearchedSettings))

@@ -47,8 +47,9 @@ def test_settings_are_lc0s_defaults_and_checked_once():
 
 
 def test_spec_parsing():
-    s, reuse, model = parse_search_spec("search[nodes=16, cpuct=2.5,reuse=0]:base:maia-1900")
-    assert (s.nodes, s.cpuct, reuse, model) == (16, 2.5, False, "base:maia-1900")
+    spec = parse_search_spec("search[nodes=16, cpuct=2.5,reuse=0]:base:maia-1900")
+    s = spec.settings
+    assert (s.nodes, s.cpuct, spec.reuse, spec.model, spec.value_model) == (16, 2.5, False, "base:maia-1900", None)
     for bad, why in (
         ("search[nodes=16]", "expected search"),
         ("search[nodes=x]:m", "not a valid int"),
