@@ -43,10 +43,7 @@ def held_record(prefix: str) -> Path:
         record = json.loads(path.read_text())
         if record["kernels"] == "avx2" and record.get("cpu_vendor") == vendor:
             return path
-    pytest.skip(
-        f"no held fingerprint recorded on a {vendor} CPU: record one with "
-        f"tests/fingerprint_{'steps' if prefix == 'steps' else 'intervals'}.py"
-    )
+    pytest.skip(f"no held fingerprint recorded on a {vendor} CPU: record one with tests/fingerprint_{prefix}.py")
 
 
 def test_a_held_fingerprint_per_vendor_same_games_other_weights():
@@ -137,3 +134,22 @@ def test_thirty_steps_reproduce_the_recorded_fingerprint_at_every_interval(tmp_p
         assert new == old, f"step {old.get('step')}: logged metrics changed"
     for step, digest in record["weights"].items():
         assert now["weights"][step] == digest, f"weights at step {step} changed"
+
+
+def test_three_searched_steps_reproduce_the_recorded_fingerprint(tmp_path):
+    """The searched trainer's step (``tests/fingerprint_searched.py``): metrics, weights and AdamW state of
+    three steps of a tiny searched fit, recorded held on an AMD EPYC when its step became a function."""
+    sys.path.insert(0, str(HERE))
+    from fingerprint_searched import main
+    from fingerprint_steps import recorded_kernels
+
+    if recorded_kernels() != "avx2":
+        pytest.skip("the searched fingerprint is recorded with the kernels held to AVX2 only")
+    record = json.loads(held_record("searched").read_text())
+    if record["torch"] != torch.__version__:
+        pytest.skip(f"fingerprint recorded with torch {record['torch']}; this is torch {torch.__version__}")
+    out = tmp_path / "searched.json"
+    assert main([str(out), "--steps", str(record["steps"])]) == 0
+    now = json.loads(out.read_text())["searched"]
+    for part, value in record["searched"].items():
+        assert now[part] == value, f"searched: {part} changed"

@@ -124,6 +124,15 @@ def wdl_entropy(wdl_probs: torch.Tensor) -> torch.Tensor:
     return -torch.where(pos, p_s * p_s.log(), torch.zeros_like(wdl_probs)).sum(dim=-1)
 
 
+def play_temperature(wdl_probs: torch.Tensor, temperature: str | float) -> torch.Tensor:
+    """τ(s) (B,) of the play distribution μ ∝ π^{1/τ}: H(p(s)) of the WDL probabilities ``wdl_probs`` (B, 3)
+    for ``"adaptive"`` (Eq. 5), else the fixed ``temperature`` on every row. The one place a player, an
+    engine or the step chooses τ."""
+    if temperature == "adaptive":
+        return wdl_entropy(wdl_probs)
+    return torch.full((wdl_probs.shape[0],), float(temperature), device=wdl_probs.device)
+
+
 def score(wdl_probs: torch.Tensor) -> torch.Tensor:
     """v(s) = p^W(s) + p^D(s)/2 ∈ [0, 1], Eq. 10 (the scalar of Sec. 2.3). Returns (B,), ≥ float32."""
     check_wdl(wdl_probs)

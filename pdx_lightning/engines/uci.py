@@ -226,7 +226,6 @@ class UciEngine:
             import torch  # noqa: PLC0415  (heavy: imported off the protocol thread)
 
             from pdx_lightning.nets import load_model  # noqa: PLC0415
-
             from pdx_lightning.nets.composed import compose  # noqa: PLC0415
 
             with _LOAD_LOCK:  # random: models seed torch's global RNG: one load at a time per process
@@ -552,7 +551,7 @@ class UciEngine:
 
         from pdx_lightning.chesscore.encoding import encode_boards  # noqa: PLC0415
         from pdx_lightning.chesscore.moves import index_to_move, legal_mask  # noqa: PLC0415
-        from pdx_lightning.chesscore.policy import masked_log_softmax, tempered_log_probs, wdl_entropy  # noqa: PLC0415
+        from pdx_lightning.chesscore.policy import masked_log_softmax, play_temperature, tempered_log_probs  # noqa: PLC0415
 
         t0 = time.perf_counter()
         board = self.board
@@ -570,11 +569,11 @@ class UciEngine:
         if not (bool(torch.isfinite(logits[mask]).all()) and bool(torch.isfinite(wdl).all())):
             raise ArithmeticError(f"the network's output is not finite in {board.fen()}")
         temp = self.options["Temperature"]
-        tau = wdl_entropy(wdl) if temp == "adaptive" else float(temp)
-        if temp != "adaptive" and tau == 0:
+        if temp != "adaptive" and float(temp) == 0:
             idx = int(logits.masked_fill(~mask, float("-inf")).argmax())
         else:
             logp = masked_log_softmax(logits, mask)
+            tau = play_temperature(wdl, temp if temp == "adaptive" else float(temp))
             idx = int(torch.multinomial(tempered_log_probs(logp, mask, tau).exp(), 1, generator=self.gen))
         move = index_to_move(idx, board)
         w, d, l_ = (float(v) for v in wdl[0])

@@ -23,7 +23,7 @@ import torch
 
 from pdx_lightning.chesscore.encoding import N_PLANES, encode_rows
 from pdx_lightning.chesscore.moves import index_to_move, legal_mask
-from pdx_lightning.chesscore.policy import tempered_log_probs, wdl_entropy
+from pdx_lightning.chesscore.policy import play_temperature, tempered_log_probs
 from pdx_lightning.engines.external import is_uci_spec, parse_uci_spec
 from pdx_lightning.engines.stockfish import RestartingEngine, is_stockfish_spec, open_engine, parse_stockfish_spec
 from pdx_lightning.evaluation.arena_game import ArenaError, Game
@@ -56,8 +56,7 @@ class NetPlayer:
         self, label: str, model: torch.nn.Module, sample: bool = False, temperature: str | float = 1.0, seed: int = 0
     ) -> None:
         self.label, self.model, self.sample = label, model, sample
-        self.adaptive = temperature == "adaptive"
-        self.tau = None if self.adaptive else float(temperature)
+        self.temperature = temperature if temperature == "adaptive" else float(temperature)
         self.gen = torch.Generator().manual_seed(seed)
         self.forwards = 0
         self._buf = np.empty((0, N_PLANES, 8, 8), dtype=np.float32)
@@ -71,8 +70,7 @@ class NetPlayer:
         logp, wdl = evaluate(self.model, torch.from_numpy(x), mask)  # (B, 4288), (B, 3)
         self.forwards += 1
         if self.sample:
-            tau = wdl_entropy(wdl) if self.tau is None else self.tau  # tau is None exactly when adaptive
-            probs = tempered_log_probs(logp, mask, tau).exp()
+            probs = tempered_log_probs(logp, mask, play_temperature(wdl, self.temperature)).exp()
             pick = torch.multinomial(probs, 1, generator=self.gen).squeeze(1)
         else:
             pick = logp.argmax(dim=1)
@@ -200,7 +198,6 @@ def make_player(
     if is_search_spec(spec):
         from pdx_lightning.evaluation.search_player import SearchPlayer  # noqa: PLC0415
         from pdx_lightning.nets import load_model  # noqa: PLC0415
-
         from pdx_lightning.nets.composed import compose  # noqa: PLC0415
 
         read = parse_search_spec(spec)

@@ -28,7 +28,7 @@ import torch
 
 from pdx_lightning.chesscore.encoding import encode_boards
 from pdx_lightning.chesscore.moves import legal_mask
-from pdx_lightning.chesscore.policy import tempered_log_probs, wdl_entropy
+from pdx_lightning.chesscore.policy import play_temperature, tempered_log_probs
 from pdx_lightning.chesscore.rules import game_end
 from pdx_lightning.files.safeio import load_torch_bounded
 from pdx_lightning.nets.arguments import add_network_arguments
@@ -54,7 +54,7 @@ def play_distribution(log_pi: torch.Tensor, wdl: torch.Tensor, mask: torch.Tenso
     if mode == "raw":
         return log_pi
     if mode == "adaptive":
-        return tempered_log_probs(log_pi, mask, wdl_entropy(wdl))
+        return tempered_log_probs(log_pi, mask, play_temperature(wdl, "adaptive"))
     raise PlayModeError(f"unknown play mode {mode!r}; choose from {', '.join(PLAY_MODES)}")
 
 

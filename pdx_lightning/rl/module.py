@@ -50,6 +50,8 @@ from pdx_lightning.runtime.optim import document_optimizer_args, layerwise_adamw
 
 class PDXModule(ThreeNetworks):
     rank_state_key = "pdx_selfplay"  # each rank's games (SelfPlayDataset.state_dict)
+    hparam_blocks = ("algorithm", "selfplay")
+    setting_error = SettingsError
     dataset: SelfPlayDataset
 
     @document_optimizer_args
@@ -127,21 +129,6 @@ class PDXModule(ThreeNetworks):
     def migrate_hparams(hparams: dict) -> dict:
         """A checkpoint's hyperparameters in today's layout (:func:`~pdx_lightning.rl.settings.migrate_hparams`)."""
         return migrate_hparams(hparams)
-
-    # ---- hyperparameters (what hparams.yaml, TensorBoard's HParams and checkpoints record) -----------
-    def setup(self, stage: str) -> None:
-        """Record the algorithm's and the self-play settings in the logged hyperparameters too (hparams.yaml,
-        TensorBoard's HParams, MLflow's params; the checkpoint's hyperparameters already carry them).
-        Gradient clipping needs true gradients: refused under 16-bit AMP, whose scaler would still scale them."""
-        initial = cast(AttributeDict, self._hparams_initial)
-        initial["algorithm"] = dict(self.settings["algorithm"])
-        initial["selfplay"] = dict(self.settings["selfplay"])
-        precision = str(getattr(self._trainer, "precision", "")) if self._trainer is not None else ""
-        if self.algorithm.grad_clip_norm is not None and precision in ("16-mixed", "16", "16-true"):
-            raise SettingsError(
-                f"model.algorithm.grad_clip_norm with --trainer.precision {precision}: the loss scaler still scales "
-                "the gradients where the step clips them; use bf16-mixed or 32"
-            )
 
     # ---- data -------------------------------------------------------------------------------
     def val_dataloader(self):

@@ -9,8 +9,9 @@ only hands them over and logs the result.
 Per micro-batch of games: the online pass at s (line 6); τ(s) (:func:`temperature`, Eq. 5: from the EMA's
 WDL that came with the batch, or from this pass's online WDL); then :func:`collect` (lines 7–12): μ and
 a ~ μ (:func:`sample_action`, Eq. 6), ρ (Eq. 12), s' = T(s, a) and the EMA's p_θ̄(s') (the games), p̂
-(App. E) and A (Eq. 4); then the loss of Eq. 7 and its backward. After the last micro-batch: gradient
-clipping (:func:`clip_gradients`, when ``grad_clip_norm`` is set) and the optimizer step (line 14).
+(App. E) and A (Eq. 4); then the loss of Eq. 7. Around it, :func:`~pdx_lightning.rl.update.optimizer_step`
+(shared with searched self-play) back-propagates each micro-batch, checks the gradients, clips them
+when ``grad_clip_norm`` is set and takes the optimizer step (line 14).
 Line 15, the EMA update θ̄ ← αθ̄ + (1−α)θ (Eq. 11), is the ``EMAUpdate`` callback
 (``pdx_lightning.callbacks.EMAUpdate``), which Lightning runs right after this step returns, before the
 next batch is begun and before any checkpoint of the step is written; a user's own callback may replace it.
@@ -37,6 +38,7 @@ from pdx_lightning.chesscore.policy import (
     gather_legal,
     legal_valid,
     masked_log_softmax,
+    play_temperature,
     reverse_kl,
     sample_legal,
     score,
@@ -45,9 +47,10 @@ from pdx_lightning.chesscore.policy import (
 )
 from pdx_lightning.chesscore.rules import RESULT_NONE
 from pdx_lightning.rl.errors import SelfPlayError
-from pdx_lightning.rl.guards import check_finite, check_finite_gradients
+from pdx_lightning.rl.guards import check_finite
 from pdx_lightning.rl.objectives import importance_weight, pdx_loss, value_target
 from pdx_lightning.rl.settings import PDXSettings, TemperatureMode
+from pdx_lightning.rl.update import Optimizer, Scheduler, optimizer_step
 
 
 # ---- the step's inputs ----------------------------------------------------------------------------
@@ -86,24 +89,10 @@ class Games(Protocol):
         ...
 
 
-class Optimizer(Protocol):
-    """What line 14 calls on the optimizer (a torch optimizer, or Lightning's wrapper of one)."""
-
-    def zero_grad(self) -> None: ...
-
-    def step(self) -> object: ...
-
-
-class Scheduler(Protocol):
-    """The learning-rate schedule, stepped once per optimizer step."""
-
-    def step(self) -> object: ...
-
-
 # ---- Eq. 5 and Eq. 6: the sampling temperature and the behaviour policy ----------------------------
 def temperature(wdl: torch.Tensor, mode: TemperatureMode) -> torch.Tensor:
     """τ(s) (b,), Eq. 5: H(p(s)) of the WDL probabilities ``wdl`` (b, 3) in the adaptive arm, 1 in the fixed one."""
-    return wdl_entropy(wdl) if mode == "adaptive" else torch.ones(wdl.shape[0], device=wdl.device)
+    return play_temperature(wdl, "adaptive" if mode == "adaptive" else 1.0)
 
 
 def sample_action(
@@ -222,12 +211,9 @@ def pdx_step(
     ``batch``; ``step`` the global step, named in error messages.
     """
     device = batch.x.device
-    optimizer.zero_grad()
-    n, mb = batch.size, settings.micro_batch
-    metrics: dict[str, float] = {}
     rhos, advs, taus = [], [], []
-    for start in range(0, n, mb):
-        rows = slice(start, min(n, start + mb))
+
+    def micro_step(rows: slice) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         # line 6: π_θ(·|s) and v_θ(s), with gradient (π_base(·|s) came with the batch)
         x, mask = batch.x[rows].to(device), batch.mask[rows].to(device)
         out = online(x)  # bfloat16 logits under bf16-mixed: the math below upcasts to float32
@@ -274,43 +260,35 @@ def pdx_step(
             value_anchor=settings.value_anchor,
         )
         check_finite(step, {f"loss/{name}": value for name, value in loss._asdict().items()})
-        frac = (rows.stop - rows.start) / n
-        backward(loss.total * frac)  # gradients accumulate over the micro-batches
         terms = loss._asdict()
         if not settings.value_anchor:  # off: Eq. 7's terms only, as the runs before the option logged
             del terms["anchor"]
         if settings.log_value_kl:  # E[ρ·KL(p̂‖p_θ)] = L_V − E[ρ·H(p̂)], the authors' code's logged value loss
             rho_entropy = (completion.rho.to(device) * wdl_entropy(completion.target.to(device))).mean()
             terms["value_kl"] = loss.value.detach() - rho_entropy
-        step_metrics = {
-            **{"loss/" + k: v for k, v in terms.items()},
-            **policy_metrics(gather_legal(log_p, legal, valid), gather_legal(log_p_base, legal, valid), valid),
-        }
-        for name, value in step_metrics.items():
-            metrics[name] = metrics.get(name, 0.0) + float(value.detach()) * frac
         rhos.append(completion.rho)
         advs.append(completion.advantage)
         taus.append(completion.tau)
-    # line 14: one optimizer step on θ, after clipping the gradients' total norm (grad_clip_norm; the
-    # gradients are the true ones: pdx fits in 32-bit or bf16-mixed precision, neither scales the loss)
-    check_finite_gradients(step, online)
-    grad_norm = clip_gradients(online, settings.grad_clip_norm)
-    if grad_norm is not None:
-        metrics["optim/grad_norm"] = grad_norm
-    optimizer.step()
-    scheduler.step()
+        return loss.total, {
+            **{"loss/" + k: v.detach() for k, v in terms.items()},
+            **policy_metrics(gather_legal(log_p, legal, valid), gather_legal(log_p_base, legal, valid), valid),
+        }
+
+    # the micro-batches, the gradient guards and clipping, and line 14: one optimizer step on θ (rl.update)
+    metrics = optimizer_step(
+        batch.size,
+        settings.micro_batch,
+        micro_step,
+        online=online,
+        optimizer=optimizer,
+        scheduler=scheduler,
+        backward=backward,
+        grad_clip_norm=settings.grad_clip_norm,
+        step=step,
+    )
     # line 15, Eq. 11: θ̄ ← αθ̄ + (1−α)θ is the EMAUpdate callback (callbacks/ema.py), which Lightning runs
     # as soon as this step returns: before the next batch is begun and before the step's checkpoint
-    return StepResult(metrics, torch.cat(rhos), torch.cat(advs), torch.cat(taus), n, version + 1)
-
-
-def clip_gradients(online: torch.nn.Module, max_norm: float | None) -> float | None:
-    """Clip the online gradients' total L2 norm to ``max_norm`` (None: no clipping, Table 2); their norm
-    before clipping, or None. Called by :func:`pdx_step` right before line 14's optimizer step (under DDP
-    the gradients are all-reduced by then, so every rank clips alike)."""
-    if max_norm is None:
-        return None
-    return float(torch.nn.utils.clip_grad_norm_(online.parameters(), max_norm))
+    return StepResult(metrics, torch.cat(rhos), torch.cat(advs), torch.cat(taus), batch.size, version + 1)
 
 
 @torch.no_grad()

@@ -13,7 +13,6 @@ state, counters) is :meth:`SearchedGames.state_dict`: a resumed run plays on exa
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -73,7 +72,7 @@ class SearchedGames(IterableDataset):
 
     def __init__(self, settings: SearchedSettings, network: torch.nn.Module, seed: int = 0) -> None:
         super().__init__()
-        self.s = settings
+        self.settings = settings
         self.network = network
         self.seed = seed
         self.openings = (
@@ -92,15 +91,17 @@ class SearchedGames(IterableDataset):
     # ---- games ------------------------------------------------------------------------------
     def _start(self) -> None:
         rank, world = rank_world()
-        if self.s.n_games % world:
-            raise ValueError(f"model.algorithm.n_games ({self.s.n_games}) must be a multiple of the {world} ranks")
+        if self.settings.n_games % world:
+            raise ValueError(
+                f"model.algorithm.n_games ({self.settings.n_games}) must be a multiple of the {world} ranks"
+            )
         self.rng = np.random.default_rng(self.seed + 1000 * rank)
-        self.games = [self._new_game() for _ in range(self.s.n_games // world)]
+        self.games = [self._new_game() for _ in range(self.settings.n_games // world)]
         self.started = True
 
     def _new_game(self) -> _Game:
         assert self.rng is not None
-        if self.archive and self.rng.random() < self.s.archive_share:
+        if self.archive and self.rng.random() < self.settings.archive_share:
             self.stats["restarts_archive"] += 1
             board = self.archive[int(self.rng.integers(len(self.archive)))].copy()
             return _Game(board, len(board.move_stack))
@@ -109,7 +110,7 @@ class SearchedGames(IterableDataset):
             if self.openings:
                 for uci in self.openings[int(self.rng.integers(len(self.openings)))]:
                     board.push_uci(uci)
-            _uniform_line(board, int(self.rng.integers(self.s.random_plies + 1)), self.rng)
+            _uniform_line(board, int(self.rng.integers(self.settings.random_plies + 1)), self.rng)
             if not board.is_game_over(claim_draw=True):
                 return _Game(board, len(board.move_stack))
 
@@ -118,7 +119,11 @@ class SearchedGames(IterableDataset):
             self._start()
         if self._search is None:  # made at the first ply: after Lightning moved the network to its device
             self._search = BatchedSearch(
-                self.network, self.search_settings, slots=len(self.games), micro_batch=self.s.micro_batch, reuse=False
+                self.network,
+                self.search_settings,
+                slots=len(self.games),
+                micro_batch=self.settings.micro_batch,
+                reuse=False,
             )
         return self._search
 
@@ -127,7 +132,7 @@ class SearchedGames(IterableDataset):
         if not self.started:
             self._start()
         assert self.rng is not None
-        s = self.s
+        s = self.settings
         search = self._searcher()
         before = search.evaluations
         boards = [g.board for g in self.games]
@@ -261,10 +266,10 @@ class SearchedGames(IterableDataset):
             return b
 
         _, world = rank_world()
-        if len(state["games"]) * world != self.s.n_games:
+        if len(state["games"]) * world != self.settings.n_games:
             raise ValueError(
                 f"the checkpoint holds {len(state['games'])} games per rank, this run plays "
-                f"{self.s.n_games // world}: resume with the run's own n_games and ranks"
+                f"{self.settings.n_games // world}: resume with the run's own n_games and ranks"
             )
         self.rng = np.random.default_rng()
         self.rng.bit_generator.state = state["rng"]
@@ -282,8 +287,3 @@ class SearchedGames(IterableDataset):
         self.archive = [board(d) for d in state["archive"]]
         self.stats = dict(state["stats"])
         self.started = True
-
-
-def run_seed() -> int:
-    """The run's seed, as ``seed_everything`` set it (``PL_GLOBAL_SEED``), else 0."""
-    return int(os.environ.get("PL_GLOBAL_SEED", "0"))

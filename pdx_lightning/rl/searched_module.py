@@ -28,17 +28,35 @@ import torch
 from lightning.pytorch.utilities.parsing import AttributeDict
 
 from pdx_lightning.callbacks.tensorboard import SEARCHED_HPARAM_METRICS, SEARCHED_LAYOUT
-from pdx_lightning.rl.replay import Batch, ReplayBuffer
-from pdx_lightning.rl.searched_games import PlyResult, SearchedGames, run_seed
-from pdx_lightning.rl.searched_settings import SearchedSettings
-from pdx_lightning.rl.searched_step import searched_loss
+from pdx_lightning.rl.replay import ReplayBuffer
+from pdx_lightning.rl.searched_games import PlyResult, SearchedGames
+from pdx_lightning.rl.searched_settings import SearchedSettings, SearchedSettingsError
+from pdx_lightning.rl.searched_step import SearchedStepResult, searched_step
+from pdx_lightning.rl.step_metrics import StepSummaries, combine_columns
 from pdx_lightning.rl.three_networks import ThreeNetworks
+from pdx_lightning.rl.update import run_seed
 from pdx_lightning.runtime.optim import document_optimizer_args, layerwise_adamw
 from pdx_lightning.runtime.ranks import rank_world
+
+# how each logged scalar combines over the DDP ranks (rl.step_metrics.combine_columns; the rest: means
+# weighted by the positions each rank trained on)
+SEARCHED_REDUCE = {
+    "optim/grad_norm": "first",  # the all-reduced gradients: the same on every rank
+    "selfplay/beta": "first",
+    "selfplay/games_per_s": "sum",
+    "selfplay/evaluations": "sum",
+    "selfplay/games_finished": "sum",
+    "selfplay/game_length": "per:selfplay/games_finished",
+    "selfplay/cut_share": "per:selfplay/games_finished",
+    "selfplay/positions_per_s": "sum",
+    "replay/live": "sum",
+    "replay/admitted": "sum",
+}
 
 
 class SearchedModule(ThreeNetworks):
     rank_state_key = "pdx_searched"  # each rank's games and replay buffer
+    setting_error = SearchedSettingsError
     dataset: SearchedGames
     # HParamsSummary's Custom Scalars tab and HParams columns for this module's tags (docs/metrics.md)
     tensorboard_layout = SEARCHED_LAYOUT
@@ -74,7 +92,7 @@ class SearchedModule(ThreeNetworks):
         self.save_hyperparameters(ignore=["algorithm"])
         self.hparams["algorithm"] = asdict(algorithm)
         self._init_networks(base, "searched self-play (the search's Q and the WDL value loss)")
-        self.seed = run_seed() if seed is None else seed
+        self.seed = run_seed("--model.seed") if seed is None else seed
         self.hparams["seed"] = self.seed
         self.dataset = SearchedGames(algorithm, self.ema, seed=self.seed)
         self.buffer = ReplayBuffer(
@@ -87,6 +105,8 @@ class SearchedModule(ThreeNetworks):
             seed=self.seed + 1000 * rank_world()[0] + 1,
         )
         self.timing = {"play": 0.0, "train": 0.0}
+        self.beta = algorithm.beta  # the step's β: a BetaSchedule callback may change it per step
+        self.step_summaries = StepSummaries()
 
     def configure_optimizers(self):
         return layerwise_adamw(self.online, AttributeDict(self.hparams))
@@ -106,41 +126,40 @@ class SearchedModule(ThreeNetworks):
         return plies, time.perf_counter() - t0
 
     def training_step(self, dataloader_iter: Iterator) -> torch.Tensor:
+        """Play the step's plies into the buffer, draw a batch and take one step on it
+        (:func:`~pdx_lightning.rl.searched_step.searched_step`); log every rank's share combined."""
         self.check_ema_followed()
-        s = self.algorithm
         plies, play_s = self._play(dataloader_iter)
         t0 = time.perf_counter()
-        rows = self.buffer.draw(s.batch_size)
-        batch = self.buffer.batch(rows, self.device)
-        opt = cast(Any, self.optimizers())
-        opt.zero_grad()
-        sums: dict[str, float] = {}
-        for lo in range(0, batch.size, s.micro_batch):
-            part = _rows(batch, slice(lo, lo + s.micro_batch))
-            out = self.online(part.planes)
-            base_logits = None
-            if s.beta > 0:
-                with torch.no_grad():
-                    base_logits = self.base(part.planes).policy
-            loss, parts = searched_loss(out.policy, out.wdl, part, s.c_v, s.beta, base_logits)
-            w = part.size / batch.size
-            self.manual_backward(loss * w)
-            for k, v in parts.items():
-                sums[k] = sums.get(k, 0.0) + float(v) * w
-        if s.grad_clip_norm is not None:
-            sums["optim/grad_norm"] = float(torch.nn.utils.clip_grad_norm_(self.online.parameters(), s.grad_clip_norm))
-        opt.step()
-        cast(Any, self.lr_schedulers()).step()
-        self.param_version += 1
+        batch = self.buffer.batch(self.buffer.draw(self.algorithm.batch_size), self.device)
+        result = searched_step(
+            batch,
+            online=self.online,
+            base=self.base,
+            optimizer=cast(Any, self.optimizers()),
+            scheduler=cast(Any, self.lr_schedulers()),
+            backward=self.manual_backward,
+            settings=self.algorithm,
+            beta=self.beta,
+            version=self.param_version,
+            step=self.global_step,
+        )
+        self.param_version = result.version
         train_s = time.perf_counter() - t0
         self.timing["play"] += play_s
         self.timing["train"] += train_s
+        self._log_step(result, plies, play_s, train_s)
+        return torch.tensor(result.metrics["loss/total"])
+
+    def _log_step(self, result: SearchedStepResult, plies: list[PlyResult], play_s: float, train_s: float) -> None:
+        """This rank's scalars in one row, gathered from every rank (``StepSummaries``, torchmetrics) and
+        combined: means weighted by the positions each rank trained on, counts and rates summed over the
+        ranks (``SEARCHED_REDUCE``)."""
         st = self.dataset.stats
         finished = max(st["games_finished"], 1)
-        target = batch.target
-        tgt_ent = -(target * torch.log(target.clamp_min(1e-12))).sum(-1).mean()
-        metrics = {
-            **sums,
+        values = {
+            **result.metrics,
+            "selfplay/beta": self.beta,
             "selfplay/plies": float(len(plies)),
             "selfplay/target_entropy": float(np.mean([p.target_entropy for p in plies])),
             "selfplay/root_q": float(np.mean([p.root_q for p in plies])),
@@ -154,12 +173,16 @@ class SearchedModule(ThreeNetworks):
             "replay/fill": self.buffer.fill,
             "replay/live": float(len(self.buffer)),
             "replay/admitted": float(self.buffer.admitted),
-            "replay/batch_target_entropy": float(tgt_ent),
             "time/play_share": play_s / max(play_s + train_s, 1e-9),
         }
-        self.log_dict(metrics, on_step=True, prog_bar=False, batch_size=batch.size)
-        self.log("loss", sums["loss/total"], prog_bar=True, logger=False, batch_size=batch.size)
-        return torch.tensor(sums["loss/total"])
+        names = list(values)
+        self.step_summaries.update(torch.tensor([float(result.size), *values.values()], dtype=torch.float64))
+        rows = self.step_summaries.compute()  # every rank's row (one all-gather under DDP)
+        self.step_summaries.reset()
+        metrics = combine_columns(rows, names, SEARCHED_REDUCE)
+        total = int(rows[:, 0].sum())
+        self.log_dict(metrics, on_step=True, prog_bar=False, sync_dist=False, batch_size=total)
+        self.log("loss", metrics["loss/total"], prog_bar=True, logger=False, batch_size=total)
 
     # ---- checkpoints ------------------------------------------------------------------------
     def _rank_state(self) -> dict:
@@ -172,7 +195,3 @@ class SearchedModule(ThreeNetworks):
         if state["games"] is not None:
             self.dataset.load_state_dict(state["games"])
         self.buffer.load_state_dict(state["buffer"])
-
-
-def _rows(batch: Batch, rows: slice) -> Batch:
-    return Batch(batch.planes[rows], batch.mask[rows], batch.target[rows], batch.wdl_target[rows], batch.rows[rows])

@@ -1,4 +1,4 @@
-"""The loss of searched self-play, per micro-batch: the search's targets, optionally the prior's anchor.
+"""One searched self-play step, in one file: the loss of a replay batch and one optimizer step.
 
     L = CE(visits, π_θ) + c_v · CE(z, p_θ) + β · KL(π_base ‖ π_θ)
 
@@ -6,15 +6,28 @@ over the legal moves of each position: the policy cross-entropy to the root's vi
 policy target), the WDL cross-entropy to the value target z (the game's result from the side to move,
 mixed with the search's root W/D/L by ``value_mix``; the search's W/D/L at the cut for a game cut at the
 ply cap), and the forward KL to the frozen base that prior-directed exploration uses as its exploration
-term (β = 0: pure searched self-play). Means over the batch.
+term (β = 0: pure searched self-play; a ``BetaSchedule`` may change β per step). Means over the batch.
+
+:func:`searched_step` receives every input explicitly, as ``rl.pdx_step.pdx_step`` does: the batch drawn
+from the replay buffer, the online and base networks, the optimizer and its schedule, the backward
+function, the settings, β, the parameter version and the global step. Per micro-batch it checks the
+inputs and targets for NaN/inf (``rl.guards``), and :func:`~pdx_lightning.rl.update.optimizer_step`
+(shared with PDX) accumulates the gradients, checks every loss term and gradient, clips and steps.
+``SearchedModule.training_step`` plays the plies, draws the batch, calls this and logs the result.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import torch
 
 from pdx_lightning.chesscore.policy import entropy, forward_kl, masked_log_softmax
+from pdx_lightning.rl.guards import check_finite
 from pdx_lightning.rl.replay import Batch
+from pdx_lightning.rl.searched_settings import SearchedSettings
+from pdx_lightning.rl.update import Optimizer, Scheduler, optimizer_step
 
 
 def searched_loss(
@@ -41,9 +54,74 @@ def searched_loss(
         "policy/entropy": entropy(logp.detach(), mask).mean(),
     }
     if beta > 0:
-        assert base_logits is not None  # the module computes them whenever beta > 0
+        assert base_logits is not None  # the step computes them whenever beta > 0
         kl = forward_kl(masked_log_softmax(base_logits.float(), mask), logp, mask)
         total = total + beta * kl.mean()
         parts["loss/kl_base"] = kl.mean().detach()
     parts["loss/total"] = total.detach()
     return total, parts
+
+
+@dataclass
+class SearchedStepResult:
+    """What one :func:`searched_step` changed and measured."""
+
+    metrics: dict[str, float]  # loss terms and the policy's entropy, averaged over the batch
+    size: int  # positions trained on (this rank)
+    version: int  # the online parameters' version after the step (one more than before)
+
+
+def searched_step(
+    batch: Batch,
+    *,
+    online: torch.nn.Module,
+    base: torch.nn.Module,
+    optimizer: Optimizer,
+    scheduler: Scheduler,
+    backward: Callable[[torch.Tensor], None],
+    settings: SearchedSettings,
+    beta: float,
+    version: int,
+    step: int,
+) -> SearchedStepResult:
+    """One AdamW step on the loss of ``batch`` (the module docstring); the base's policy is evaluated only
+    when ``beta`` > 0."""
+
+    def micro_step(rows: slice) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        part = batch_rows(batch, rows)
+        out = online(part.planes)
+        base_logits = None
+        if beta > 0:
+            with torch.no_grad():
+                base_logits = base(part.planes).policy
+        check_finite(
+            step,
+            {
+                "online policy logits (π_θ)": (out.policy, part.mask),
+                "online WDL logits (p_θ)": out.wdl,
+                **({} if base_logits is None else {"π_base policy logits": (base_logits, part.mask)}),
+                "visit-share target": part.target,
+                "WDL target z": part.wdl_target,
+            },
+        )
+        return searched_loss(out.policy, out.wdl, part, settings.c_v, beta, base_logits)
+
+    metrics = optimizer_step(
+        batch.size,
+        settings.micro_batch,
+        micro_step,
+        online=online,
+        optimizer=optimizer,
+        scheduler=scheduler,
+        backward=backward,
+        grad_clip_norm=settings.grad_clip_norm,
+        step=step,
+    )
+    target = batch.target
+    metrics["replay/batch_target_entropy"] = float(-(target * torch.log(target.clamp_min(1e-12))).sum(-1).mean())
+    return SearchedStepResult(metrics, batch.size, version + 1)
+
+
+def batch_rows(batch: Batch, rows: slice) -> Batch:
+    """The micro-batch ``rows`` of ``batch``."""
+    return Batch(batch.planes[rows], batch.mask[rows], batch.target[rows], batch.wdl_target[rows], batch.rows[rows])

@@ -32,7 +32,6 @@ of each row, sorted by policy index) with one uniform per row (``sample_legal``)
 
 from __future__ import annotations
 
-import os
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -52,6 +51,7 @@ from pdx_lightning.nets.inference import evaluate
 from pdx_lightning.rl.errors import SelfPlayError
 from pdx_lightning.rl.pdx_step import PendingBatch, sample_action, temperature
 from pdx_lightning.rl.settings import PDXSettings
+from pdx_lightning.rl.update import run_seed
 from pdx_lightning.runtime.progress import progress
 from pdx_lightning.runtime.ranks import rank_world
 
@@ -142,11 +142,7 @@ def with_run_seed(config: SelfPlayConfig) -> SelfPlayConfig:
     plays other games than seed 0, and the checkpoint records the seed its games came from."""
     if config.seed is not None:
         return config
-    seed = os.environ.get("PL_GLOBAL_SEED")
-    try:
-        return replace(config, seed=int(seed) if seed is not None else 0)
-    except ValueError:
-        raise SelfPlayError(f"PL_GLOBAL_SEED={seed!r} is not an integer seed (set --model.selfplay.seed)") from None
+    return replace(config, seed=run_seed("--model.selfplay.seed"))
 
 
 class SelfPlayDataset(IterableDataset):

@@ -105,3 +105,26 @@ class StepSummaries(Metric):
 
     def compute(self) -> torch.Tensor:
         return dim_zero_cat(self.rows)
+
+
+def combine_columns(rows: torch.Tensor, names: Sequence[str], reduce: Mapping[str, str]) -> dict[str, float]:
+    """The ranks' rows (R, 1 + len(names)) combined per column: column 0 is each rank's count n, then one
+    column per name. ``reduce[name]``: ``sum`` (every rank's total), ``first`` (a value every rank computes
+    alike), ``mean`` (weighted by n; the default) or ``per:OTHER`` (weighted by the column OTHER, e.g. a
+    per-game mean by the games that ended). A single row is returned as it is."""
+    rows = rows.to(torch.float64).cpu()
+    if rows.shape[0] == 1:
+        return {name: float(rows[0, 1 + j]) for j, name in enumerate(names)}
+    col = {name: rows[:, 1 + j] for j, name in enumerate(names)}
+    out: dict[str, float] = {}
+    for name in names:
+        kind = reduce.get(name, "mean")
+        if kind == "sum":
+            out[name] = float(col[name].sum())
+        elif kind == "first":
+            out[name] = float(col[name][0])
+        else:
+            weight = col[kind[4:]] if kind.startswith("per:") else rows[:, 0]
+            total = float(weight.sum())
+            out[name] = float((col[name] * weight).sum() / total) if total else 0.0
+    return out

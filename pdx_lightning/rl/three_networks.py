@@ -10,7 +10,9 @@
 * ``base``: frozen; it initializes the other two and is the anchor of the KL term. Checkpoints name it
   and hash it instead of storing it.
 
-Each subclass says what a rank's self-play state is (``_rank_state``/``_load_rank_state``) and under
+Both record their settings blocks in the logged hyperparameters and refuse gradient clipping under
+16-bit AMP (``setup``). Each subclass says what a rank's self-play state is
+(``_rank_state``/``_load_rank_state``) and under
 which checkpoint key every rank's copy is kept (``rank_state_key``); under DDP the states are gathered
 so that ``--ckpt_path last`` resumes each rank with its own games.
 """
@@ -30,6 +32,7 @@ from pdx_lightning.callbacks.ema import EMATargetError, EMAUpdate
 from pdx_lightning.nets import load_model
 from pdx_lightning.nets.resnet import require_wdl_head
 from pdx_lightning.rl.loader import collate_whole
+from pdx_lightning.rl.update import refuse_scaled_clipping
 from pdx_lightning.runtime.checkpoint_meta import check_base, write_network_meta
 from pdx_lightning.runtime.ranks import rank_world
 
@@ -51,10 +54,20 @@ class ThreeNetworks(L.LightningModule):
         self.param_version = 0  # optimizer steps taken
         self.ema_version = 0  # the optimizer step the EMA last followed (the EMA callback stamps it)
 
-    @property
-    def settings(self) -> AttributeDict:
-        """``hparams`` as what ``save_hyperparameters`` made it (an AttributeDict: ``.base``, ...)."""
-        return cast(AttributeDict, self.hparams)
+    # what each module records of its settings in the logged hyperparameters, and its settings' error
+    hparam_blocks: ClassVar[tuple[str, ...]] = ("algorithm",)
+    setting_error: ClassVar[type[Exception]] = ValueError
+
+    def setup(self, stage: str) -> None:
+        """Record the settings blocks (``hparam_blocks``) in the logged hyperparameters too (hparams.yaml,
+        TensorBoard's HParams, MLflow's params; the checkpoint's hyperparameters already carry them).
+        Gradient clipping needs true gradients: refused under 16-bit AMP (``rl.update.refuse_scaled_clipping``)."""
+        initial = cast(AttributeDict, self._hparams_initial)
+        for key in self.hparam_blocks:
+            initial[key] = dict(self.hparams[key])
+        precision = str(getattr(self._trainer, "precision", "")) if self._trainer is not None else ""
+        clip = cast(Any, self).algorithm.grad_clip_norm
+        refuse_scaled_clipping(clip, precision, "model.algorithm.grad_clip_norm", self.setting_error)
 
     # ---- roles ------------------------------------------------------------------------------
     def train(self, mode: bool = True) -> ThreeNetworks:
@@ -103,7 +116,7 @@ class ThreeNetworks(L.LightningModule):
         sd = checkpoint["state_dict"]
         for k in [k for k in sd if k.startswith("base.")]:
             del sd[k]
-        write_network_meta(checkpoint, self.online, self.settings.base)
+        write_network_meta(checkpoint, self.online, self.hparams["base"])
         checkpoint["pdx_param_version"] = self.param_version
         state = self._rank_state()
         _, world = rank_world()
@@ -115,7 +128,7 @@ class ThreeNetworks(L.LightningModule):
         checkpoint[self.rank_state_key] = states
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
-        check_base(checkpoint, self.settings.base)
+        check_base(checkpoint, self.hparams["base"])
         sd = checkpoint["state_dict"]
         sd.update({f"base.{k}": v for k, v in self.base.state_dict().items()})
         self.param_version = checkpoint.get("pdx_param_version", 0)

@@ -173,7 +173,7 @@ class BatchedSearch:
             raise ValueError(f"{len(boards)} boards for {len(slot_ids)} slots")
         if len(set(slot_ids)) != len(slot_ids) or any(not 0 <= s < self.slots for s in slot_ids):
             raise ValueError(f"slots must be distinct and in [0, {self.slots}), got {slot_ids}")
-        target = self.settings.nodes if nodes is None else self.settings.replace(nodes=nodes).nodes
+        target = self.settings.nodes if nodes is None else SearchSettings.check_nodes(nodes)
         for s, b in zip(slot_ids, boards, strict=True):
             if noise is not None:
                 self.forget(s)

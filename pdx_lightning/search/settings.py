@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import cast
 
 from pdx_lightning.errors import UserError
 
@@ -44,6 +45,12 @@ class SearchSettings:
                     f"search setting {name} ({lc0}) must be true or false, got {getattr(self, name)!r}"
                 )
         _int_in("cache_size", "NNCacheSize", self.cache_size, 1, 100_000_000)
+
+    @staticmethod
+    def check_nodes(nodes: object) -> int:
+        """``nodes`` if it is a valid node count (as the ``nodes`` field checks it), else SearchSettingError."""
+        _int_in("nodes", "go nodes", nodes, 1, MAX_NODES)
+        return cast(int, nodes)
 
     def replace(self, **changes: object) -> SearchSettings:
         """A copy with ``changes`` (checked as a new settings object)."""

@@ -30,7 +30,7 @@ from pdx_lightning.chesscore.policy import masked_log_softmax, wdl_entropy
 from pdx_lightning.chesscore.rules import RESULT_NONE
 from pdx_lightning.nets import load_model
 from pdx_lightning.nets.inference import evaluate_boards
-from pdx_lightning.rl import pdx_step
+from pdx_lightning.rl import pdx_step, update
 from pdx_lightning.rl.module import PDXModule
 from pdx_lightning.rl.objectives import EXPLORATION_TERMS, pdx_loss
 from pdx_lightning.rl.selfplay import SelfPlayConfig, SelfPlayDataset, SelfPlayNetworks
@@ -262,20 +262,20 @@ def test_claim_draws_ends_games_exactly_where_the_reference_claims_them(backend)
 
 # ---- d. gradient-norm clipping -----------------------------------------------------------------
 class GradProbe(L.Callback):
-    """The online gradients right before the step clips them (``pdx_step.clip_gradients``, which the step
+    """The online gradients right before the step clips them (``rl.update.clip_gradients``, which the step
     calls before line 14's optimizer step, wrapped here to record them) and in ``on_before_optimizer_step``:
     what AdamW steps on (its closure, which runs that hook, is evaluated inside ``step`` before any
     parameter moves)."""
 
     def __init__(self, monkeypatch):
         self.before, self.stepped = [], []
-        clip = pdx_step.clip_gradients
+        clip = update.clip_gradients
 
         def recording(online, max_norm):
             self.before.append([p.grad.clone() for p in online.parameters()])
             return clip(online, max_norm)
 
-        monkeypatch.setattr(pdx_step, "clip_gradients", recording)  # the step looks it up in its module
+        monkeypatch.setattr(update, "clip_gradients", recording)  # the step looks it up in its module
 
     def on_before_optimizer_step(self, trainer, pl_module, optimizer):
         self.stepped.append([p.grad.clone() for p in pl_module.online.parameters()])

@@ -93,6 +93,8 @@ def test_pdx_uci_searches_with_the_value_network():
 def _same_but_nps(a: list[str], b: list[str]) -> bool:
     def drop(ln: str) -> str:
         toks = ln.split()
-        return " ".join(t for i, t in enumerate(toks) if not (i and toks[i - 1] in ("nps", "time")) and t not in ("nps", "time"))
+        return " ".join(
+            t for i, t in enumerate(toks) if not (i and toks[i - 1] in ("nps", "time")) and t not in ("nps", "time")
+        )
 
     return [drop(x) for x in a] == [drop(x) for x in b]
