@@ -9,7 +9,7 @@ to one engine process per colour, games one after another. Process start-up
 is timed separately and left out of the ratio. Torch runs one thread in
 every process (an intra-op thread pool on a shared 2-core box only stalls).
 
-    /work/venv/bin/python benchmarks/arena.py [--model random:small] [--pairs 100] [--uci-pairs 8]
+    .venv/bin/python benchmarks/arena.py [--model random:small] [--pairs 100] [--uci-pairs 8]
 
 Prints games/s and plies/s of both paths, their ratio, and how many games
 came out move-for-move identical (batch-1 and batch-N float rounding can

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -47,6 +48,9 @@ def pdx_uci_command(model: str, threads: int = 1) -> list[str]:
     return [str(VENV_BIN / "pdx"), "--threads", str(threads), "uci", "--model", model, "--threads", str(threads)]
 
 
+ABSOLUTE_DIRS = re.compile(r"(?<![\w.~])/(?:[^\s/]+/)+")  # "/a/b/" of "/a/b/pdx", "--x=/a/b/c"
+
+
 def machine_note() -> str:
     """One line: load averages, cores, and the other processes using the CPU right now (ps)."""
     load = " ".join(f"{v:.2f}" for v in os.getloadavg())
@@ -71,7 +75,10 @@ def machine_note() -> str:
             continue
         if me in (pid, ppid):  # this benchmark and the engines it started
             continue
-        name = " ".join(Path(a).name if i == 0 else a for i, a in enumerate(" ".join(args).split()[:4]))
+        # the program's name and its first words, an absolute path among them cut to its name (no machine
+        # paths in the reports)
+        words = " ".join(args).split()[:4]
+        name = " ".join(Path(a).name if i == 0 else ABSOLUTE_DIRS.sub("", a) for i, a in enumerate(words))
         busy.append(f"{name[:60]} ({float(pcpu):.0f}%)")
     others = "; ".join(busy[:6]) or "nothing above 5% CPU"
     return f"load average {load} on {os.cpu_count()} cores; also running: {others}"

@@ -5,7 +5,7 @@
 Forward: positions/s under inference_mode in micro-batches. Train:
 forward + backward + AdamW step, positions/s. Encoder: µs/position of the
 vectorized encoder against a naive per-square loop (checked equal).
-bt4 is shape-tested only (tests/test_chessformer.py), never run on a CPU.
+bt4 is shape-tested only (tests/nets/test_chessformer.py), never run on a CPU.
 """
 
 from __future__ import annotations

@@ -21,7 +21,8 @@ import pdx_lightning
 
 ROLE = re.compile(r":(?:py:)?(func|class|mod|meth|attr|data|exc|obj):`~?([^`<>]+?)`")
 # ``a.b.c`` in double backquotes whose first part is one of the package's layers (a dotted citation)
-LAYERS = "chesscore|nets|rl|evaluation|experiments|runtime|supervised|datagen|engines|callbacks|pdx_lightning"
+# (and python-chess's ``chess.x``: the chess core was once a ``chess`` layer, whose old citations name nothing)
+LAYERS = "chesscore|nets|rl|evaluation|experiments|runtime|supervised|datagen|engines|callbacks|pdx_lightning|chess"
 DOTTED = re.compile(rf"``((?:{LAYERS})(?:\.\w+)+)``")
 
 

@@ -21,7 +21,7 @@ repeating the earliest known position otherwise, with the double pawn push
 behind that position's en-passant square taken back (Lc0's ``encoder.cc``
 for games set up from a FEN; checked against the real Lc0).
 
-A position counts as a repetition by the one rule of ``chess.rules``
+A position counts as a repetition by the one rule of ``chesscore.rules``
 (``rules.repetition_key``: python-chess's transposition key, the en-passant
 square only when an en-passant capture is legal), the rule that also ends
 games.

@@ -75,18 +75,7 @@ _TEXT = {
     Reason.ADJUDICATION: "adjudication",
 }
 
-_OF_TERMINATION = {
-    chess.Termination.CHECKMATE: Reason.CHECKMATE,
-    chess.Termination.STALEMATE: Reason.STALEMATE,
-    chess.Termination.INSUFFICIENT_MATERIAL: Reason.INSUFFICIENT_MATERIAL,
-    chess.Termination.SEVENTYFIVE_MOVES: Reason.SEVENTY_FIVE_MOVES,
-    chess.Termination.FIVEFOLD_REPETITION: Reason.FIVEFOLD,
-    chess.Termination.FIFTY_MOVES: Reason.FIFTY_MOVES,
-    chess.Termination.THREEFOLD_REPETITION: Reason.THREEFOLD,
-}
-
 _PGN = {chess.WHITE: "1-0", chess.BLACK: "0-1", None: "1/2-1/2"}
-_WINNER_OF_PGN = {v: k for k, v in _PGN.items()}
 
 
 class GameResultError(ValueError):
@@ -145,21 +134,6 @@ class GameResult:
 
     def __str__(self) -> str:
         return f"{self.pgn_result} ({self.text})"
-
-    @classmethod
-    def from_pgn(cls, result: str, reason: Reason, note: str = "") -> GameResult:
-        """The result a PGN ``Result`` string (``"1-0"``, ``"0-1"``, ``"1/2-1/2"``) records, for
-        ``reason``."""
-        if result not in _WINNER_OF_PGN:
-            raise GameResultError(f"PGN result {result!r} is not a finished game (1-0, 0-1 or 1/2-1/2)")
-        return cls(_WINNER_OF_PGN[result], reason, note)
-
-    @classmethod
-    def from_outcome(cls, outcome: chess.Outcome) -> GameResult:
-        """python-chess's ``Board.outcome()`` as a result (standard chess only)."""
-        if outcome.termination not in _OF_TERMINATION:
-            raise GameResultError(f"python-chess termination {outcome.termination} is not standard chess")
-        return cls(outcome.winner, _OF_TERMINATION[outcome.termination])
 
 
 # ---------------------------------------------------------------- repetition

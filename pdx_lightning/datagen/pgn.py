@@ -1,6 +1,6 @@
 """``pdx data pgn``: training shards from human games, in the format ``pdx pretrain`` reads.
 
-Every move of every game (``chess.pgn_games``: streamed, plain or compressed; malformed games,
+Every move of every game (``chesscore.pgn_games``: streamed, plain or compressed; malformed games,
 null moves, variants, SetUp/FEN games, impossible header or clock values, games that ran into the
 next one's headers, header-only and truncated games refused in one line, or skipped and counted
 with ``--skip-bad``) that the move filter keeps

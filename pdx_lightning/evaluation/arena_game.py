@@ -1,6 +1,6 @@
 """One arena game in flight: its board, history and end, the move that advances it, its PGN.
 
-Game end, decided by ``chess.rules.game_end`` after every move: checkmate, stalemate, insufficient
+Game end, decided by ``chesscore.rules.game_end`` after every move: checkmate, stalemate, insufficient
 material, 75-move rule, fivefold repetition; with ``claim_draws`` (``pdx arena``'s default, as
 cutechess-cli and the paper's reference implementation) also the 50-move rule and threefold
 repetition of the position on the board, claimed at once; ``max_plies`` (counted from the standard

@@ -20,7 +20,7 @@ distribution is computed once. Remaining masses are exact sums: after a draw
 the remaining mass of each edge on its path is recomputed as the sum over its
 child's edges, so an exhausted subtree holds exactly 0. The tree logic takes
 any :class:`PolicySource` — a network (:class:`NetworkPolicy`) or, in tests, a
-pure function of the path (:class:`FunctionPolicy`).
+pure function of the path.
 
 JSON (``--json OUT``; ``null`` for unavailable numbers)::
 
@@ -85,25 +85,6 @@ class PolicySource(Protocol):
 
     def expand(self, states: Sequence[Any]) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per state: ``(labels int64 (c,), probs float64 (c,))``; ``c = 0`` marks a finished game."""
-
-
-class FunctionPolicy:
-    """A pure policy for tests: ``fn(path) -> probabilities`` of the children, path = tuple of child ordinals."""
-
-    def __init__(self, fn: Callable[[tuple[int, ...]], Sequence[float]]) -> None:
-        self.fn = fn
-        self.calls: list[int] = []
-
-    def root(self) -> tuple[int, ...]:
-        return ()
-
-    def child(self, state: tuple[int, ...], label: int) -> tuple[int, ...]:
-        return (*state, int(label))
-
-    def expand(self, states):
-        self.calls.append(len(states))
-        probs = [np.asarray(self.fn(s), dtype=np.float64) for s in states]
-        return [(np.arange(len(p), dtype=np.int64), p / p.sum() if len(p) else p) for p in probs]
 
 
 class NetworkPolicy:

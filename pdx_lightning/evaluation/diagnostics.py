@@ -10,14 +10,14 @@ move) the played policy p is compared with the raw base π_base (``--base``,
 default the first ``--model``) over the legal moves:
 
 * entropy H(p) (nats);
-* forward KL(π_base ‖ p) and reverse KL(p ‖ π_base) (exact sums, ``chess.policy``);
+* forward KL(π_base ‖ p) and reverse KL(p ‖ π_base) (exact sums, ``chesscore.policy``);
 * cov_k (k = ``--top-k``, 5): p's mass on the base's k most probable moves (all legal moves if fewer).
 
 Each is averaged over all positions of all games (pooled, as the paper's
 "average over the positions each model reaches"); ``se`` is the standard error
 of that mean clustered by game (positions of one game are not independent).
 A forward KL is +inf where p is exactly 0 on a move the base plays (τ ≤
-``chess.policy.TAU_MIN`` gives a one-hot μ); such positions are counted in
+``chesscore.policy.TAU_MIN`` gives a one-hot μ); such positions are counted in
 ``n_inf`` and left out of that mean.
 
 JSON (``--json OUT``)::

@@ -1,6 +1,6 @@
 """``pdx eval humans``: how often a network plays the move a human played (move matching).
 
-Every position of every game of a PGN file (``chess.pgn_games``: streamed, refused or skipped
+Every position of every game of a PGN file (``chesscore.pgn_games``: streamed, refused or skipped
 games said in one line), from the game's own move history (the 112-plane input with the real last
 eight positions), that the move filter keeps, is scored by every model in one pass: positions are
 batched across games (``--batch``, default 1024, per encode; ``--micro-batch`` per network call),

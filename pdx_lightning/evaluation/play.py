@@ -65,13 +65,6 @@ def evaluate_play(model: torch.nn.Module, boards: Sequence[chess.Board], mode: s
     return PlayEval(play_distribution(log_pi, wdl, mask, mode), log_pi, wdl, mask)
 
 
-def play_log_probs(
-    model: torch.nn.Module, boards: Sequence[chess.Board], mode: str, micro_batch: int = 512
-) -> torch.Tensor:
-    """``(B, 4288)`` log-probabilities of the moves ``model`` plays at ``boards`` under ``mode``."""
-    return evaluate_play(model, boards, mode, micro_batch).log_p
-
-
 def checkpoint_play_mode(name: str) -> str:
     """``auto`` resolved: the self-play temperature stored in a ``pdx fit`` checkpoint, else ``raw``."""
     if not name.endswith(".ckpt") or not Path(name).is_file():

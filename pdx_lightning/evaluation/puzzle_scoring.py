@@ -371,15 +371,6 @@ def validation_metrics(sums: torch.Tensor, depths: Sequence[int], *, puzzles: bo
     return out
 
 
-def evaluate_for_validation(
-    model: torch.nn.Module, puzzles: Sequence[Puzzle], mates: Sequence[Puzzle] | None = None, micro_batch: int = 512
-) -> dict[str, float]:
-    """The ``PuzzleValidation`` scalars of ``model`` on whole suites, in one process
-    (:func:`validation_sums` then :func:`validation_metrics`)."""
-    depths = mate_depths(mates or [])
-    return validation_metrics(validation_sums(model, puzzles, mates or [], depths, micro_batch), depths)
-
-
 def mate_depths(mates: Sequence[Puzzle]) -> list[int]:
     """The distinct solver-move counts of ``mates``, ascending (the ``mates/acc_N`` groups)."""
     return sorted({p.depth for p in mates})

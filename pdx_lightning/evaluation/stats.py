@@ -5,8 +5,6 @@
   paper's tables report (e.g. 95/100 → [0.8882, 0.9785]).
 * :func:`mean_interval` — Student-t interval of a mean (per-puzzle NLL, or a
   per-puzzle log-ratio for paired model comparisons).
-* :func:`mean_interval_moments` — the same interval from running sums (``n``, Σx, Σx²), for
-  streamed evaluations that keep no per-position arrays.
 * :func:`cluster_mean_interval` — the interval of a mean over positions that come in clusters (the
   positions of one game share its result), from running per-cluster sums: the cluster-robust
   (sandwich) variance, t with clusters − 1 degrees of freedom.
@@ -52,23 +50,6 @@ def mean_interval(x: Sequence[float] | np.ndarray, confidence: float = 0.95) -> 
     return m, float(lo), float(hi)
 
 
-def mean_interval_moments(
-    n: int, total: float, total_sq: float, confidence: float = 0.95
-) -> tuple[float, float, float]:
-    """``(mean, lo, hi)`` as :func:`mean_interval` from ``n`` values given by their sum and sum of squares."""
-    if n <= 0:
-        return math.nan, math.nan, math.nan
-    m = total / n
-    if n < 2:
-        return m, math.nan, math.nan
-    var = max(0.0, (total_sq - n * m * m) / (n - 1))  # rounding can leave a tiny negative for equal values
-    sem = math.sqrt(var / n)
-    if sem == 0.0:
-        return m, m, m
-    lo, hi = _st.t.interval(confidence, n - 1, loc=m, scale=sem)
-    return m, float(lo), float(hi)
-
-
 def cluster_mean_interval(
     n: int, total: float, s2: float, ns: float, n2: float, clusters: int, confidence: float = 0.95
 ) -> tuple[float, float, float]:
@@ -76,7 +57,7 @@ def cluster_mean_interval(
     over the clusters c (S_c = the sum of the cluster's values, n_c = its size): ``total`` = Σ S_c,
     ``s2`` = Σ S_c², ``ns`` = Σ n_c S_c, ``n2`` = Σ n_c². The mean's variance is the cluster-robust one,
     C/(C−1) · Σ_c (S_c − n_c m)² / n² (Liang–Zeger with the small-sample factor); the interval is Student t
-    with C − 1 degrees of freedom. One value per cluster gives :func:`mean_interval_moments`' interval."""
+    with C − 1 degrees of freedom. One value per cluster gives :func:`mean_interval`'s interval."""
     if n <= 0:
         return math.nan, math.nan, math.nan
     m = total / n

@@ -93,7 +93,7 @@ class SelfPlayConfig:
         restart_max_moves: k's upper bound for restart="random_plies".
         openings_file: for restart="openings": UCI lines from the start position, one per line, EPD
             records with the line in their ``c0`` opcode (``pdx data openings``), or a PGN book (each
-            game's mainline); see ``chess.openings.read_opening_lines``.
+            game's mainline); see ``chesscore.opening_files.read_opening_lines``.
         max_plies: game cap; a game reaching it ends (scored as the settings' ``cap_result`` says).
         claim_draws: end games at threefold repetition / fifty moves as soon as claimable (else only
             the automatic fivefold / 75-move rules end them).

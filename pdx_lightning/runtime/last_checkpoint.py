@@ -2,7 +2,7 @@
 
 A ``ModelCheckpoint`` without ``dirpath`` (the shipped configs) keeps every run's checkpoints in its
 own log version, ``<save_dir>/<name>/version_N/checkpoints``; ``--ckpt_path last`` then resumes the run
-written most recently under ``<save_dir>/<name>`` (:func:`resolve_last`). An explicit ``dirpath`` is one
+written most recently under ``<save_dir>/<name>`` (:func:`latest`). An explicit ``dirpath`` is one
 shared directory, as in Lightning.
 """
 
@@ -81,12 +81,3 @@ def latest(trainer: L.Trainer) -> tuple[str | None, list]:
         return max(files, key=os.path.getmtime), []
     versions = read_marker(ckpt_dir) or []
     return None, versions or [_version_of(ckpt_dir.parent.name)]
-
-
-def resolve_last(trainer: L.Trainer) -> str | None:
-    """The checkpoint ``--ckpt_path last`` resumes (None when there is none yet: a fresh run starts).
-
-    With explicit ``dirpath``\\ s, the newest ``last*.ckpt`` there (Lightning's own rule); with the
-    shipped configs' ``dirpath``-less ModelCheckpoint, the ``last*.ckpt`` of the run written most
-    recently under ``<save_dir>/<name>/version_*/checkpoints``."""
-    return latest(trainer)[0]

@@ -235,18 +235,3 @@ def _check(a: np.ndarray, name: str, shape: tuple, dtype: type) -> None:
     if not isinstance(a, np.ndarray) or a.shape != shape or a.dtype != dtype or not a.flags.c_contiguous:
         got = f"{a.dtype} {a.shape}" if isinstance(a, np.ndarray) else type(a).__name__
         raise CoreArgumentError(f"{name} must be a C-contiguous {np.dtype(dtype)} array of shape {shape}, got {got}")
-
-
-def fast_exp(x: float) -> float:
-    """Lc0's FastExp as the core computes it (for the tests)."""
-    return float(library().pdx_fast_exp(float(x)))
-
-
-def fast_log(x: float) -> float:
-    """Lc0's FastLog as the core computes it (for the tests)."""
-    return float(library().pdx_fast_log(float(x)))
-
-
-def prior_round(p: float) -> float:
-    """A prior after Lc0's 16-bit storage (Edge::SetP then GetP)."""
-    return float(library().pdx_prior_round(float(p)))

@@ -35,7 +35,7 @@ from pdx_lightning.nets import Network, load_model, save_network
 from pdx_lightning.nets.chessformer import Chessformer, ModelConfig
 from pdx_lightning.nets.resnet import require_wdl_head
 from pdx_lightning.runtime.export_target import check_export_target
-from pdx_lightning.supervised.shards import Shard, decode_move, load_all
+from pdx_lightning.supervised.shards import NoReadableShards, Shard, decode_move, load_all
 from pdx_lightning.supervised.teacher import CP_WEIGHT, DEFAULT_TEMPERATURE, MATE_BONUS
 
 
@@ -199,7 +199,8 @@ class ShardDataModule(L.LightningDataModule):
     ) -> None:
         """
         Args:
-            shards: directory of ``pdx data positions`` shards.
+            shards: directory of ``pdx data positions`` shards (a relative path is read from the current
+                directory; a missing one fails here, in one line naming ``--data.shards``).
             val_fraction: fraction of *games* held out for validation (no position of a held-out
                 game is trained on).
             batch_size: positions per optimizer step.
@@ -231,6 +232,11 @@ class ShardDataModule(L.LightningDataModule):
         check("--data.opening_plies", opening_plies, 0, 10_000, integer=True)
         check("--data.opening_repeats", opening_repeats, 1, 10_000, integer=True)
         check("--data.start_repeats", start_repeats, 1, argtypes.MAX_COUNT, integer=True)
+        if not os.path.isdir(shards):  # before the Trainer starts (logs, DDP ranks), not in setup()
+            raise NoReadableShards(
+                f"--data.shards: no shard directory {shards} (`pdx data positions --out DIR` writes one; "
+                "a relative path is read from the current directory)"
+            )
         super().__init__()
         self.save_hyperparameters()
         self.data: PackedPositions | None = None

@@ -5,7 +5,7 @@ records; a record not yet played is "pending".
 
     python -m reports.searched.table        # rewrites reports/searched/table.md and docs/searched.md's copy
 
-``tests/reports/test_searched_table.py`` (slow) rebuilds it and compares it with the committed file.
+``tests/experiments/test_searched_report.py`` (slow) rebuilds it and compares it with the committed file.
 """
 
 from __future__ import annotations

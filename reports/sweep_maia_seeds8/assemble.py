@@ -7,7 +7,7 @@ directory holds them all. This script rebuilds one from the committed JSON recor
   (``arena.json``: the 20-game round robin, 1,000 games of each cell against the base, the anchors);
 * ``reports/sweep_maia_seeds8/cells_json.tar.xz``: forward and reverse KL, seeds 3-7 (eval/result/train);
 * ``reports/sweep_maia_seeds8/arena/arena_json.tar.xz``: 1,000 games of each of those cells against the
-  base and forward KL against reverse KL of the same seed (``run.sh``), on the same 500 paired openings.
+  base and forward KL against reverse KL of the same seed (``matches.yaml``), on the same 500 paired openings.
 
 ``sweep.json`` is written by the sweep's own ``finish`` from ``conf/sweep/maia_seeds8.yaml`` (no stage
 runs); the arena files' matches are appended to ``arena.json``'s match block under the cells' names (the
@@ -41,7 +41,7 @@ def extract(archive: Path, dest: Path) -> None:
 
 
 def cell_name(label: str) -> str:
-    """``forward_kl-s3`` (run.sh's arena label) -> ``forward_kl-adaptive-b0.01-s3`` (the sweep's cell)."""
+    """``forward_kl-s3`` (matches.yaml's arena label) -> ``forward_kl-adaptive-b0.01-s3`` (the sweep's cell)."""
     m = re.fullmatch(r"(forward_kl|reverse_kl)-s(\d)", label)
     if not m:
         raise SystemExit(f"assemble: unexpected arena label {label!r}")
@@ -95,9 +95,11 @@ def main() -> int:
         finally:
             os.chdir(cwd)
         print(f"assembled {runs}: {n} matches added to arena.json")
-        return cli.main(
-            ["report", "--runs", str(runs), "--out", str(HERE), "--archive", str(HERE / "runs_json.tar.xz")]
-        )
+        os.chdir(work)  # report.md names the runs directory as given: runs/sweep_maia, not the temporary one
+        try:
+            return cli.main(["report", "--runs", OUT, "--out", str(HERE), "--archive", str(HERE / "runs_json.tar.xz")])
+        finally:
+            os.chdir(cwd)
 
 
 if __name__ == "__main__":

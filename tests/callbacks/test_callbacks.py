@@ -99,8 +99,8 @@ def test_puzzle_validation_scores_the_ema_and_logs(tmp_path):
 
 
 def test_puzzle_validation_of_files_reads_exactly_those_files_and_scores_a_model():
-    from pdx_lightning.evaluation.puzzle_scoring import evaluate_for_validation
     from pdx_lightning.evaluation.suite import load_suite
+    from tests.helpers import evaluate_for_validation
 
     cb = PuzzleValidation.of_files(None, [f"{FIXTURES}/generated_altmoves.csv"], sample=None, micro_batch=8)
     assert cb.suite_path is None  # no bundled tactics slipped in

@@ -23,6 +23,7 @@ from pdx_lightning.chesscore.rules import (
     repetition_key,
     stack_repetition_key,
 )
+from tests.helpers import result_of_outcome, result_of_pgn
 
 SHUFFLE = "g1f3 g8f6 f3g1 f6g8"
 BLACK_SHUFFLE = "g8f6 g1f3 f6g8 f3g1"
@@ -38,7 +39,7 @@ def python_chess_end(board: chess.Board, claim_draws: bool) -> GameResult | None
     """The expected result from python-chess's own primitives (claims of the position on the board)."""
     outcome = board.outcome(claim_draw=False)
     if outcome is not None:
-        return GameResult.from_outcome(outcome)
+        return result_of_outcome(outcome)
     if claim_draws and board.is_fifty_moves():
         return GameResult(None, Reason.FIFTY_MOVES)
     if claim_draws and board.is_repetition(3):
@@ -63,7 +64,7 @@ def python_chess_count(board: chess.Board) -> int:
 def test_checkmate_either_colour(fen, moves, winner):
     b = push(chess.Board(fen), moves)
     end = game_end(b)
-    assert end == GameResult(winner, Reason.CHECKMATE) == GameResult.from_outcome(b.outcome())
+    assert end == GameResult(winner, Reason.CHECKMATE) == result_of_outcome(b.outcome())
     assert end.pgn_result == b.outcome().result() and end.termination == "normal"
     assert end.wdl_for(not b.turn) == WIN and end.wdl_for(b.turn) == LOSS
     assert game_end(b, legal=[]) == end  # a cached (empty) legal list is enough
@@ -79,7 +80,7 @@ def test_checkmate_either_colour(fen, moves, winner):
 def test_stalemate_either_colour(fen, move):
     b = push(chess.Board(fen), move)
     assert b.is_stalemate()
-    assert game_end(b) == GameResult(None, Reason.STALEMATE) == GameResult.from_outcome(b.outcome())
+    assert game_end(b) == GameResult(None, Reason.STALEMATE) == result_of_outcome(b.outcome())
 
 
 def test_insufficient_material_precedes_stalemate_as_in_python_chess():
@@ -90,7 +91,7 @@ def test_insufficient_material_precedes_stalemate_as_in_python_chess():
     stale = chess.Board("k7/2K5/1B6/8/8/8/8/8 b - - 0 1")  # stalemated *and* K+B v K
     assert stale.is_stalemate()
     want = GameResult(None, Reason.INSUFFICIENT_MATERIAL)
-    assert game_end(stale) == GameResult.from_outcome(stale.outcome()) == want
+    assert game_end(stale) == result_of_outcome(stale.outcome()) == want
     assert game_end(chess.Board("8/8/4k3/8/8/3K4/4R3/8 w - - 0 1")) is None  # a rook mates
 
 
@@ -107,7 +108,7 @@ def test_seventy_five_and_fifty_move_rules(turn):
     b = push(chess.Board(f"{rook} {turn} - - 149 80"), move)
     for claim in (False, True):
         assert game_end(b, claim_draws=claim) == GameResult(None, Reason.SEVENTY_FIVE_MOVES)
-    assert GameResult.from_outcome(b.outcome()).reason == Reason.SEVENTY_FIVE_MOVES
+    assert result_of_outcome(b.outcome()).reason == Reason.SEVENTY_FIVE_MOVES
 
 
 def test_mate_on_the_75th_move_is_a_mate():
@@ -256,7 +257,7 @@ def test_result_type_and_pgn_strings():
     cases = {"1-0": chess.WHITE, "0-1": chess.BLACK, "1/2-1/2": None}
     for pgn, winner in cases.items():
         reason = Reason.ADJUDICATION if winner is not None else Reason.STALEMATE
-        r = GameResult.from_pgn(pgn, reason)
+        r = result_of_pgn(pgn, reason)
         assert r.winner == winner and r.pgn_result == pgn and r.is_draw == (winner is None)
         assert str(r).startswith(pgn)
     white = GameResult(chess.WHITE, Reason.CHECKMATE)
@@ -268,8 +269,6 @@ def test_result_type_and_pgn_strings():
     adj = GameResult(chess.BLACK, Reason.ADJUDICATION, "adjudication: value heads agree Black wins")
     assert adj.termination == "adjudication" and adj.text.endswith("Black wins") and adj.pgn_result == "0-1"
     assert {r.termination for r in (white, draw)} == {"normal"}
-    with pytest.raises(GameResultError, match="not a finished game"):
-        GameResult.from_pgn("*", Reason.PLY_CAP)
     with pytest.raises(GameResultError, match="checkmate has a winner"):
         GameResult(None, Reason.CHECKMATE)
     with pytest.raises(GameResultError, match="stalemate is a draw"):

@@ -14,9 +14,10 @@ import torch
 
 from pdx_lightning.chesscore.moves import legal_indices
 from pdx_lightning.evaluation import coverage as coverage_cli
-from pdx_lightning.evaluation.coverage import CoverageTree, FunctionPolicy, NetworkPolicy, coverage, summarize_seeds
-from pdx_lightning.evaluation.play import TABIYAS, play_log_probs, root_board
+from pdx_lightning.evaluation.coverage import CoverageTree, NetworkPolicy, coverage, summarize_seeds
+from pdx_lightning.evaluation.play import TABIYAS, evaluate_play, root_board
 from pdx_lightning.nets import load_model
+from tests.helpers import FunctionPolicy
 
 
 def uniform(b):
@@ -163,7 +164,7 @@ def test_network_source_uses_the_play_distribution_with_history():
     for mode in ("raw", "adaptive"):
         src = NetworkPolicy(model, board, mode)
         ((labels, probs),) = src.expand([src.root()])
-        ref = play_log_probs(model, [board], mode)[0].double()
+        ref = evaluate_play(model, [board], mode).log_p[0].double()
         np.testing.assert_array_equal(labels, legal_indices(board))
         np.testing.assert_allclose(probs, torch.exp(ref[labels]).numpy(), rtol=1e-5)
         assert probs.sum() == pytest.approx(1.0, abs=1e-12) and len(src.root().move_stack) == 8

@@ -18,8 +18,8 @@ from pdx_lightning.evaluation.diagnostics import _ended, clustered_mean, policy_
 from pdx_lightning.evaluation.play import (
     PlayModeError,
     checkpoint_play_mode,
+    evaluate_play,
     play_distribution,
-    play_log_probs,
     resolve_play_modes,
 )
 from pdx_lightning.nets import load_model
@@ -93,7 +93,7 @@ def test_play_distribution_modes():
     assert torch.equal(play_distribution(log_pi, wdl, mask, "raw"), log_pi)
     want = tempered_log_probs(log_pi, mask, wdl_entropy(wdl))
     assert torch.equal(play_distribution(log_pi, wdl, mask, "adaptive"), want)
-    assert torch.allclose(play_log_probs(model, boards, "adaptive"), want)
+    assert torch.allclose(evaluate_play(model, boards, "adaptive").log_p, want)
     with pytest.raises(PlayModeError, match="unknown play mode"):
         play_distribution(log_pi, wdl, mask, "hot")
 

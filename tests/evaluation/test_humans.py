@@ -18,7 +18,7 @@ from pdx_lightning.chesscore.moves import POLICY_SIZE, move_to_index
 from pdx_lightning.chesscore.pgn_games import MoveFilter, ReadStats, read_games
 from pdx_lightning.cli import main
 from pdx_lightning.evaluation.humans import evaluate_games
-from pdx_lightning.evaluation.stats import cluster_mean_interval, mean_interval, mean_interval_moments
+from pdx_lightning.evaluation.stats import cluster_mean_interval, mean_interval
 from pdx_lightning.nets import NetOutput, load_model
 
 FIX = Path(__file__).parents[1] / "fixtures"
@@ -226,12 +226,6 @@ def test_paired_with_itself_is_null_and_batching_does_not_matter():
         (x["bin"], x["positions"], x["top1"]) for x in b["by_phase"]
     ]
     assert [x["nll"] for x in a["by_phase"]] == pytest.approx([x["nll"] for x in b["by_phase"]])
-
-
-def test_mean_interval_from_moments_agrees_with_the_array_version():
-    x = np.random.default_rng(0).exponential(size=200)
-    assert mean_interval_moments(len(x), x.sum(), (x**2).sum()) == pytest.approx(mean_interval(x))
-    assert mean_interval_moments(3, 6.0, 12.0) == (2.0, 2.0, 2.0)
 
 
 def test_cli_json_and_tables(tmp_path, capsys):

@@ -16,10 +16,11 @@ from pdx_lightning.chesscore.encoding import encode_boards
 from pdx_lightning.chesscore.moves import POLICY_SIZE, move_to_index
 from pdx_lightning.evaluation import mate_depths as mates_cli
 from pdx_lightning.evaluation import puzzle_scoring as puzzles_cli
-from pdx_lightning.evaluation.puzzle_scoring import compare, evaluate_for_validation, score_suite, summarize
+from pdx_lightning.evaluation.puzzle_scoring import compare, score_suite, summarize
 from pdx_lightning.evaluation.stats import mcnemar_exact, mean_interval, wilson_interval
 from pdx_lightning.evaluation.suite import PuzzleFormatError, immediate_mates, load_suite
 from pdx_lightning.nets import NetOutput, load_model
+from tests.helpers import evaluate_for_validation
 
 FIX = Path(__file__).parents[1] / "fixtures"
 LICHESS, RUOSS = FIX / "lichess_sample.csv", FIX / "ruoss_10k_format_sample.csv"

@@ -5,6 +5,7 @@ import csv
 import importlib
 import json
 import math
+import shutil
 import tarfile
 from pathlib import Path
 
@@ -509,3 +510,18 @@ def test_each_finished_match_was_played_as_its_report_lists_it(monkeypatch, repo
     done = [m for m in ml.matches if ml.record(m, "json").is_file()]
     assert len(done) >= 3
     assert {m.name: record_differences(ml, m) for m in done} == {m.name: [] for m in done}
+
+
+def test_the_eight_seed_arenas_were_played_as_their_list_says(tmp_path):
+    """reports/sweep_maia_seeds8/matches.yaml is what was played: its JSON records (packed in
+    arena/arena_json.tar.xz) each match one listed match, with the list's players, labels and options."""
+    from pdx_lightning.evaluation.match_list import load_match_list, record_differences
+
+    here = HERE.parent / "sweep_maia_seeds8"
+    shutil.copy(here / "matches.yaml", tmp_path / "matches.yaml")
+    with tarfile.open(here / "arena" / "arena_json.tar.xz") as tar:
+        tar.extractall(tmp_path / "arena", filter="data")
+    ml = load_match_list(tmp_path / "matches.yaml")
+    assert sorted(m.name for m in ml.matches) == sorted(p.stem for p in (tmp_path / "arena").glob("*.json"))
+    assert sorted(m.name for m in ml.matches) == sorted(p.stem for p in (here / "arena").glob("*.md"))
+    assert {m.name: record_differences(ml, m) for m in ml.matches} == {m.name: [] for m in ml.matches}

@@ -310,8 +310,8 @@ SUITE, MATES = "tests/fixtures/lichess_sample.csv", "tests/fixtures/generated_al
 
 
 def _ema_metrics(net, suite=SUITE, mates=(MATES,)):
-    from pdx_lightning.evaluation.puzzle_scoring import evaluate_for_validation
     from pdx_lightning.evaluation.suite import load_suite
+    from tests.helpers import evaluate_for_validation
 
     puzzles = load_suite(suite).puzzles if suite else []
     return evaluate_for_validation(net, puzzles, load_suite(list(mates)).puzzles if mates else [])

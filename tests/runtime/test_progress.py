@@ -22,12 +22,13 @@ from pdx_lightning.evaluation import puzzle_scoring as puzzles_cli
 from pdx_lightning.evaluation import recovery as recovery_cli
 from pdx_lightning.evaluation.arena_loop import play_games, round_robin
 from pdx_lightning.evaluation.arena_players import NetPlayer
-from pdx_lightning.evaluation.coverage import CoverageTree, FunctionPolicy, coverage
+from pdx_lightning.evaluation.coverage import CoverageTree, coverage
 from pdx_lightning.nets import load_model
 from pdx_lightning.rl.selfplay import SelfPlayConfig, SelfPlayDataset, SelfPlayNetworks
 from pdx_lightning.rl.settings import PDXSettings
 from pdx_lightning.runtime import progress as progress_mod
 from pdx_lightning.runtime.progress import process_rank, progress
+from tests.helpers import FunctionPolicy
 
 FIX = Path(__file__).parents[1] / "fixtures"
 LICHESS = FIX / "lichess_sample.csv"

@@ -107,17 +107,17 @@ def test_last_resolution_across_version_directories(tmp_path):
     _touch(tmp_path / "pdx" / "version_1" / "checkpoints" / "last.ckpt", t - 20)
     _touch(tmp_path / "pdx" / "version_1" / "checkpoints" / "last-v1.ckpt", t - 10)
     latest = str(tmp_path / "pdx" / "version_1" / "checkpoints" / "last-v1.ckpt")
-    assert last_checkpoint.resolve_last(trainer) == latest
+    assert last_checkpoint.latest(trainer)[0] == latest
     # a run killed before its first checkpoint (only its marker): the same command restarts it, fresh
     _touch(tmp_path / "pdx" / "version_2" / "checkpoints" / MARKER, t)
     assert last_checkpoint.latest(trainer) == (None, [7])
     # a resumed run rewrites its marker at start: its checkpoint still wins within its directory
     _touch(tmp_path / "pdx" / "version_1" / "checkpoints" / MARKER, t + 10)
-    assert last_checkpoint.resolve_last(trainer) == latest
+    assert last_checkpoint.latest(trainer)[0] == latest
     # an explicit dirpath is one shared directory, as before
     shared = tmp_path / "shared"
     _touch(shared / "last.ckpt", t)
-    assert last_checkpoint.resolve_last(_trainer(tmp_path, str(shared))) == str(shared / "last.ckpt")
+    assert last_checkpoint.latest(_trainer(tmp_path, str(shared)))[0] == str(shared / "last.ckpt")
 
 
 # ---- item 1: validate ------------------------------------------------------------------------------

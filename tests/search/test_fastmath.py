@@ -9,7 +9,7 @@ import chess
 import numpy as np
 import pytest
 
-from pdx_lightning.search.forest import fast_exp, fast_log, prior_round
+from tests.helpers import fast_exp, fast_log, prior_round
 
 
 def f32(bits: int) -> float:

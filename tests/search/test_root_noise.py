@@ -10,7 +10,8 @@ from pdx_lightning.chesscore.boundary import CoreArgumentError
 from pdx_lightning.nets import load_model
 from pdx_lightning.search import BatchedSearch, SearchSettings
 from pdx_lightning.search.batched import RootNoise
-from pdx_lightning.search.forest import SearchStateError, prior_round
+from pdx_lightning.search.forest import SearchStateError
+from tests.helpers import prior_round
 
 
 @pytest.fixture(scope="module")

@@ -325,3 +325,23 @@ def test_pretrain_validate_scores_a_network_on_the_recipes_heldout_games(tmp_pat
         hits += int(logp.argmax(1).item() == one["cand_idx"][0, 0].item())
     assert len(ds) > 20 and 0 < hits < len(ds)
     assert logged == pytest.approx(hits / len(ds), abs=1e-6)
+
+
+def test_a_missing_shard_directory_fails_in_one_line_naming_the_key(tmp_path, monkeypatch, capsys):
+    """A shipped pretrain config run where its ``data.shards`` does not exist: one line that names the key
+    and the path, before the Trainer starts (no runs/ folder left behind)."""
+    from pathlib import Path
+
+    from pdx_lightning import cli
+    from pdx_lightning.supervised.shards import NoReadableShards
+
+    with pytest.raises(NoReadableShards, match=r"^--data\.shards: no shard directory .*nowhere"):
+        ShardDataModule(shards=str(tmp_path / "nowhere"))
+    conf = Path(__file__).parents[2] / "conf" / "pretrain" / "small_v2.yaml"
+    assert yaml.safe_load(conf.read_text())["data"]["shards"] == "shards/base_v1"  # relative to the checkout
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["pretrain", "--config", str(conf)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "Traceback" not in "\n".join(err)
+    assert err[-1].startswith("pdx pretrain: error: --data.shards: no shard directory shards/base_v1 "), err
+    assert not (tmp_path / "runs").exists()
