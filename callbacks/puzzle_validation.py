@@ -161,16 +161,23 @@ class PuzzleValidation(L.Callback):
             self.media.text(trainer, "validation/table", self.table(), trainer.global_step)
 
     def table(self) -> str:
-        """Every scoring so far as a markdown table, one row per scoring (the tracker's text tab reads it
-        at the validation's own cadence, unsmoothed, where the scalar charts smooth 7 points away)."""
+        """Every scoring so far as markdown tables, one row per scoring (the tracker's text tab reads it
+        at the validation's own cadence, unsmoothed, where the scalar charts smooth 7 points away).
+
+        One narrow table per group (:func:`table_groups`: the puzzles' four values, each mate value by
+        depth), its tags named above it and short one-word headers below: TensorBoard's Text tab squeezes
+        a table wider than its card until the headers break mid-word."""
         names = list(self.history[-1][1]) if self.history else []
-        head = "| step | " + " | ".join(names) + " |"
-        rule = "|---" * (len(names) + 1) + "|"
-        rows = [
-            f"| {step} | " + " | ".join(f"{m.get(n, float('nan')):.4f}" for n in names) + " |"
-            for step, m in self.history
-        ]
-        return "\n".join(["EMA network on the validation suites, every scoring:", "", head, rule, *rows])
+        out = ["EMA network on the validation suites, every scoring:"]
+        for title, columns in table_groups(names):
+            head = "| step | " + " | ".join(label for label, _ in columns) + " |"
+            rule = "|---:" * (len(columns) + 1) + "|"
+            rows = [
+                f"| {step} | " + " | ".join(f"{m.get(n, float('nan')):.4f}" for _, n in columns) + " |"
+                for step, m in self.history
+            ]
+            out += ["", title, "", head, rule, *rows]
+        return "\n".join(out)
 
     def on_train_start(self, trainer, pl_module) -> None:
         self._score(trainer, pl_module)
@@ -182,6 +189,40 @@ class PuzzleValidation(L.Callback):
     def on_train_end(self, trainer, pl_module) -> None:
         if not self.history or self.history[-1][0] != trainer.global_step:
             self._score(trainer, pl_module)
+
+
+# what a validation value is, as a table header and in words (markdown: p\* is not emphasis)
+_KINDS = {
+    "acc": ("acc", "accuracy"),
+    "p_star_geo": ("p\\* geo", "geometric-mean p\\*"),
+    "p_star_arith": ("p\\* arith", "arithmetic-mean p\\*"),
+    "nll": ("NLL", "NLL"),
+}
+
+
+def table_groups(names: Sequence[str]) -> list[tuple[str, list[tuple[str, str]]]]:
+    """The validation table's groups, in the order ``names`` first shows them: ``(title, [(header, tag)])``.
+
+    The tags of one suite without a depth (``puzzles/acc``, ``puzzles/nll``, ...) are one group, headed
+    by their kind (``acc``, ``NLL``); a value per depth (``mates/acc_N``) is a group of its own, headed by
+    the depths (``N=1``, ...). Each title names its tags, so every header stays one short word."""
+    groups: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for name in names:
+        prefix, _, kind = name.rpartition("/")
+        stem, sep, depth = kind.rpartition("_")
+        if sep and depth.isdigit():
+            groups.setdefault((prefix, stem), []).append((f"N={depth}", name))
+        else:
+            groups.setdefault((prefix, ""), []).append((_KINDS.get(kind, (kind.replace("_", "\\_"),))[0], name))
+    out = []
+    for (prefix, stem), columns in groups.items():
+        if stem:
+            what = _KINDS.get(stem, ("", stem.replace("_", "\\_")))[1]
+            title = f"**{prefix}: {what} by N** (`{prefix}/{stem}_N`)"
+            out.append((title, sorted(columns, key=lambda c: int(c[0][2:]))))
+        else:
+            out.append((f"**{prefix}** ({', '.join(f'`{n}`' for _, n in columns)})", columns))
+    return out
 
 
 def _bundled(name: str) -> str | None:

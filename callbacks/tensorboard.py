@@ -66,16 +66,18 @@ DEFAULT_HPARAM_METRICS = (
 )
 
 # TensorBoard's Custom Scalars tab: {category: {chart: ["Multiline", [tag regexes]]}}; docs/metrics.md
-# describes every tag
+# describes every tag. TensorBoard shows one tab for the whole logdir: it merges the layouts of every run,
+# and categories of the same title into one. Each title names its trainer (PDX, searched), so runs of one
+# trainer share their sections and the two trainers' sections stay apart, each numbered in its own order.
 LAYOUT: dict[str, dict[str, list]] = {
-    "1 losses": {
+    "PDX · 1 losses": {
         "loss terms (total, policy, value, explore)": ["Multiline", [r"loss/.*"]],
     },
-    "2 policy against the base": {
+    "PDX · 2 policy against the base": {
         "KL to the base (forward, reverse)": ["Multiline", [r"kl/forward_to_base", r"kl/reverse_to_base"]],
         "policy entropy (nats)": ["Multiline", [r"policy/entropy"]],
     },
-    "3 self-play": {
+    "PDX · 3 self-play": {
         "temperature τ and ratio ρ": [
             "Multiline",
             [r"selfplay/tau_mean", r"selfplay/rho_mean", r"selfplay/rho_below_1"],
@@ -89,12 +91,12 @@ LAYOUT: dict[str, dict[str, list]] = {
         "games finished (running total)": ["Multiline", [r"selfplay/games_finished"]],
         "β": ["Multiline", [r"selfplay/beta"]],
     },
-    "4 validation (EMA network, every k steps)": {
+    "PDX · 4 validation (EMA network, every k steps)": {
         "accuracy (puzzles, mates in N)": ["Multiline", [r"puzzles/acc", r"mates/acc_\d+"]],
         "solution probability p* (geometric mean)": ["Multiline", [r"puzzles/p_star_geo", r"mates/p_star_geo_\d+"]],
         "puzzles: NLL and arithmetic-mean p*": ["Multiline", [r"puzzles/nll", r"puzzles/p_star_arith"]],
     },
-    "5 optimizer and speed": {
+    "PDX · 5 optimizer and speed": {
         "learning rates": ["Multiline", [r"lr-.*"]],
         "gradient norm": ["Multiline", [r"optim/grad_norm"]],
         "transitions per second": ["Multiline", [r"perf/transitions_per_s"]],
@@ -115,10 +117,10 @@ SEARCHED_HPARAM_METRICS = (
     "selfplay/positions_per_s",
 )
 SEARCHED_LAYOUT: dict[str, dict[str, list]] = {
-    "1 losses": {
+    "searched · 1 losses": {
         "loss terms (total, policy CE to visits, value CE, KL to the base)": ["Multiline", [r"loss/.*"]],
     },
-    "2 search targets": {
+    "searched · 2 search targets": {
         "entropy of the visit targets (played plies, trained batch)": [
             "Multiline",
             [r"selfplay/target_entropy", r"replay/batch_target_entropy"],
@@ -127,7 +129,7 @@ SEARCHED_LAYOUT: dict[str, dict[str, list]] = {
         "root Q (side to move)": ["Multiline", [r"selfplay/root_q"]],
         "policy entropy of the online network (nats)": ["Multiline", [r"policy/entropy"]],
     },
-    "3 self-play": {
+    "searched · 3 self-play": {
         "game length (plies) and games cut at max_plies": [
             "Multiline",
             [r"selfplay/game_length", r"selfplay/cut_share"],
@@ -139,12 +141,12 @@ SEARCHED_LAYOUT: dict[str, dict[str, list]] = {
             [r"selfplay/games_per_s", r"selfplay/positions_per_s"],
         ],
     },
-    "4 replay buffer": {
+    "searched · 4 replay buffer": {
         "fill (share of the capacity)": ["Multiline", [r"replay/fill"]],
         "positions live and admitted": ["Multiline", [r"replay/live", r"replay/admitted"]],
     },
-    "5 validation (EMA network, every k steps)": LAYOUT["4 validation (EMA network, every k steps)"],
-    "6 optimizer and time": {
+    "searched · 5 validation (EMA network, every k steps)": LAYOUT["PDX · 4 validation (EMA network, every k steps)"],
+    "searched · 6 optimizer and time": {
         "learning rates": ["Multiline", [r"lr-.*"]],
         "gradient norm": ["Multiline", [r"optim/grad_norm"]],
         "share of the step's time in self-play": ["Multiline", [r"time/play_share"]],

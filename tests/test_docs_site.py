@@ -146,7 +146,8 @@ def test_every_report_page_is_in_the_navigation_with_a_title():
 
 
 def test_each_results_page_shows_its_reports_figures():
-    """A results page whose report has figures opens with at least one of them, and links the report."""
+    """Every results page opens with its answer, a figure and its report's link; a page whose report has
+    figures shows at least one of them."""
     pages = sorted((ROOT / "docs" / "results").glob("*.md"))
     assert len(pages) >= 6
     for page in pages:
@@ -159,6 +160,7 @@ def test_each_results_page_shows_its_reports_figures():
         report = (page.parent / linked[0]).resolve().parent  # the page's own report: the first linked
         shown = [(page.parent / m).resolve() for m in re.findall(r"!\[[^\]]*\]\(([^)\s]+\.png)\)", answer)]
         assert all(p.is_file() for p in shown), f"{page.name}: a figure that does not exist"
+        assert shown, f"{page.name}: its answer shows no figure"
         if any(report.glob("*.png")):
             assert any(p.parent == report for p in shown), f"{page.name}: shows no figure of {report.name}"
 
@@ -176,7 +178,7 @@ def test_every_results_figure_has_a_caption():
             figures += 1
             after = next((x for x in lines[n + 1 :] if x.strip()), "")
             assert after and not after.startswith(("!", "#", "|", "- ", "```")), f"{page.name}:{n + 1}: no caption"
-    assert figures >= 11
+    assert figures >= 13
 
 
 def test_site_check_finds_broken_emphasis(tmp_path):
@@ -320,4 +322,49 @@ def test_cli_reference_puts_pdx_options_first_and_folds_lightnings():
     assert "What one step computes (`PDXSettings`): the exploration term." in md
     trainer = md.index("??? note \"Lightning's Trainer flags (`--trainer.*`, 1 options)")
     assert trainer > order[-1] and "    --trainer.max_steps MAX_STEPS" not in md[:trainer]
-    assert ":paramref:" not in md and "Default: ``max_steps``." in md
+    assert ":paramref:" not in md and "Default: `max_steps`." in md
+
+
+def test_cli_reference_writes_rest_markup_as_markdown():
+    """Help text from reST docstrings (pdx's and Lightning's): literals, roles (also wrapped by ``--help``)
+    and links in Markdown's notation, in the code blocks and in a group's description."""
+    pytest.importorskip("mkdocs", reason="the docs extra (mkdocs) is not installed")
+    cli_reference = _hook("cli_reference")
+    help_text = (
+        "usage: pdx fit [-c CONFIG]\n\noptions:\n  -c CONFIG, --config CONFIG\n                        Path.\n\n"
+        "Customize every aspect of training via flags:\n  --trainer.barebones {true,false}\n"
+        "                        Off: :paramref:`~a.Trainer.enable_\n                        checkpointing`,\n"
+        "                        :class:`datetime.timedelta`. See the `Notes on Semantics\n"
+        "                        <https://example.org/n.html#id3>`_. Default: ``'32-true'``.\n\n"
+        "<class 'pdx_lightning.rl.module.PDXModule'>:\n  --model.base BASE     a ``.pt`` network or\n"
+        "                        ``random:<preset>``.\n\n"
+        "the games (``SelfPlayConfig``):\n  --model.selfplay CONFIG\n                        Path.\n"
+    )
+    md = cli_reference.lightning_section(("fit",), "fine-tune", help_text)
+    assert re.findall(r"(?<!`)``(?!`)", md) == []  # no reST literal (the code blocks' fences are ```)
+    assert ":paramref:" not in md and ":class:" not in md and "`_" not in md
+    assert "--model.base BASE     a `.pt` network or\n                        `random:<preset>`." in md
+    assert "Off: `enable_checkpointing`,\n" in md and "`datetime.timedelta`. See the Notes on Semantics\n" in md
+    assert "<https://example.org/n.html#id3>. Default: `'32-true'`." in md
+    assert "The games (`SelfPlayConfig`)." in md
+
+
+def test_site_check_finds_rest_markup_in_code_blocks(tmp_path):
+    assert _problems("<pre><code>a ``.pt`` network</code></pre>", tmp_path) == [
+        "raw reST markup in a code block: a ``.pt`` network"
+    ]
+    link = "<pre><code>see the `Notes\n  &lt;https://x.org/n&gt;`_.</code></pre>"
+    assert _problems(link, tmp_path) == ["raw reST markup in a code block: see the `Notes <https://x.org/n>`_."]
+    fence = "<pre><code>```text\nhelp with `code`\n```</code></pre>"
+    assert _problems(fence, tmp_path) == [] and _problems("<p><code>``x``</code></p>", tmp_path) == []
+
+
+@pytest.mark.slow  # every command's --help, the four LightningCLI ones in subprocesses (~1 min of CPU)
+def test_the_generated_cli_reference_has_no_rest_markup_left():
+    """The real page as the build writes it: no reST literal, role or link is left in it."""
+    pytest.importorskip("mkdocs", reason="the docs extra (mkdocs) is not installed")
+    md = _hook("cli_reference").generate()
+    assert "## `pdx fit`" in md and "--trainer.max_steps" in md
+    assert re.findall(r"``[^`\n]+``", md) == []
+    assert re.findall(r":[a-z]+:`", md) == [] and re.findall(r">`__?", md) == []
+    assert "`base:small`" in md  # pdx's own help: ``base:small`` in PDXModule's docstring

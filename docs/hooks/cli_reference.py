@@ -17,8 +17,13 @@ A LightningCLI command's help is mostly Lightning's (its Trainer flags alone are
 section is regrouped for scanning (:func:`lightning_section`): pdx's own options first (the module's
 ``--model.*``, then the config, seed and checkpoint options), and Lightning's groups (``--trainer.*``,
 ``--data``, ``--optimizer``, ``--lr_scheduler``) and the full usage line folded, with a link to
-Lightning's Trainer documentation. Sphinx roles in Lightning's docstrings (``:paramref:`~...max_steps```)
-are written as the plain name (``max_steps``).
+Lightning's Trainer documentation.
+
+The help texts come from docstrings written in reST (pdx's and Lightning's); the page writes their
+markup as the Markdown notation pdx's own help uses (:func:`plain_markup`): an inline literal
+````x```` as ```x```, a Sphinx role (``:paramref:`~...max_steps```, ``:class:`x.Y```) as the name it
+shows (```max_steps```), a link ```text <url>`_`` as ``text <url>``. The help stays in code blocks,
+aligned as ``--help`` prints it.
 """
 
 from __future__ import annotations
@@ -40,6 +45,9 @@ ROOT = Path(__file__).resolve().parents[2]
 TRAINER_DOCS = "https://lightning.ai/docs/pytorch/stable/common/trainer.html#trainer-flags"
 # a Sphinx role with its target: :paramref:`~a.b.c`, :class:`title <a.b.C>`, :py:meth:`x`
 ROLE = re.compile(r":(?:[a-z]+:)?[a-z][a-z_]*:`(?:[^`<]*?\s*<)?~?([^`>]+)>?`")
+# a reST inline literal ``x`` (not across a blank line), and a reST link `text <url>`_ (or __)
+LITERAL = re.compile(r"``(?=\S)((?:(?!\n\s*\n)[^`])+?)``")
+LINK = re.compile(r"`([^`<]+?)(\s*)<([^`>\s]+)>`__?")
 LIGHTNING_COMMANDS = (("fit",), ("validate",), ("pretrain",), ("pretrain", "validate"))
 
 _cache: str | None = None
@@ -67,9 +75,17 @@ def _lightning_help(words: tuple[str, ...]) -> str:
     return r.stdout
 
 
-def plain_roles(text: str) -> str:
-    """Sphinx roles as the name they show: ``:paramref:`~lightning...Trainer.max_steps``` -> ``max_steps``."""
-    return ROLE.sub(lambda m: f"``{m[1].rsplit('.', 1)[-1] if '~' in m[0] else m[1]}``", text)
+def plain_markup(text: str) -> str:
+    """reST markup of help text in Markdown's notation: ````x```` -> ```x```; a Sphinx role as the name it
+    shows, ``:paramref:`~lightning...Trainer.max_steps``` -> ```max_steps``` (a target that ``--help``
+    wrapped is joined); ```text <url>`_`` -> ``text <url>``."""
+
+    def role(m: re.Match) -> str:
+        target = re.sub(r"\s+", "", m[1])
+        return f"`{target.rsplit('.', 1)[-1] if '~' in m[0] else target}`"
+
+    text = LINK.sub(lambda m: f"{m[1]}{m[2] or ' '}<{m[3]}>", text)
+    return LITERAL.sub(lambda m: f"`{m[1]}`", ROLE.sub(role, text))
 
 
 def _code(text: str, indent: str = "") -> list[str]:
@@ -86,7 +102,7 @@ def _heading(words: tuple[str, ...], summary: str) -> list[str]:
 
 
 def _section(words: tuple[str, ...], summary: str, text: str) -> str:
-    return "\n".join([*_heading(words, summary), *_code(plain_roles(text)), ""])
+    return "\n".join([*_heading(words, summary), *_code(plain_markup(text)), ""])
 
 
 def help_groups(text: str) -> tuple[str, list[tuple[str, str]]]:
@@ -120,13 +136,13 @@ def _first_option(body: str) -> str:
 
 def lightning_section(words: tuple[str, ...], summary: str, text: str) -> str:
     """A LightningCLI command's help, pdx's options first, Lightning's folded (see the module doc)."""
-    usage, groups = help_groups(plain_roles(text))
+    usage, groups = help_groups(plain_markup(text))
     ours, config, lightning = [], [], []
     for header, body in groups:
         first = _first_option(body)
         if first.startswith("--model"):
             cls = re.search(r"pdx_lightning\.[\w.]+", header)
-            about = f"`{cls[0]}`" if cls else header.replace("``", "`")
+            about = f"`{cls[0]}`" if cls else header
             ours.append((f"`{first}.*`", about[0].upper() + about[1:] + ".", body))
         elif header == "options":
             config.append(("Configuration and seed", "", body))

@@ -19,6 +19,8 @@ each finding below fails the build (so CI's ``mkdocs build --strict`` fails), wi
 * a raw role of any kind (``:func:``, ``:paramref:``, ...) in the text or in a ``<pre>`` block:
   a docstring or help-text cross-reference that was not turned into a link or a name
   (``docs/hooks/rest_roles.py`` and ``docs/hooks/cli_reference.py`` do that);
+* raw reST markup in a ``<pre>`` block: an inline literal ````x```` or a link ```text <url>`_``
+  (help text from docstrings: ``docs/hooks/cli_reference.py`` writes it as Markdown's ```x```);
 * a duplicated figure: two image files with the same bytes shown on the site's pages (a figure
   copied under another run's name shows one run's data as another's);
 * raw TeX (``^{`` or ``_{``) in the text outside math and code: an equation not written as math (not
@@ -29,7 +31,7 @@ each finding below fails the build (so CI's ``mkdocs build --strict`` fails), wi
   written at build time, ``docs/hooks/math.py``; its fonts are the system's).
 
 Text inside ``<pre>``, ``<code>``, ``<script>``, ``<style>`` and math (``class="arithmatex"``) is not
-read (except for raw roles in ``<pre>``). Also a script: ``python docs/hooks/site_check.py SITE_DIR
+read (except for raw roles and reST markup in ``<pre>``). Also a script: ``python docs/hooks/site_check.py SITE_DIR
 [DOCS_DIR]`` checks a built site (and the Markdown of ``DOCS_DIR``) and counts the problems by kind.
 """
 
@@ -48,6 +50,8 @@ ROLE = re.compile(r":(?:py:)?(?:func|class|mod|meth|attr|data|exc|obj|const):")
 # any Sphinx role written out: ``:name:`target``` (or ``:py:name:``), e.g. Lightning's ``:paramref:``
 ANY_ROLE = re.compile(r"(?<![\w:]):(?:[a-z]+:)?[a-z][a-z_]*:`[^`\n]+`")
 ROLE_AT_END = re.compile(r"(?<![\w:]):(?:[a-z]+:)?[a-z][a-z_]*:$")  # a role whose target follows as <code>
+# reST inline literal ``x`` (not a Markdown fence's ```) or link `text <url>`_, written out
+REST_MARKUP = re.compile(r"(?<!`)``(?=[^`\s])[^`]*?(?<=[^`\s])``(?!`)|`[^`<]+<[^`>\s]+>`__?")
 LIST_ITEM_UNDER_4 = re.compile(r"^( {1,3})(?:[-*+]|\d+[.)])[ \t]+\S")
 LIST_ITEM = re.compile(r"^ *(?:[-*+]|\d+[.)])[ \t]+\S")
 # how a line may end before a list starts on the next one: a sentence's end, a colon, a closing
@@ -165,6 +169,8 @@ class _Page(HTMLParser):
             self.cell.append(data)
         if self.pre and (m := ANY_ROLE.search(data)):
             self.problems.append(f"raw role in a code block: {_excerpt(data, m.start())}")
+        if self.pre and (m := REST_MARKUP.search(data)):
+            self.problems.append(f"raw reST markup in a code block: {_excerpt(data, m.start())}")
         if self.verbatim:
             return
         for text in self.emphasis:

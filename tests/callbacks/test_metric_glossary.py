@@ -99,7 +99,7 @@ def test_tensorboard_has_no_epoch_card_and_groups_the_scalars(fit_run):
     assert "epoch" not in scalars
     layout = layout_pb2.Layout.FromString(ea.Tensors("custom_scalars__config__")[0].tensor_proto.string_val[0])
     charts = {c.title: [re.compile(p) for p in c.multiline.tag] for cat in layout.category for c in cat.chart}
-    assert len(layout.category) == 5
+    assert len(layout.category) == 5 and all(c.title.startswith("PDX · ") for c in layout.category)
     # every scalar the run logged sits on some chart of the layout
     unplaced = sorted(t for t in scalars if not any(p.fullmatch(t) for ps in charts.values() for p in ps))
     assert unplaced == []
@@ -119,9 +119,15 @@ def test_text_tab_counts_and_one_pgn_block_per_game(fit_run):
     for _, block in blocks:
         assert block.startswith('[Event "pdx self-play"]') and all(len(line) <= 80 for line in block.splitlines())
     table = ea.Tensors("validation/table/text_summary")[-1].tensor_proto.string_val[0].decode()
-    rows = [line for line in table.splitlines() if re.match(r"\| \d+ \|", line)]
-    assert [r.split(" | ")[0] for r in rows] == ["| 0", "| 4"]  # at the start and at the end
-    assert "| puzzles/acc |" in table and "mates/acc_1" in table
+    # one narrow table per group, each a row per scoring (at the start and at the end), short headers
+    tables = [t for t in table.split("\n\n") if t.startswith("| step |")]
+    assert [t.splitlines()[0] for t in tables] == [
+        "| step | acc | p\\* geo | p\\* arith | NLL |",
+        "| step | N=1 | N=2 |",
+        "| step | N=1 | N=2 |",
+    ]
+    assert all([r.split(" | ")[0] for r in t.splitlines()[2:]] == ["| 0", "| 4"] for t in tables)
+    assert "(`puzzles/acc`, `puzzles/p_star_geo`" in table and "(`mates/acc_N`)" in table
 
 
 def test_every_csv_column_is_in_the_glossary(fit_run):
@@ -165,7 +171,7 @@ def test_a_searched_fit_has_its_own_layout_and_every_tag_in_the_glossary(tmp_pat
     assert "epoch" not in scalars
     layout = layout_pb2.Layout.FromString(ea.Tensors("custom_scalars__config__")[0].tensor_proto.string_val[0])
     patterns = [re.compile(p) for cat in layout.category for c in cat.chart for p in c.multiline.tag]
-    assert len(layout.category) == 6 and [c.title for c in layout.category][1] == "2 search targets"
+    assert len(layout.category) == 6 and [c.title for c in layout.category][1] == "searched · 2 search targets"
     assert sorted(t for t in scalars if not any(p.fullmatch(t) for p in patterns)) == []
     from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
 

@@ -1,6 +1,7 @@
 """The results pages' own figures rebuild from the committed records (issue 56): the eight-seed page's
-(reports/sweep_maia_seeds8/figures.py), the searched-strength figure (reports/beyond_paper/search_figure.py)
-and the default fit's learning curves (reports/fit_default/figure.py)."""
+(reports/sweep_maia_seeds8/figures.py), the searched-strength figure (reports/beyond_paper/search_figure.py),
+the default fit's learning curves (reports/fit_default/figure.py), and (issue 64) the Maia page's
+(reports/maia/figure.py) and the paper's-batch page's (reports/sweep_maia_1024/figure.py)."""
 
 from __future__ import annotations
 
@@ -82,3 +83,43 @@ def test_the_learning_curves_come_from_the_committed_scalars(tmp_path):
     path = fig.figure(data, tmp_path)
     assert path.stat().st_size > 50_000
     assert "(../reports/fit_default/learning_curves.png)" in (ROOT / "docs" / "fine-tuning.md").read_text()
+
+
+def test_the_maia_figure_is_drawn_from_the_lc0_and_arena_records(tmp_path):
+    fig = _script(REPORTS / "maia" / "figure.py")
+    acc = fig.puzzles()
+    assert [len(acc[m]) for m in fig.MAIAS] == [6, 6, 6]
+    # the identity the page states: pdx and the real Lc0 solve the same puzzles of every suite
+    assert all(r["pdx"] == r["lc0"] for suites in acc.values() for r in suites.values())
+    page = (ROOT / "docs" / "results" / "maia.md").read_text()
+    tactics = 100 * acc["maia-1900"]["tactics"]["pdx"] / acc["maia-1900"]["tactics"]["n"]
+    assert f"Maia-1900 solves {tactics:.1f}% of the tactics suite" in page
+    elo = {r["player"]: r["elo"] for r in fig.ladder()}
+    assert len(elo) == 10 and elo["base:small"] == 0
+    assert f"{elo['maia-1900']:+.0f}" == "+497" and f"{elo['lc0-maia-1900']:+.0f}" == "+490"
+    path = fig.figure(tmp_path)
+    assert path.name == "maia_vs_lc0.png" and path.stat().st_size > 20_000
+    assert (REPORTS / "maia" / path.name).is_file() and f"(../../reports/maia/{path.name})" in page
+
+
+@pytest.mark.slow  # three cell archives and six paired bootstraps: ~8 s CPU
+def test_the_paper_batch_figure_shows_the_pages_cells(tmp_path):
+    fig = _script(REPORTS / "sweep_maia_1024" / "figure.py")
+    pts = {p["label"]: p for p in fig.points()}
+    assert len(pts) == 6
+    page = (ROOT / "docs" / "results" / "maia-1024.md").read_text()
+    # each 1,024-game cell's Elo and p* ratio on real puzzles rated >= 2000, as the page's first table
+    for label, row in (
+        ("forward KL, 1,024 games, maia.yaml rates", "| forward KL, `maia.yaml` rates |"),
+        ("forward KL, 1,024 games, the paper's recipe", "| forward KL, the paper's recipe |"),
+        ("forward KL, 1,024 games, recipe, value head 3e-6", "| forward KL, the paper's recipe, value head at 3e-6"),
+        ("no regularizer, 1,024 games", "| no regularizer |"),
+    ):
+        line = next(x for x in page.splitlines() if x.startswith(row))
+        p = pts[label]
+        assert f"{p['elo']:+.1f} ± {p['half']:.1f}".replace("-", "−") in line
+        assert f"/ {p['ratio']:.2f}×" in line
+    path = fig.figure(tmp_path)
+    assert path.name == "paper_batch.png" and path.stat().st_size > 20_000
+    assert (REPORTS / "sweep_maia_1024" / path.name).is_file()
+    assert f"(../../reports/sweep_maia_1024/{path.name})" in page
