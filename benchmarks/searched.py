@@ -26,7 +26,7 @@ import time
 import torch
 
 from pdx_lightning.rl.searched_module import SearchedModule
-from pdx_lightning.rl.searched_settings import SearchedSettings
+from pdx_lightning.rl.searched_settings import SearchedSelfPlaySettings
 from pdx_lightning.runtime.optim import ema_update
 
 
@@ -40,7 +40,7 @@ def main() -> None:
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
     torch.set_num_threads(1)
-    s = SearchedSettings(n_games=a.games, nodes=a.nodes, batch_size=256, min_buffer=512, reuse=4)
+    s = SearchedSelfPlaySettings(n_games=a.games, nodes=a.nodes, batch_size=256, min_buffer=512, reuse=4)
     m = SearchedModule(base=a.base, algorithm=s, seed=0)
     opt = torch.optim.AdamW(m.online.parameters(), lr=1e-5)
     it = iter(m.dataset)

@@ -5,6 +5,9 @@ The library entry points are re-exported here, imported on first use (PEP 562) s
 
     from pdx_lightning import encode_boards, move_to_index, index_to_move, legal_mask, load_model
     from pdx_lightning import forward_kl, pdx_loss      # the policy math and the objectives
+    from pdx_lightning import PDXModule, PDXSettings, SelfPlayConfig              # the PDX trainer
+    from pdx_lightning import SearchedModule, SearchedSelfPlaySettings            # searched self-play
+    from pdx_lightning import BatchedSearch, SearchSettings, ComposedNetwork      # the search
 """
 
 from __future__ import annotations
@@ -22,8 +25,16 @@ _EXPORTS = {
     "load_model": "pdx_lightning.nets",
     "save_network": "pdx_lightning.nets",
     "NetOutput": "pdx_lightning.nets",
+    "ComposedNetwork": "pdx_lightning.nets.composed",
     "PDXModule": "pdx_lightning.rl.module",
+    "PDXSettings": "pdx_lightning.rl.settings",
     "SelfPlayConfig": "pdx_lightning.rl.selfplay",
+    "SearchedModule": "pdx_lightning.rl.searched_module",
+    "SearchedSelfPlaySettings": "pdx_lightning.rl.searched_settings",
+    "BatchedSearch": "pdx_lightning.search",
+    "SearchSettings": "pdx_lightning.search",
+    "SearchSpec": "pdx_lightning.search.spec",
+    "parse_search_spec": "pdx_lightning.search.spec",
 }
 _POLICY = "pdx_lightning.chesscore.policy"
 _OBJECTIVES = "pdx_lightning.rl.objectives"
@@ -38,6 +49,7 @@ _MATH = {
             "reverse_kl",
             "tempered_log_probs",
             "wdl_entropy",
+            "play_temperature",
             "score",
             "flip_wdl",
         ),

@@ -12,7 +12,8 @@ def _release(version: str) -> tuple[int, ...]:
 def test_the_migrations_are_removed_by_their_release():
     assert _release(__version__) < _release(MIGRATIONS_REMOVED_IN), (
         f"pdx {__version__} has reached {MIGRATIONS_REMOVED_IN}: remove rl.settings.MOVED_KEYS, "
-        "migrate_hparams, check_moved_keys and runtime/moved_configs.py (and their callers and tests)"
+        "migrate_hparams, check_moved_keys, runtime/moved_configs.py and rl.searched_settings' old name "
+        "SearchedSettings (and their callers and tests)"
     )
 
 
@@ -21,3 +22,13 @@ def test_the_deadline_is_stated_where_users_read_it():
 
     page = Path(__file__).resolve().parents[1] / "docs" / "fine-tuning.md"
     assert f"removed in {MIGRATIONS_REMOVED_IN}" in page.read_text()
+
+
+def test_the_searched_settings_old_name_still_reads_with_a_warning():
+    import pytest
+
+    from pdx_lightning.rl import searched_settings
+
+    with pytest.warns(DeprecationWarning, match="SearchedSelfPlaySettings"):
+        old = searched_settings.SearchedSettings
+    assert old is searched_settings.SearchedSelfPlaySettings

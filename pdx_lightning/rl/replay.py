@@ -113,7 +113,7 @@ class ReplayBuffer:
         value_mix: float = 0.0,
         seed: int = 0,
     ) -> None:
-        # the settings are checked where they are made (SearchedSettings); asserts guard the invariants
+        # the settings are checked where they are made (SearchedSelfPlaySettings); asserts guard the invariants
         assert capacity >= 1 and reuse >= 1 and sampling in SAMPLINGS
         self.capacity, self.reuse, self.sampling = capacity, reuse, sampling
         self.surprise_share, self.surprise_cap, self.value_mix = surprise_share, surprise_cap, value_mix

@@ -26,7 +26,7 @@ from pdx_lightning.chesscore.moves import legal_indices
 from pdx_lightning.chesscore.opening_files import read_opening_lines
 from pdx_lightning.files.resources import resolve_path
 from pdx_lightning.rl.replay import MAX_LEGAL, Positions
-from pdx_lightning.rl.searched_settings import SearchedSettings
+from pdx_lightning.rl.searched_settings import SearchedSelfPlaySettings
 from pdx_lightning.runtime.ranks import rank_world
 from pdx_lightning.search.batched import BatchedSearch, RootNoise
 
@@ -65,12 +65,12 @@ class SearchedGames(IterableDataset):
     """This rank's n_games / world_size searched games (see the module's text).
 
     Args:
-        settings: the trainer's :class:`SearchedSettings`.
+        settings: the trainer's :class:`SearchedSelfPlaySettings`.
         network: the network that searches (the module's EMA; read at every wave, so its updates count).
         seed: the games' seed (rank r plays with seed + 1000·r).
     """
 
-    def __init__(self, settings: SearchedSettings, network: torch.nn.Module, seed: int = 0) -> None:
+    def __init__(self, settings: SearchedSelfPlaySettings, network: torch.nn.Module, seed: int = 0) -> None:
         super().__init__()
         self.settings = settings
         self.network = network

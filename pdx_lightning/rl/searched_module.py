@@ -30,7 +30,7 @@ from lightning.pytorch.utilities.parsing import AttributeDict
 from pdx_lightning.callbacks.tensorboard import SEARCHED_HPARAM_METRICS, SEARCHED_LAYOUT
 from pdx_lightning.rl.replay import ReplayBuffer
 from pdx_lightning.rl.searched_games import PlyResult, SearchedGames
-from pdx_lightning.rl.searched_settings import SearchedSettings, SearchedSettingsError
+from pdx_lightning.rl.searched_settings import SearchedSelfPlaySettings, SearchedSettingsError
 from pdx_lightning.rl.searched_step import SearchedStepResult, searched_step
 from pdx_lightning.rl.step_metrics import StepSummaries, combine_columns
 from pdx_lightning.rl.three_networks import ThreeNetworks
@@ -66,7 +66,7 @@ class SearchedModule(ThreeNetworks):
     def __init__(
         self,
         base: str = "base:small",
-        algorithm: SearchedSettings = SearchedSettings(),  # noqa: B008  frozen; `pdx fit --help` lists its keys
+        algorithm: SearchedSelfPlaySettings = SearchedSelfPlaySettings(),  # noqa: B008  frozen; `pdx fit --help` lists its keys
         lr_backbone: float = 3e-5,
         lr_final_block: float = 1e-4,
         lr_policy_head: float = 1e-4,
@@ -80,14 +80,14 @@ class SearchedModule(ThreeNetworks):
         Args:
             base: the network fine-tuned (it initializes online and EMA, and is the frozen anchor):
                 ``base:small``, ``random:<preset>``, a ``.pt``, a ``.ckpt`` (its EMA) or an Lc0 ``.pb.gz``.
-            algorithm: what is played and learned (``SearchedSettings``), checked once.
+            algorithm: what is played and learned (``SearchedSelfPlaySettings``), checked once.
             {optimizer_args}
             seed: the games' and the replay sampler's seed (rank r: seed + 1000·r); None = the run's
                 ``seed_everything``.
         """
         super().__init__()
         if isinstance(algorithm, dict):  # from a checkpoint's hyperparameters
-            algorithm = SearchedSettings(**algorithm)
+            algorithm = SearchedSelfPlaySettings(**algorithm)
         self.algorithm = algorithm
         self.save_hyperparameters(ignore=["algorithm"])
         self.hparams["algorithm"] = asdict(algorithm)

@@ -1,4 +1,4 @@
-"""Searched self-play's settings in one place: :class:`SearchedSettings`, validated once when made.
+"""Searched self-play's settings in one place: :class:`SearchedSelfPlaySettings`, validated once when made.
 
 The second trainer of pdx (``pdx fit --config conf/fit/searched.yaml``): every move of every game in
 flight is searched with pdx's PUCT (:mod:`pdx_lightning.search`), the root's visit distribution becomes
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from dataclasses import dataclass, fields
 from typing import Literal, cast
 
@@ -28,7 +29,7 @@ class SearchedSettingsError(UserError, ValueError):
 
 
 @dataclass(frozen=True)
-class SearchedSettings:
+class SearchedSelfPlaySettings:
     """What searched self-play plays and learns (checked once, here).
 
     Attributes:
@@ -167,4 +168,17 @@ class SearchedSettings:
         return cast(SearchSettings, self._search_settings)  # type: ignore[attr-defined]
 
 
-SETTING_KEYS = tuple(f.name for f in fields(SearchedSettings))
+SETTING_KEYS = tuple(f.name for f in fields(SearchedSelfPlaySettings))
+
+
+def __getattr__(name: str) -> type:
+    """``SearchedSettings``: the old name of SearchedSelfPlaySettings (removed in 0.2.0, with the migrations)."""
+    if name == "SearchedSettings":
+        warnings.warn(
+            "pdx_lightning.rl.searched_settings.SearchedSettings is now SearchedSelfPlaySettings "
+            "(the old name goes in 0.2.0)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return SearchedSelfPlaySettings
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

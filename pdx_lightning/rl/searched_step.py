@@ -26,7 +26,7 @@ import torch
 from pdx_lightning.chesscore.policy import entropy, forward_kl, masked_log_softmax
 from pdx_lightning.rl.guards import check_finite
 from pdx_lightning.rl.replay import Batch
-from pdx_lightning.rl.searched_settings import SearchedSettings
+from pdx_lightning.rl.searched_settings import SearchedSelfPlaySettings
 from pdx_lightning.rl.update import Optimizer, Scheduler, optimizer_step
 
 
@@ -79,7 +79,7 @@ def searched_step(
     optimizer: Optimizer,
     scheduler: Scheduler,
     backward: Callable[[torch.Tensor], None],
-    settings: SearchedSettings,
+    settings: SearchedSelfPlaySettings,
     beta: float,
     version: int,
     step: int,

@@ -81,7 +81,7 @@ def layerwise_adamw(net: torch.nn.Module, hp: LayerwiseHyperparameters | Any) ->
 
 
 # α of Eq. 11. Four inputs set it, each checked once where it enters, against this one range:
-# ``model.algorithm.ema_decay`` (PDXSettings; SearchedSettings for ``module: searched``), ``pdx
+# ``model.algorithm.ema_decay`` (PDXSettings; SearchedSelfPlaySettings for ``module: searched``), ``pdx
 # pretrain``'s ``--model.ema_decay`` (PuzzleControl) and ``EMAUpdate(decay=...)``, a callback a user
 # adds; the messages name the input. The settings modules stay free of torch: a test holds them equal.
 EMA_DECAY_RANGE = (0.0, 1.0)

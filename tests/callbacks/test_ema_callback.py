@@ -95,7 +95,7 @@ def test_the_ema_decay_of_the_settings_is_the_callbacks_default():
 def test_the_four_inputs_of_the_ema_decay_refuse_the_same_values(bad):
     # one range (EMA_DECAY_RANGE), four boundaries, each message naming its input
     from pdx_lightning.argtypes import SettingError
-    from pdx_lightning.rl.searched_settings import SearchedSettings, SearchedSettingsError
+    from pdx_lightning.rl.searched_settings import SearchedSelfPlaySettings, SearchedSettingsError
     from pdx_lightning.rl.settings import SettingsError
     from pdx_lightning.runtime.optim import EMA_DECAY_RANGE
 
@@ -105,14 +105,14 @@ def test_the_four_inputs_of_the_ema_decay_refuse_the_same_values(bad):
     with pytest.raises(SettingsError, match="model.algorithm.ema_decay"):
         PDXSettings(ema_decay=bad)
     with pytest.raises(SearchedSettingsError, match="model.algorithm.ema_decay must be"):
-        SearchedSettings(ema_decay=bad)  # the searched module's model.algorithm
+        SearchedSelfPlaySettings(ema_decay=bad)  # the searched module's model.algorithm
     from pdx_lightning.runtime.optim import check_ema_decay
 
     with pytest.raises(SettingError, match="^--model.ema_decay: must be"):
         check_ema_decay(bad, "--model.ema_decay")  # what PuzzleControl calls
     for good in EMA_DECAY_RANGE:
         assert EMAUpdate(decay=good).decay == good and PDXSettings(ema_decay=good).ema_decay == good
-        assert SearchedSettings(ema_decay=good).ema_decay == good
+        assert SearchedSelfPlaySettings(ema_decay=good).ema_decay == good
 
 
 class EveryOtherStep(EMAUpdate):

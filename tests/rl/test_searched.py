@@ -19,7 +19,7 @@ from pdx_lightning.chesscore.moves import POLICY_SIZE
 from pdx_lightning.nets import load_model
 from pdx_lightning.rl.replay import Batch
 from pdx_lightning.rl.searched_games import SearchedGames, _Game
-from pdx_lightning.rl.searched_settings import SearchedSettings, SearchedSettingsError
+from pdx_lightning.rl.searched_settings import SearchedSelfPlaySettings, SearchedSettingsError
 from pdx_lightning.rl.searched_step import searched_loss
 from pdx_lightning.runtime.checkpoint_read import read_checkpoint
 
@@ -46,7 +46,7 @@ TINY = [
 )
 def test_a_bad_setting_is_one_line_naming_its_key(key, value, message):
     with pytest.raises(SearchedSettingsError, match=message) as e:
-        SearchedSettings(**{key: value})
+        SearchedSelfPlaySettings(**{key: value})
     assert "\n" not in str(e.value) and "model.algorithm." in str(e.value)
 
 
@@ -83,7 +83,7 @@ def net():
 
 
 def test_finished_games_carry_targets_from_each_side(net):
-    g = SearchedGames(SearchedSettings(n_games=2, nodes=4, max_plies=3, temperature_plies=0), net, seed=1)
+    g = SearchedGames(SearchedSelfPlaySettings(n_games=2, nodes=4, max_plies=3, temperature_plies=0), net, seed=1)
     done = []
     for _ in range(3):
         done.append(g.play())
@@ -98,7 +98,7 @@ def test_finished_games_carry_targets_from_each_side(net):
 
 
 def test_a_decided_game_scores_each_row_from_its_side(net):
-    g = SearchedGames(SearchedSettings(n_games=1, nodes=4), net, seed=0)
+    g = SearchedGames(SearchedSelfPlaySettings(n_games=1, nodes=4), net, seed=0)
     board = chess.Board()
     game = _Game(board, 0)
     for turn in (chess.WHITE, chess.BLACK, chess.WHITE):

@@ -16,7 +16,7 @@ import torch
 from callbacks import BetaSchedule
 from pdx_lightning.rl.module import PDXModule
 from pdx_lightning.rl.searched_module import SearchedModule
-from pdx_lightning.rl.searched_settings import SearchedSettings, SearchedSettingsError
+from pdx_lightning.rl.searched_settings import SearchedSelfPlaySettings, SearchedSettingsError
 from pdx_lightning.rl.settings import PDXSettings, SettingsError
 from pdx_lightning.rl.step_metrics import combine_columns
 from pdx_lightning.runtime.checkpoint_read import read_checkpoint
@@ -27,7 +27,7 @@ PDX = [sys.executable, "-m", "pdx_lightning.cli", "--threads", "1"]
 
 def module(**algorithm) -> SearchedModule:
     settings = {"n_games": 4, "nodes": 4, "batch_size": 16, "min_buffer": 32, "max_plies": 30, "micro_batch": 8}
-    return SearchedModule(base="random:tiny", algorithm=SearchedSettings(**{**settings, **algorithm}), seed=1)
+    return SearchedModule(base="random:tiny", algorithm=SearchedSelfPlaySettings(**{**settings, **algorithm}), seed=1)
 
 
 def trainer(steps: int, callbacks=(), **kw) -> L.Trainer:
