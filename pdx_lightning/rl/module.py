@@ -31,13 +31,10 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import asdict
-from typing import cast
 
 import lightning as L
 import torch
-from lightning.pytorch.core.optimizer import LightningOptimizer
 from lightning.pytorch.utilities.parsing import AttributeDict
-from torch.optim.lr_scheduler import LRScheduler
 
 from pdx_lightning.callbacks.puzzle_validation import PuzzleValidation, SuiteBatch
 from pdx_lightning.rl.pdx_step import StepResult, pdx_step
@@ -158,10 +155,7 @@ class PDXModule(ThreeNetworks):
         batch = batch[0] if isinstance(batch, tuple) else batch
         result = pdx_step(
             batch,
-            online=self.online,
-            optimizer=cast(LightningOptimizer, self.optimizers()),
-            scheduler=cast(LRScheduler, self.lr_schedulers()),
-            backward=self.manual_backward,
+            optimization=self.optimization(),
             settings=self.algorithm,
             beta=self.beta,
             generator=self.dataset.gen,

@@ -1,9 +1,10 @@
 """One PDX training step, paper Algorithm 1 lines 6–15, in one file, read top to bottom.
 
-Every input is an argument: :func:`pdx_step` receives the online and EMA networks, the optimizer
-and its scheduler, the backward function, the algorithm's settings (:class:`~pdx_lightning.rl.settings.PDXSettings`),
-β, the sampler's generator and the games (:class:`Games`), and returns what changed (:class:`StepResult`:
-the metrics, the transitions' ρ, A and τ, and the new parameter version). ``PDXModule.training_step``
+Every input is an argument: :func:`pdx_step` receives the online network with its optimizer, schedule
+and backward function (:class:`~pdx_lightning.rl.update.Optimization`), the algorithm's settings
+(:class:`~pdx_lightning.rl.settings.PDXSettings`), β, the sampler's generator and the games
+(:class:`Games`), and returns what changed (:class:`StepResult`: the metrics, the transitions' ρ, A and
+τ, and the new parameter version). ``PDXModule.training_step``
 only hands them over and logs the result.
 
 Per micro-batch of games: the online pass at s (line 6); τ(s) (:func:`temperature`, Eq. 5: from the EMA's
@@ -25,7 +26,7 @@ whatever the restarts of finished games draw (``Games.end_games``), in game orde
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -50,7 +51,7 @@ from pdx_lightning.rl.errors import SelfPlayError
 from pdx_lightning.rl.guards import check_finite
 from pdx_lightning.rl.objectives import importance_weight, pdx_loss, value_target
 from pdx_lightning.rl.settings import PDXSettings, TemperatureMode
-from pdx_lightning.rl.update import Optimizer, Scheduler, optimizer_step
+from pdx_lightning.rl.update import Optimization
 
 
 # ---- the step's inputs ----------------------------------------------------------------------------
@@ -191,10 +192,7 @@ class StepResult:
 def pdx_step(
     batch: PendingBatch,
     *,
-    online: torch.nn.Module,
-    optimizer: Optimizer,
-    scheduler: Scheduler,
-    backward: Callable[[torch.Tensor], None],
+    optimization: Optimization,
     settings: PDXSettings,
     beta: float,
     generator: torch.Generator,
@@ -205,8 +203,8 @@ def pdx_step(
     """Algorithm 1 lines 6–14 on this step's ``batch``: one ply of every game and one AdamW step (line 15,
     the EMA update, follows as the ``EMAUpdate`` callback).
 
-    ``backward`` back-propagates a loss (Lightning's ``manual_backward``: precision and DDP hooks);
-    ``optimizer``/``scheduler`` step θ and its learning rates; β weights the exploration term (a
+    ``optimization`` holds θ's network, optimizer and learning-rate schedule and the backward function
+    (Lightning's ``manual_backward``: precision and DDP hooks); β weights the exploration term (a
     BetaSchedule may change it per step); ``version`` is the online parameters' version that began
     ``batch``; ``step`` the global step, named in error messages.
     """
@@ -216,7 +214,7 @@ def pdx_step(
     def micro_step(rows: slice) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         # line 6: π_θ(·|s) and v_θ(s), with gradient (π_base(·|s) came with the batch)
         x, mask = batch.x[rows].to(device), batch.mask[rows].to(device)
-        out = online(x)  # bfloat16 logits under bf16-mixed: the math below upcasts to float32
+        out = optimization.online(x)  # bfloat16 logits under bf16-mixed: the math below upcasts to float32
         log_p_base = batch.log_p_base[rows].to(device)
         legal = batch.legal[rows].to(device)
         valid = legal_valid(legal, batch.legal_count[rows])
@@ -275,16 +273,8 @@ def pdx_step(
         }
 
     # the micro-batches, the gradient guards and clipping, and line 14: one optimizer step on θ (rl.update)
-    metrics = optimizer_step(
-        batch.size,
-        settings.micro_batch,
-        micro_step,
-        online=online,
-        optimizer=optimizer,
-        scheduler=scheduler,
-        backward=backward,
-        grad_clip_norm=settings.grad_clip_norm,
-        step=step,
+    metrics = optimization.step(
+        batch.size, settings.micro_batch, micro_step, grad_clip_norm=settings.grad_clip_norm, step=step
     )
     # line 15, Eq. 11: θ̄ ← αθ̄ + (1−α)θ is the EMAUpdate callback (callbacks/ema.py), which Lightning runs
     # as soon as this step returns: before the next batch is begun and before the step's checkpoint

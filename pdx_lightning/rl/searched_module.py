@@ -21,7 +21,6 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import asdict
-from typing import Any, cast
 
 import numpy as np
 import torch
@@ -134,11 +133,8 @@ class SearchedModule(ThreeNetworks):
         batch = self.buffer.batch(self.buffer.draw(self.algorithm.batch_size), self.device)
         result = searched_step(
             batch,
-            online=self.online,
+            optimization=self.optimization(),
             base=self.base,
-            optimizer=cast(Any, self.optimizers()),
-            scheduler=cast(Any, self.lr_schedulers()),
-            backward=self.manual_backward,
             settings=self.algorithm,
             beta=self.beta,
             version=self.param_version,

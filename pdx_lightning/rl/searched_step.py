@@ -9,8 +9,9 @@ ply cap), and the forward KL to the frozen base that prior-directed exploration 
 term (β = 0: pure searched self-play; a ``BetaSchedule`` may change β per step). Means over the batch.
 
 :func:`searched_step` receives every input explicitly, as ``rl.pdx_step.pdx_step`` does: the batch drawn
-from the replay buffer, the online and base networks, the optimizer and its schedule, the backward
-function, the settings, β, the parameter version and the global step. Per micro-batch it checks the
+from the replay buffer, the online network with its optimizer, schedule and backward function
+(:class:`~pdx_lightning.rl.update.Optimization`), the base network, the settings, β, the parameter
+version and the global step. Per micro-batch it checks the
 inputs and targets for NaN/inf (``rl.guards``), and :func:`~pdx_lightning.rl.update.optimizer_step`
 (shared with PDX) accumulates the gradients, checks every loss term and gradient, clips and steps.
 ``SearchedModule.training_step`` plays the plies, draws the batch, calls this and logs the result.
@@ -18,7 +19,6 @@ inputs and targets for NaN/inf (``rl.guards``), and :func:`~pdx_lightning.rl.upd
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -27,7 +27,7 @@ from pdx_lightning.chesscore.policy import entropy, forward_kl, masked_log_softm
 from pdx_lightning.rl.guards import check_finite
 from pdx_lightning.rl.replay import Batch
 from pdx_lightning.rl.searched_settings import SearchedSelfPlaySettings
-from pdx_lightning.rl.update import Optimizer, Scheduler, optimizer_step
+from pdx_lightning.rl.update import Optimization
 
 
 def searched_loss(
@@ -74,11 +74,8 @@ class SearchedStepResult:
 def searched_step(
     batch: Batch,
     *,
-    online: torch.nn.Module,
+    optimization: Optimization,
     base: torch.nn.Module,
-    optimizer: Optimizer,
-    scheduler: Scheduler,
-    backward: Callable[[torch.Tensor], None],
     settings: SearchedSelfPlaySettings,
     beta: float,
     version: int,
@@ -89,7 +86,7 @@ def searched_step(
 
     def micro_step(rows: slice) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         part = batch_rows(batch, rows)
-        out = online(part.planes)
+        out = optimization.online(part.planes)
         base_logits = None
         if beta > 0:
             with torch.no_grad():
@@ -106,16 +103,8 @@ def searched_step(
         )
         return searched_loss(out.policy, out.wdl, part, settings.c_v, beta, base_logits)
 
-    metrics = optimizer_step(
-        batch.size,
-        settings.micro_batch,
-        micro_step,
-        online=online,
-        optimizer=optimizer,
-        scheduler=scheduler,
-        backward=backward,
-        grad_clip_norm=settings.grad_clip_norm,
-        step=step,
+    metrics = optimization.step(
+        batch.size, settings.micro_batch, micro_step, grad_clip_norm=settings.grad_clip_norm, step=step
     )
     target = batch.target
     metrics["replay/batch_target_entropy"] = float(-(target * torch.log(target.clamp_min(1e-12))).sum(-1).mean())

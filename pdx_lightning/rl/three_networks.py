@@ -32,7 +32,7 @@ from pdx_lightning.callbacks.ema import EMATargetError, EMAUpdate
 from pdx_lightning.nets import load_model
 from pdx_lightning.nets.resnet import require_wdl_head
 from pdx_lightning.rl.loader import collate_whole
-from pdx_lightning.rl.update import refuse_scaled_clipping
+from pdx_lightning.rl.update import Optimization, refuse_scaled_clipping
 from pdx_lightning.runtime.checkpoint_meta import check_base, write_network_meta
 from pdx_lightning.runtime.ranks import rank_world
 
@@ -101,6 +101,12 @@ class ThreeNetworks(L.LightningModule):
     def train_dataloader(self) -> DataLoader:
         # batch_size=None: each dataset item is already a whole batch (of positions, or of plies)
         return DataLoader(self.dataset, batch_size=None, num_workers=0, collate_fn=collate_whole)
+
+    def optimization(self) -> Optimization:
+        """The online network with its optimizer, schedule and Lightning's backward, for the step function."""
+        return Optimization(
+            self.online, cast(Any, self.optimizers()), cast(Any, self.lr_schedulers()), self.manual_backward
+        )
 
     # ---- checkpoints ------------------------------------------------------------------------
     def _rank_state(self) -> Any:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol
 
 import torch
@@ -21,7 +22,15 @@ import torch
 from pdx_lightning.rl.errors import SelfPlayError
 from pdx_lightning.rl.guards import check_finite, check_finite_gradients
 
-__all__ = ["Optimizer", "Scheduler", "clip_gradients", "optimizer_step", "refuse_scaled_clipping", "run_seed"]
+__all__ = [
+    "Optimization",
+    "Optimizer",
+    "Scheduler",
+    "clip_gradients",
+    "optimizer_step",
+    "refuse_scaled_clipping",
+    "run_seed",
+]
 
 # a micro-batch's loss (a scalar with gradient) and its logged parts (detached scalars)
 MicroStep = Callable[[slice], tuple[torch.Tensor, dict[str, torch.Tensor]]]
@@ -39,6 +48,33 @@ class Scheduler(Protocol):
     """The learning-rate schedule, stepped once per optimizer step."""
 
     def step(self) -> object: ...
+
+
+@dataclass(frozen=True)
+class Optimization:
+    """What a step's optimizer step acts on: the trained network, its optimizer and learning-rate schedule,
+    and the backward function (Lightning's ``manual_backward``: precision and DDP hooks)."""
+
+    online: torch.nn.Module
+    optimizer: Optimizer
+    scheduler: Scheduler
+    backward: Callable[[torch.Tensor], None]
+
+    def step(
+        self, n: int, micro_batch: int, micro_step: MicroStep, *, grad_clip_norm: float | None, step: int
+    ) -> dict[str, float]:
+        """:func:`optimizer_step` with these."""
+        return optimizer_step(
+            n,
+            micro_batch,
+            micro_step,
+            online=self.online,
+            optimizer=self.optimizer,
+            scheduler=self.scheduler,
+            backward=self.backward,
+            grad_clip_norm=grad_clip_norm,
+            step=step,
+        )
 
 
 def optimizer_step(
