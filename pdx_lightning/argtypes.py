@@ -75,19 +75,21 @@ def check_number(
     hi_open: bool = False,
     integer: bool = False,
     optional: bool = False,
+    error: type[Exception] = SettingError,
 ) -> None:
-    """Raise :class:`SettingError` (``key: must be <range>, got <value>``) unless ``value`` is a finite
-    number (an int if ``integer``; None too if ``optional``) in the range ``lo``..``hi``."""
+    """Raise ``error`` (:class:`SettingError` by default; ``key: must be <range>, got <value>``) unless
+    ``value`` is a finite number (an int if ``integer``; None too if ``optional``) in the range
+    ``lo``..``hi``. Every settings class checks its ranges with this (one wording for every key)."""
     if value is None and optional:
         return
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     if ok and isinstance(value, (int, float)):  # (narrowed again for the type checker)
         v = float(value)
         in_range = (lo is None or (v > lo if lo_open else v >= lo)) and (hi is None or (v < hi if hi_open else v <= hi))
-        ok = (not integer or v.is_integer()) and in_range
+        ok = (not integer or isinstance(value, int)) and in_range
     if not ok:
         want = _range_text(lo, hi, lo_open, hi_open, integer) + (" or null" if optional else "")
-        raise SettingError(f"{key}: must be {want}, got {value!r}")
+        raise error(f"{key}: must be {want}, got {value!r}")
 
 
 def _shown(text: str) -> str:

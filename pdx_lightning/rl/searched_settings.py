@@ -11,12 +11,12 @@ with prior-directed exploration. In a config the settings are one block, ``model
 
 from __future__ import annotations
 
-import math
 import re
 import warnings
 from dataclasses import dataclass, fields
 from typing import Literal, cast
 
+from pdx_lightning.argtypes import check_number
 from pdx_lightning.errors import UserError
 from pdx_lightning.rl.replay import SAMPLINGS
 from pdx_lightning.search.settings import MAX_NODES, SearchSettings
@@ -105,44 +105,33 @@ class SearchedSelfPlaySettings:
     resign_threshold: float | None = None
 
     def __post_init__(self) -> None:
-        def bad(key: str, want: str) -> SearchedSettingsError:
-            return SearchedSettingsError(f"model.algorithm.{key} must be {want}, got {getattr(self, key)!r}")
+        def check(key: str, lo: float | None = None, hi: float | None = None, **kind: bool) -> None:
+            check_number(f"model.algorithm.{key}", getattr(self, key), lo, hi, error=SearchedSettingsError, **kind)
 
-        def finite(key: str) -> float:
-            v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                raise bad(key, "a finite number")
-            return float(v)
-
-        def integer(key: str, lo: int, hi: int | None = None) -> None:
-            v = getattr(self, key)
-            if isinstance(v, bool) or not isinstance(v, int) or v < lo or (hi is not None and v > hi):
-                raise bad(key, f"an integer in [{lo}, {hi if hi is not None else '∞'}]")
-
-        integer("nodes", 1, MAX_NODES)
+        check("nodes", 1, MAX_NODES, integer=True)
         for key in ("temperature_plies", "random_plies", "archive_size"):
-            integer(key, 0)
+            check(key, 0, integer=True)
         for key in ("n_games", "max_plies", "buffer_capacity", "reuse", "batch_size", "plies_per_step", "micro_batch"):
-            integer(key, 1)
-        integer("min_buffer", 1, self.buffer_capacity)
+            check(key, 1, integer=True)
+        check("min_buffer", 1, self.buffer_capacity, integer=True)
         if self.batch_size > self.buffer_capacity:
-            raise bad("batch_size", f"at most buffer_capacity ({self.buffer_capacity})")
+            raise SearchedSettingsError(
+                f"model.algorithm.batch_size: must be at most buffer_capacity ({self.buffer_capacity}), "
+                f"got {self.batch_size!r}"
+            )
         # ema_decay: the range of runtime.optim.EMA_DECAY_RANGE (a test holds them equal)
         for key in ("noise_eps", "archive_share", "archive_top_share", "surprise_share", "value_mix", "ema_decay"):
-            if not 0.0 <= finite(key) <= 1.0:
-                raise bad(key, "in [0, 1]")
+            check(key, 0.0, 1.0)
         for key in ("noise_alpha", "surprise_cap"):
-            if finite(key) <= 0:
-                raise bad(key, "> 0")
+            check(key, 0.0, lo_open=True)
         for key in ("temperature", "c_v", "beta"):
-            if finite(key) < 0:
-                raise bad(key, ">= 0")
+            check(key, 0.0)
         if self.sampling not in SAMPLINGS:
-            raise bad("sampling", " or ".join(SAMPLINGS))
-        if self.grad_clip_norm is not None and finite("grad_clip_norm") <= 0:
-            raise bad("grad_clip_norm", "> 0 or null")
-        if self.resign_threshold is not None and not 0.0 <= finite("resign_threshold") <= 1.0:
-            raise bad("resign_threshold", "in [0, 1] or null")
+            raise SearchedSettingsError(
+                f"model.algorithm.sampling: must be one of {', '.join(SAMPLINGS)}, got {self.sampling!r}"
+            )
+        check("grad_clip_norm", 0.0, lo_open=True, optional=True)
+        check("resign_threshold", 0.0, 1.0, optional=True)
         # the search's settings, built once: every ply of the run searches with this object
         object.__setattr__(self, "_search_settings", self._read_search())
 

@@ -20,11 +20,11 @@ with a one-line pointer to the new key. All three go in 0.2.0 (``pdx_lightning._
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Literal, get_args
 
+from pdx_lightning.argtypes import check_number
 from pdx_lightning.errors import UserError
 from pdx_lightning.rl.objectives import EXPLORATION_TERMS
 
@@ -106,11 +106,10 @@ class PDXSettings:
         _finite("ema_decay", self.ema_decay, "α of the EMA, Eq. 11", low=0.0, high=1.0)
         if self.grad_clip_norm is not None:
             _finite("grad_clip_norm", self.grad_clip_norm, "None = no clipping", low=0.0, open_low=True)
-        if isinstance(self.micro_batch, bool) or not isinstance(self.micro_batch, int) or self.micro_batch < 1:
-            raise SettingsError(f"model.algorithm.micro_batch must be an integer >= 1, got {self.micro_batch!r}")
+        check_number("model.algorithm.micro_batch", self.micro_batch, 1, integer=True, error=SettingsError)
         for key in ("reuse_successor_eval", "log_value_kl"):
             if not isinstance(getattr(self, key), bool):
-                raise SettingsError(f"model.algorithm.{key} must be true or false, got {getattr(self, key)!r}")
+                raise SettingsError(f"model.algorithm.{key}: must be true or false, got {getattr(self, key)!r}")
 
     @property
     def tau_from_online(self) -> bool:
@@ -120,17 +119,13 @@ class PDXSettings:
 
 def _one_of(key: str, value: object, allowed: Sequence[str]) -> None:
     if value not in allowed:
-        raise SettingsError(f"model.algorithm.{key} must be one of {', '.join(allowed)}, got {value!r}")
+        raise SettingsError(f"model.algorithm.{key}: must be one of {', '.join(allowed)}, got {value!r}")
 
 
 def _finite(
     key: str, value: object, what: str, *, low: float, high: float | None = None, open_low: bool = False
 ) -> None:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    ok = ok and (value > low if open_low else value >= low) and (high is None or value <= high)  # type: ignore[operator]
-    if not ok:
-        bound = f"> {low}" if open_low else f">= {low}" if high is None else f"in [{low}, {high}]"
-        raise SettingsError(f"model.algorithm.{key} ({what}) must be a finite number {bound}, got {value!r}")
+    check_number(f"model.algorithm.{key} ({what})", value, low, high, lo_open=open_low, error=SettingsError)
 
 
 SETTING_NAMES: tuple[str, ...] = tuple(f.name for f in fields(PDXSettings))

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 from typing import cast
 
+from pdx_lightning.argtypes import check_number
 from pdx_lightning.errors import UserError
 
 MAX_NODES = 1_000_000  # per move: a tree of that size holds ~40 M edges (~0.5 GB); beyond, use Lc0 itself
@@ -42,7 +42,7 @@ class SearchSettings:
         for name, lc0 in (("two_fold_draws", "TwoFoldDraws"), ("sticky_endgames", "StickyEndgames")):
             if not isinstance(getattr(self, name), bool):
                 raise SearchSettingError(
-                    f"search setting {name} ({lc0}) must be true or false, got {getattr(self, name)!r}"
+                    f"search setting {name} ({lc0}): must be true or false, got {getattr(self, name)!r}"
                 )
         _int_in("cache_size", "NNCacheSize", self.cache_size, 1, 100_000_000)
 
@@ -58,10 +58,8 @@ class SearchSettings:
 
 
 def _int_in(name: str, lc0: str, v: object, lo: int, hi: int) -> None:
-    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-        raise SearchSettingError(f"search setting {name} ({lc0}) must be an integer in [{lo:,}, {hi:,}], got {v!r}")
+    check_number(f"search setting {name} ({lc0})", v, lo, hi, integer=True, error=SearchSettingError)
 
 
 def _float_in(name: str, lc0: str, v: object, lo: float, hi: float) -> None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not lo <= v <= hi:
-        raise SearchSettingError(f"search setting {name} ({lc0}) must be a number in [{lo:g}, {hi:g}], got {v!r}")
+    check_number(f"search setting {name} ({lc0})", v, lo, hi, error=SearchSettingError)

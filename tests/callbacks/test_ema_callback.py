@@ -102,9 +102,14 @@ def test_the_four_inputs_of_the_ema_decay_refuse_the_same_values(bad):
     assert EMA_DECAY_RANGE == (0.0, 1.0)
     with pytest.raises(SettingError, match=r"^EMAUpdate\(decay=\): must be"):
         EMAUpdate(decay=bad)
-    with pytest.raises(SettingsError, match="model.algorithm.ema_decay"):
+    # one wording (argtypes.check_number) for every settings class
+    with pytest.raises(
+        SettingsError, match=r"^model.algorithm.ema_decay \(.*\): must be a finite number >= 0 and <= 1"
+    ):
         PDXSettings(ema_decay=bad)
-    with pytest.raises(SearchedSettingsError, match="model.algorithm.ema_decay must be"):
+    with pytest.raises(
+        SearchedSettingsError, match="^model.algorithm.ema_decay: must be a finite number >= 0 and <= 1"
+    ):
         SearchedSelfPlaySettings(ema_decay=bad)  # the searched module's model.algorithm
     from pdx_lightning.runtime.optim import check_ema_decay
 

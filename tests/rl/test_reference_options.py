@@ -162,7 +162,7 @@ def test_temperature_wdl_source_needs_the_online_wdl_and_is_validated():
     assert torch.equal(pdx_step.step_temperature(batch, slice(0, 2), wdl, ds.settings), wdl_entropy(wdl))
     with pytest.raises(AssertionError, match="the dataset evaluates the EMA at s unless τ comes from the online"):
         pdx_step.step_temperature(batch, slice(0, 2), wdl, PDXSettings(micro_batch=2))  # dataset and step disagree
-    with pytest.raises(SettingsError, match="model.algorithm.temperature_wdl_source must be one of ema, online"):
+    with pytest.raises(SettingsError, match="model.algorithm.temperature_wdl_source: must be one of ema, online"):
         PDXSettings(temperature_wdl_source="base")
     # the fixed arm ignores the source: τ ≡ 1 either way
     fixed = SelfPlayDataset(

@@ -35,11 +35,11 @@ TINY = [
 @pytest.mark.parametrize(
     ("key", "value", "message"),
     [
-        ("nodes", 0, "nodes must be an integer in"),
-        ("reuse", 0, "reuse must be an integer in"),
-        ("sampling", "greedy", "sampling must be uniform or surprise"),
-        ("noise_eps", 1.5, "noise_eps must be in"),
-        ("batch_size", 10**6, "batch_size must be at most buffer_capacity"),
+        ("nodes", 0, "nodes: must be an integer >= 1"),
+        ("reuse", 0, "reuse: must be an integer >= 1"),
+        ("sampling", "greedy", "sampling: must be one of uniform, surprise"),
+        ("noise_eps", 1.5, "noise_eps: must be a finite number >= 0 and <= 1"),
+        ("batch_size", 10**6, "batch_size: must be at most buffer_capacity"),
         ("search", "reuse=1", "no 'reuse' here"),
         ("search", "cpuct=-1", "model.algorithm.search"),
     ],

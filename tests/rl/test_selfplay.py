@@ -89,7 +89,7 @@ def online_outputs(online, boards):
 
 
 def test_validates_config():
-    with pytest.raises(SettingsError, match=r"model\.algorithm\.temperature must be one of adaptive, fixed"):
+    with pytest.raises(SettingsError, match=r"model\.algorithm\.temperature: must be one of adaptive, fixed"):
         PDXSettings(temperature="hot")
     with pytest.raises(ValueError, match="openings_file"):
         SelfPlayConfig(restart="openings")

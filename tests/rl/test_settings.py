@@ -46,7 +46,7 @@ def test_each_numeric_setting_is_refused_out_of_range_in_one_line_naming_its_key
     [("exploration", "backward"), ("temperature", "hot"), ("temperature_wdl_source", "base"), ("cap_result", "win")],
 )
 def test_each_choice_is_refused_outside_its_values(key, value):
-    with pytest.raises(SettingsError, match=f"model.algorithm.{key} must be one of"):
+    with pytest.raises(SettingsError, match=f"model.algorithm.{key}: must be one of"):
         PDXSettings(**{key: value})
 
 

@@ -42,7 +42,9 @@ def test_settings_are_lc0s_defaults_and_checked_once():
     for bad in ({"nodes": 0}, {"nodes": -3}, {"nodes": 10**7}, {"nodes": True}, {"cpuct": float("nan")}):
         with pytest.raises(SearchSettingError, match=next(iter(bad))):
             SearchSettings(**bad)
-    with pytest.raises(SearchSettingError, match=r"nodes \(go nodes\) must be an integer in \[1, 1,000,000\], got 0"):
+    with pytest.raises(
+        SearchSettingError, match=r"nodes \(go nodes\): must be an integer >= 1 and <= 1,000,000, got 0"
+    ):
         SearchSettings(nodes=0)
 
 

@@ -32,7 +32,10 @@ def test_arena_search_player_plays_and_records(tmp_path):
 
 @pytest.mark.parametrize(
     ("spec", "why"),
-    [("search[nodes=0]:random:tiny", "must be an integer in"), ("search[depth=2]:random:tiny", "unknown key")],
+    [
+        ("search[nodes=0]:random:tiny", "must be an integer >= 1 and <= 1,000,000"),
+        ("search[depth=2]:random:tiny", "unknown key"),
+    ],
 )
 def test_arena_bad_search_spec_is_one_line(spec, why):
     r = subprocess.run(
