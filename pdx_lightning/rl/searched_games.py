@@ -137,7 +137,7 @@ class SearchedGames(IterableDataset):
         before = search.evaluations
         boards = [g.board for g in self.games]
         noise = RootNoise(s.noise_alpha, s.noise_eps, self.rng) if s.noise_eps > 0 else None
-        results = search.search(boards, nodes=s.nodes, noise=noise)
+        results = search.search(boards, noise=noise)  # the settings' node count (built once per run)
         packed = pack_planes(encode_boards(boards))
         finished: list[Positions] = []
         entropies, qs, tops = [], [], []
