@@ -3,7 +3,7 @@
 Both pools (:mod:`chesscore.native_pool` on the compiled core, and ``game_pool.PythonChessPool``) and
 :class:`native_core.NativeCore` pass every argument through these checks before they act, so a bad
 input is refused with a named exception and one line saying what is wrong and where, never reaching
-the C core (which checks again what its memory safety rests on, ``pdx_core.c``'s ``valid_root``):
+the C core (which checks again what its memory safety rests on, ``pdx_rules.c``'s ``valid_root``):
 
 * a **board** (:func:`check_board`) must be standard chess (a plain ``chess.Board``, not Chess960), its
   root must pass python-chess's ``Board.status()`` (one king a side, at most 16 men and 8 pawns a side,
