@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import chess
 import numpy as np
 
-from pdx_lightning.chesscore.boundary import LEGAL_STRIDE, CoreArgumentError, check_index
+from pdx_lightning.chesscore.boundary import LEGAL_STRIDE, MAX_MOVES, CoreArgumentError, check_index
 from pdx_lightning.chesscore.native_core import (
     CoreMemoryError,
     NativeCore,
@@ -171,7 +171,7 @@ class Forest:
     def root(self, t: int) -> RootStats:
         """Tree ``t``'s root moves with their visits, Q, priors (:class:`RootStats`)."""
         t = check_index(t, self.n)
-        cap = 256
+        cap = MAX_MOVES  # room for every root move (the one move cap)
         moves = np.zeros(cap, np.uint16)
         visits = np.zeros(cap, np.int32)
         q = np.zeros(cap, np.float32)
