@@ -36,9 +36,10 @@ case "$MODE" in
   *) THEN=() ;;
 esac
 STAMP=.venv/.pdx-setup
-setup_hash() {
-  { cat setup.sh pyproject.toml requirements/lock.txt pdx_lightning/chesscore/pdx_core.c 2>/dev/null
-    echo "PDX_UNLOCKED=${PDX_UNLOCKED:-0}"; } | sha256sum | cut -c1-64
+setup_hash() {   # what the set-up installs from, the chess core's C files and headers among it
+  ( export LC_ALL=C   # the glob in byte order
+    cat setup.sh pyproject.toml requirements/lock.txt pdx_lightning/chesscore/*.[ch] 2>/dev/null
+    echo "PDX_UNLOCKED=${PDX_UNLOCKED:-0}" ) | sha256sum | cut -c1-64
 }
 if [ "$MODE" != setup ] && [ -x .venv/bin/python ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$(setup_hash)" ]; then
   NEEDED="up to date ($STAMP)"
@@ -77,7 +78,7 @@ if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
       || $PIP install -q "torch==2.13.0"
   fi
 fi
-# The compiled chess core (pdx_lightning/chesscore/pdx_core.c) is built by pip with the system's C compiler.
+# The compiled chess core (pdx_lightning/chesscore/*.c) is built by pip with the system's C compiler.
 if ! command -v cc >/dev/null 2>&1 && ! command -v gcc >/dev/null 2>&1; then
   echo "== installing a C compiler (Debian gcc) for the chess core =="
   $SUDO apt-get update -qq || true

@@ -127,7 +127,9 @@ def test_printed_summaries_run_as_typed():
 
 def test_setup_runs_only_when_needed(tmp_path):
     """--fit/--test skip the set-up when .venv/.pdx-setup holds the hash of what it installs from."""
-    for rel in ("setup.sh", "pyproject.toml", "requirements/lock.txt", "pdx_lightning/chesscore/pdx_core.c"):
+    core = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "pdx_lightning/chesscore").glob("*.[ch]"))
+    assert {"pdx_lightning/chesscore/pdx_core.c", "pdx_lightning/chesscore/pdx_limits.h"} <= set(core)
+    for rel in ("setup.sh", "pyproject.toml", "requirements/lock.txt", *core):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / rel, tmp_path / rel)
     (tmp_path / ".venv" / "bin").mkdir(parents=True)
@@ -143,12 +145,19 @@ def test_setup_runs_only_when_needed(tmp_path):
 
     assert state() == "set-up: needed"  # no record
     sources = b"".join((tmp_path / rel).read_bytes() for rel in ("setup.sh", "pyproject.toml", "requirements/lock.txt"))
-    sources += (tmp_path / "pdx_lightning/chesscore/pdx_core.c").read_bytes() + b"PDX_UNLOCKED=0\n"
+    sources += b"".join((tmp_path / rel).read_bytes() for rel in core) + b"PDX_UNLOCKED=0\n"
     (tmp_path / ".venv" / ".pdx-setup").write_text(hashlib.sha256(sources).hexdigest() + "\n")
     assert state() == "set-up: up to date (.venv/.pdx-setup)"
-    with open(tmp_path / "pyproject.toml", "a") as f:
-        f.write("\n# a changed requirement\n")
-    assert state() == "set-up: needed"
+    for rel, edit in (
+        ("pdx_lightning/chesscore/pdx_limits.h", "\n/* a changed header */\n"),
+        ("pyproject.toml", "\n# a changed requirement\n"),
+    ):
+        kept = (tmp_path / rel).read_bytes()
+        with open(tmp_path / rel, "a") as f:
+            f.write(edit)
+        assert state() == "set-up: needed", rel  # an edit to any of them sets up again
+        (tmp_path / rel).write_bytes(kept)
+        assert state() == "set-up: up to date (.venv/.pdx-setup)"
 
 
 def test_setup_refuses_an_unknown_option():

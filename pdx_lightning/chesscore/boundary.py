@@ -3,7 +3,7 @@
 Both pools (:mod:`chesscore.native_pool` on the compiled core, and ``game_pool.PythonChessPool``) and
 :class:`native_core.NativeCore` pass every argument through these checks before they act, so a bad
 input is refused with a named exception and one line saying what is wrong and where, never reaching
-the C core (which checks again what its memory safety rests on, ``pdx_core.c``'s ``valid_root``):
+the C core (which checks again what its memory safety rests on, ``pdx_rules.c``'s ``valid_root``):
 
 * a **board** (:func:`check_board`) must be standard chess (a plain ``chess.Board``, not Chess960), its
   root must pass python-chess's ``Board.status()`` (one king a side, at most 16 men and 8 pawns a side,
@@ -18,7 +18,9 @@ the C core (which checks again what its memory safety rests on, ``pdx_core.c``'s
 
 **Bounds.** A position with one king and at most 16 men a side has at most 10 + 15 x 27 = 415
 pseudo-legal moves (a king's 8 steps and 2 castlings; any other man at most a queen's 27), and play never
-adds men, so the core's move buffers (``MAX_MOVES``) and the legal-index rows (``LEGAL_STRIDE``) hold 416.
+adds men, so ``MAX_MOVES`` = 416, the one move cap (``pdx_limits.h``'s, which the core reports and
+:mod:`native_core` checks at load), sizes every buffer of one position's moves; the legal-index and logit
+rows are ``LEGAL_STRIDE`` = ``MAX_MOVES`` wide. Positions reachable from the start have at most 218.
 A root's fullmove number is at most ``MAX_FULLMOVE`` and its halfmove clock at most ``MAX_HALFMOVE``
 (1,000,000 each, far above any game: the longest possible game has under 9,000 moves); with them the ply
 counter (2 x fullmove, plus the < 26,000 plies a game can add in the core) stays far inside int32 and the
@@ -35,8 +37,8 @@ import numpy as np
 
 from pdx_lightning.errors import UserError
 
-MAX_MOVES = 416  # the core's move buffers; > 415 pseudo-legal moves (module docstring)
-LEGAL_STRIDE = MAX_MOVES  # columns of the legal-index buffers
+MAX_MOVES = 416  # the one move cap (pdx_limits.h): > 415 pseudo-legal moves (module docstring)
+LEGAL_STRIDE = MAX_MOVES  # columns of the legal-index (and logit) rows
 MAX_FULLMOVE = 1_000_000
 MAX_HALFMOVE = 1_000_000
 INT32_MAX = 2**31 - 1

@@ -1,6 +1,8 @@
-"""The compiled chess core (``pdx_core.c``) through ctypes: N games, one call per batch.
+"""The compiled chess core (``chesscore/*.c``: the games' entry points ``pdx_core.c``, the rules
+``pdx_rules.c``, the encoding ``pdx_encoding.c``, the search ``pdx_search.c``) through ctypes: N games,
+one call per batch.
 
-``pip install -e .`` (``setup.sh``) builds ``pdx_core.c`` with the system's C compiler into
+``pip install -e .`` (``setup.sh``) builds the C files with the system's C compiler into
 ``chesscore/_pdx_core*.so``; this module loads it (or the library ``$PDX_CORE_LIB`` names, e.g. a
 sanitizer build: ``tests/sanitize/run_sanitizers.sh``) and wraps its entry points with numpy buffers.
 The C code keeps python-chess's conventions (squares, castling as the king's two-square move, the
@@ -51,13 +53,14 @@ from pdx_lightning.chesscore.boundary import (
 from pdx_lightning.chesscore.rules import Reason
 from pdx_lightning.errors import UserError
 
-ABI = 4  # pdx_core.c's PDX_ABI: entry points and limits this module expects
+ABI = 4  # pdx_limits.h's PDX_ABI: entry points and limits this module expects
 WINDOW = 200  # positions a game holds since its last capture or pawn move
-LIMITS = (ABI, MAX_MOVES, LEGAL_STRIDE, WINDOW, MAX_FULLMOVE, MAX_HALFMOVE)  # pdx_core_limits()
+# pdx_core_limits(): the library's limits (pdx_limits.h) must be these, else it is stale
+LIMITS = (ABI, MAX_MOVES, LEGAL_STRIDE, WINDOW, MAX_FULLMOVE, MAX_HALFMOVE)
 POLICY = 4288  # moves.POLICY_SIZE (moves imports torch; test_core_boundary checks they agree)
 MAX_PERFT_DEPTH = 32
 
-# the core's reason codes (pdx_core.c, enum R_*), 0 = the game goes on
+# the core's reason codes (pdx_rules.h, enum R_*), 0 = the game goes on
 REASONS: tuple[Reason | None, ...] = (
     None,
     Reason.CHECKMATE,
@@ -70,7 +73,7 @@ REASONS: tuple[Reason | None, ...] = (
     Reason.PLY_CAP,
 )
 R_CHECKMATE = 1
-# the core's error codes (pdx_core.c, enum PDX_E_*)
+# the core's error codes (pdx_limits.h, enum PDX_E_*)
 E_ILLEGAL, E_WINDOW, E_NOMEM, E_BOARD, E_INDEX = -1, -2, -3, -4, -5
 
 

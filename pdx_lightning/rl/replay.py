@@ -8,11 +8,12 @@ root), capped (its retained mix: 70 % surprise-weighted, cap 2.0, 30 % uniform).
 
 A position is stored compactly: its planes packed (:func:`~pdx_lightning.chesscore.encoding.pack_planes`,
 800 bytes), its legal moves' policy indices and the search's visit share of each (padded to
-:data:`MAX_LEGAL`), the game's result from the side to move and the search's root W/D/L. A buffer of
-capacity C holds about 2.2·C KB. Its whole state (the rows, their use counts, the ring's write position,
-the sampler's random state and the counters) is :meth:`ReplayBuffer.state_dict`, tensors and plain
-values only (checkpoints stay ``weights_only``-loadable): a run resumed from a checkpoint draws the
-same batches as one that never stopped, no position lost or presented once too often.
+``chesscore.boundary.MAX_MOVES``, the one move cap: a board set up from a FEN may have more than the 218
+of positions reachable from the start), the game's result from the side to move and the search's root
+W/D/L. A buffer of capacity C holds about 3.3·C KB. Its whole state (the rows, their use counts, the
+ring's write position, the sampler's random state and the counters) is :meth:`ReplayBuffer.state_dict`,
+tensors and plain values only (checkpoints stay ``weights_only``-loadable): a run resumed from a checkpoint
+draws the same batches as one that never stopped, no position lost or presented once too often.
 """
 
 from __future__ import annotations
@@ -22,10 +23,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from pdx_lightning.chesscore.boundary import MAX_MOVES
 from pdx_lightning.chesscore.encoding import PACKED_WORDS, expand_packed
 from pdx_lightning.chesscore.moves import POLICY_SIZE
 
-MAX_LEGAL = 218  # the most legal moves a chess position has
 SAMPLINGS = ("uniform", "surprise")
 
 
@@ -33,8 +34,8 @@ SAMPLINGS = ("uniform", "surprise")
 class Positions:
     """Searched positions, one row each (what a finished game hands the buffer).
 
-    packed: (n, 100) int64 planes; legal: (n, MAX_LEGAL) int16 policy indices, −1 padded; visits:
-    (n, MAX_LEGAL) float32 visit shares (sum 1 per row); result: (n,) int8, 0 win / 1 draw / 2 loss for
+    packed: (n, 100) int64 planes; legal: (n, MAX_MOVES) int16 policy indices, −1 padded; visits:
+    (n, MAX_MOVES) float32 visit shares (sum 1 per row); result: (n,) int8, 0 win / 1 draw / 2 loss for
     the side to move, or −1 when the game was cut at the ply cap (then ``search_wdl`` is the target);
     search_wdl: (n, 3) float32, the root's W/D/L after the search; surprise: (n,) float32,
     KL(visits ‖ the network's prior over the root's moves)."""
@@ -53,8 +54,8 @@ class Positions:
     def empty() -> Positions:
         return Positions(
             np.zeros((0, PACKED_WORDS), np.int64),
-            np.full((0, MAX_LEGAL), -1, np.int16),
-            np.zeros((0, MAX_LEGAL), np.float32),
+            np.full((0, MAX_MOVES), -1, np.int16),
+            np.zeros((0, MAX_MOVES), np.float32),
             np.zeros(0, np.int8),
             np.zeros((0, 3), np.float32),
             np.zeros(0, np.float32),
@@ -71,6 +72,17 @@ class Positions:
 
 
 _FIELDS = ("packed", "legal", "visits", "result", "search_wdl", "surprise")
+_PAD = {"legal": -1, "visits": 0.0}
+
+
+def widen(a: np.ndarray, field: str) -> np.ndarray:
+    """A stored field at today's width: rows of ``legal`` or ``visits`` narrower than ``MAX_MOVES`` (a
+    checkpoint from before the one move cap held 218) padded as the buffer pads them; other fields as given."""
+    if field not in _PAD or a.shape[-1] == MAX_MOVES:
+        return a
+    out = np.full((*a.shape[:-1], MAX_MOVES), _PAD[field], a.dtype)
+    out[..., : a.shape[-1]] = a
+    return out
 
 
 @dataclass
@@ -119,8 +131,8 @@ class ReplayBuffer:
         self.surprise_share, self.surprise_cap, self.value_mix = surprise_share, surprise_cap, value_mix
         self.rows = Positions(
             np.zeros((capacity, PACKED_WORDS), np.int64),
-            np.full((capacity, MAX_LEGAL), -1, np.int16),
-            np.zeros((capacity, MAX_LEGAL), np.float32),
+            np.full((capacity, MAX_MOVES), -1, np.int16),
+            np.zeros((capacity, MAX_MOVES), np.float32),
             np.zeros(capacity, np.int8),
             np.zeros((capacity, 3), np.float32),
             np.zeros(capacity, np.float32),
@@ -231,7 +243,7 @@ class ReplayBuffer:
         self.live[:] = False
         self.live[where] = True
         for f in _FIELDS:
-            getattr(self.rows, f)[where] = state[f].numpy()
+            getattr(self.rows, f)[where] = widen(state[f].numpy(), f)
         self.uses[:] = 0
         self.uses[where] = state["uses"].numpy()
         self.head = int(state["head"])

@@ -21,11 +21,12 @@ import numpy as np
 import torch
 from torch.utils.data import IterableDataset
 
+from pdx_lightning.chesscore.boundary import MAX_MOVES
 from pdx_lightning.chesscore.encoding import encode_boards, pack_planes
 from pdx_lightning.chesscore.moves import legal_indices
 from pdx_lightning.chesscore.opening_files import read_opening_lines
 from pdx_lightning.files.resources import resolve_path
-from pdx_lightning.rl.replay import MAX_LEGAL, Positions
+from pdx_lightning.rl.replay import Positions, widen
 from pdx_lightning.rl.searched_settings import SearchedSelfPlaySettings
 from pdx_lightning.runtime.ranks import rank_world
 from pdx_lightning.search.batched import BatchedSearch, RootNoise
@@ -147,9 +148,9 @@ class SearchedGames(IterableDataset):
             visits = root.visits.astype(np.float64)
             share = visits / visits.sum()
             k = len(root.moves)
-            legal = np.full(MAX_LEGAL, -1, np.int16)
+            legal = np.full(MAX_MOVES, -1, np.int16)
             legal[:k] = legal_indices(g.board, root.moves)
-            vis = np.zeros(MAX_LEGAL, np.float32)
+            vis = np.zeros(MAX_MOVES, np.float32)
             vis[:k] = share
             q, d = root.root_q, root.root_d
             wdl = np.array([max(0.0, (1 + q - d) / 2), d, max(0.0, (1 - q - d) / 2)], np.float32)
@@ -279,8 +280,9 @@ class SearchedGames(IterableDataset):
             r = d["rows"]
             if r:
                 g.rows = [
-                    (r["packed"][j].numpy(), r["legal"][j].numpy(), r["visits"][j].numpy(), r["wdl"][j].numpy(),
-                     float(r["surprise"][j]), bool(r["turn"][j]))
+                    (r["packed"][j].numpy(), widen(r["legal"][j].numpy(), "legal"),
+                     widen(r["visits"][j].numpy(), "visits"), r["wdl"][j].numpy(), float(r["surprise"][j]),
+                     bool(r["turn"][j]))
                     for j in range(len(r["turn"]))
                 ]  # fmt: skip
             self.games.append(g)

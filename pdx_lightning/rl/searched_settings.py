@@ -53,7 +53,7 @@ class SearchedSelfPlaySettings:
         archive_size: positions the archive keeps (the oldest leave first).
         archive_top_share: a searched position enters the archive when its most visited move holds less
             than this share of the visits (an unresolved alternative worth replaying).
-        buffer_capacity: replay rows per rank (about 2.2 KB each).
+        buffer_capacity: replay rows per rank (about 3.3 KB each).
         reuse: presentations per admitted position (Efficient Self-Play: 4).
         sampling: ``uniform`` or ``surprise`` (a ``surprise_share`` of each batch weighted by the policy
             surprise KL(visits ‖ prior), capped at ``surprise_cap`` × the mean).

@@ -97,7 +97,7 @@ class SelfPlayConfig:
         max_plies: game cap; a game reaching it ends (scored as the settings' ``cap_result`` says).
         claim_draws: end games at threefold repetition / fifty moves as soon as claimable (else only
             the automatic fivefold / 75-move rules end them).
-        backend: the chess engine of the games: "native" (the compiled core, ``chesscore/pdx_core.c``,
+        backend: the chess engine of the games: "native" (the compiled core, ``chesscore/*.c``,
             built by ``pip install -e .``) or "python-chess" (the reference it is tested against; no C
             compiler needed; its chess side costs ~8x the core's: 266 against 34 core-µs per game-ply at
             N = 1,024). Both play the same games from the same seed.

@@ -1,11 +1,12 @@
 """The compiled core's search forest through ctypes: one tree per game in flight, every argument checked.
 
-The trees live in ``chesscore/pdx_core.c`` (its search section says which Lc0 v0.31 semantics it keeps
-and how). A tree's root is a game of a :class:`~pdx_lightning.chesscore.native_core.NativeCore` (its
-history included); :meth:`Forest.gather` and :meth:`Forest.scatter` run one wave of playouts: every
-tree descends until its leaf needs the network, the caller evaluates all leaves in one batch and hands
-the outputs back. Codes from the core become named exceptions (:class:`SearchStateError` for calls out
-of order, the chess core's own errors otherwise).
+The trees live in the compiled core's ``chesscore/pdx_search.c`` (its header says which Lc0 v0.31
+semantics it keeps and how). A tree's root is a game of a
+:class:`~pdx_lightning.chesscore.native_core.NativeCore` (its history included); :meth:`Forest.gather`
+and :meth:`Forest.scatter` run one wave of playouts: every tree descends until its leaf needs the
+network, the caller evaluates all leaves in one batch and hands the outputs back. Codes from the core
+become named exceptions (:class:`SearchStateError` for calls out of order, the chess core's own errors
+otherwise).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 import chess
 import numpy as np
 
-from pdx_lightning.chesscore.boundary import LEGAL_STRIDE, CoreArgumentError, check_index
+from pdx_lightning.chesscore.boundary import LEGAL_STRIDE, MAX_MOVES, CoreArgumentError, check_index
 from pdx_lightning.chesscore.native_core import (
     CoreMemoryError,
     NativeCore,
@@ -28,7 +29,7 @@ from pdx_lightning.chesscore.native_core import (
 )
 from pdx_lightning.search.settings import SearchSettings
 
-E_STATE = -6  # pdx_core.c's PDX_E_STATE
+E_STATE = -6  # pdx_limits.h's PDX_E_STATE
 E_ILLEGAL = -1
 PV_CAP = 128  # moves of a principal variation reported at most
 
@@ -170,7 +171,7 @@ class Forest:
     def root(self, t: int) -> RootStats:
         """Tree ``t``'s root moves with their visits, Q, priors (:class:`RootStats`)."""
         t = check_index(t, self.n)
-        cap = 256
+        cap = MAX_MOVES  # room for every root move (the one move cap)
         moves = np.zeros(cap, np.uint16)
         visits = np.zeros(cap, np.int32)
         q = np.zeros(cap, np.float32)

@@ -1,6 +1,6 @@
-"""Every code the compiled core returns (``pdx_core.c``'s ``PDX_E_*``) becomes a named exception, and a failing
-call changes nothing: a test per code, through ``NativeCore`` and the pools, plus the core's own checks with
-Python's bypassed (issue 37). ``PDX_E_NOMEM`` needs an allocation to fail: a build with ``-DPDX_FAULTS``."""
+"""Every code the compiled core returns (``pdx_limits.h``'s ``PDX_E_*``) becomes a named exception, and a
+failing call changes nothing: a test per code, through ``NativeCore`` and the pools, plus the core's own checks
+with Python's bypassed (issue 37). ``PDX_E_NOMEM`` needs an allocation to fail: a build with ``-DPDX_FAULTS``."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from pdx_lightning.chesscore.native_core import (
 )
 
 pytestmark = pytest.mark.skipif(not native_core.available(), reason="compiled chess core not built (pip install -e .)")
-SOURCE = Path(native_core.__file__).with_name("pdx_core.c")
+SOURCES = sorted(Path(native_core.__file__).parent.glob("*.c"))  # the core's C files
 SHUFFLE = [chess.Move.from_uci(u) for u in ("g1f3", "g8f6", "f3g1", "f6g8")]
 E2E4 = chess.Move.from_uci("e2e4")
 
@@ -173,7 +173,9 @@ def fault_build(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("faults") / "pdx_core_faults.so"
     env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
     subprocess.run(
-        [cc, "-O1", "-std=c99", "-fPIC", "-shared", "-DPDX_FAULTS", str(SOURCE), "-o", str(out)], check=True, env=env
+        [cc, "-O1", "-std=c99", "-fPIC", "-shared", "-DPDX_FAULTS", *map(str, SOURCES), "-o", str(out)],
+        check=True,
+        env=env,
     )
     return out
 

@@ -1,4 +1,4 @@
-"""The compiled chess core (``pdx_core.c``) against python-chess, the oracle: perft, and position by position
+"""The compiled chess core (``chesscore/*.c``) against python-chess, the oracle: perft, and position by position
 along random and repetition-seeking games from the start and from every position of the committed suites —
 legal moves, legal masks and sorted indices, the 112 planes (``encoding``), repetition counts and game ends
 (``rules.game_end``, claims on and off, with a ply cap)."""

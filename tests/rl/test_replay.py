@@ -4,22 +4,23 @@ from __future__ import annotations
 
 import io
 
+import chess
 import numpy as np
 import pytest
 import torch
 
+from pdx_lightning.chesscore.boundary import MAX_MOVES
 from pdx_lightning.chesscore.encoding import encode_boards, pack_planes
-from pdx_lightning.rl.replay import MAX_LEGAL, Positions, ReplayBuffer
+from pdx_lightning.chesscore.moves import legal_indices
+from pdx_lightning.rl.replay import Positions, ReplayBuffer
 
 
 def rows(n: int, surprise=None, result=None, start: int = 0) -> Positions:
-    import chess
-
     packed = np.repeat(pack_planes(encode_boards([chess.Board()])), n, axis=0)
     packed[:, 99] = np.arange(start, start + n)  # the rule-50 word tells rows apart
-    legal = np.full((n, MAX_LEGAL), -1, np.int16)
+    legal = np.full((n, MAX_MOVES), -1, np.int16)
     legal[:, :3] = [5, 9, 700]
-    visits = np.zeros((n, MAX_LEGAL), np.float32)
+    visits = np.zeros((n, MAX_MOVES), np.float32)
     visits[:, :3] = [0.5, 0.25, 0.25]
     res = np.zeros(n, np.int8) if result is None else np.asarray(result, np.int8)
     wdl = np.tile(np.array([0.2, 0.5, 0.3], np.float32), (n, 1))
@@ -95,3 +96,23 @@ def test_a_restored_buffer_draws_what_the_original_draws(sampling):
     assert (a.admitted, a.presented, len(a)) == (b.admitted, b.presented, len(b))
     with pytest.raises(ValueError, match="capacity"):
         ReplayBuffer(capacity=8).load_state_dict(a.state_dict())
+
+
+def test_rows_hold_every_legal_move_and_a_narrower_checkpoint_loads():
+    """Rows are ``MAX_MOVES`` wide (the one move cap): a board set up with 236 legal moves (above the 218 of
+    reachable positions) is stored whole; a checkpoint written when rows held 218 columns loads, padded."""
+    board = chess.Board("kn2Q1Q1/nnQQ4/Q4Q1Q/2Q4Q/4Q3/1Q4Q1/3Q4/Q4QK1 w - - 0 1")
+    r = rows(2)
+    r.legal[1], r.visits[1] = -1, 0.0
+    r.legal[1, :236], r.visits[1, :236] = legal_indices(board, list(board.legal_moves)), 1 / 236
+    buf = ReplayBuffer(capacity=4)
+    buf.add(r)
+    assert buf.batch(np.array([0, 1])).mask.sum(1).tolist() == [3, 236]
+    old = ReplayBuffer(capacity=4)
+    old.add(rows(3))
+    state = old.state_dict()
+    state["legal"], state["visits"] = state["legal"][:, :218], state["visits"][:, :218]
+    new = ReplayBuffer(capacity=4)
+    new.load_state_dict(state)
+    for f in ("legal", "visits"):
+        np.testing.assert_array_equal(getattr(new.rows, f), getattr(old.rows, f))

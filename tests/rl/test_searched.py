@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import torch
 
+from pdx_lightning.chesscore.boundary import MAX_MOVES
 from pdx_lightning.chesscore.moves import POLICY_SIZE
 from pdx_lightning.nets import load_model
 from pdx_lightning.rl.replay import Batch
@@ -102,10 +103,36 @@ def test_a_decided_game_scores_each_row_from_its_side(net):
     board = chess.Board()
     game = _Game(board, 0)
     for turn in (chess.WHITE, chess.BLACK, chess.WHITE):
-        game.rows.append((np.zeros(100, np.int64), np.full(218, -1, np.int16), np.zeros(218, np.float32),
-                          np.array([0.1, 0.2, 0.7], np.float32), 0.0, turn))  # fmt: skip
+        legal, visits = np.full(MAX_MOVES, -1, np.int16), np.zeros(MAX_MOVES, np.float32)
+        game.rows.append((np.zeros(100, np.int64), legal, visits, np.array([0.1, 0.2, 0.7], np.float32), 0.0, turn))
     assert g._finish(game, "0-1").result.tolist() == [2, 0, 2]  # Black won: White's rows lost
     assert g._finish(game, "1/2-1/2").result.tolist() == [1, 1, 1]
+
+
+def test_a_root_above_218_moves_is_recorded_whole(net):
+    """Rows are MAX_MOVES wide (the one move cap), so a board set up with 236 legal moves is recorded."""
+    g = SearchedGames(SearchedSelfPlaySettings(n_games=1, nodes=4, temperature_plies=0), net, seed=0)
+    g.play()
+    g.games[0] = _Game(chess.Board("kn2Q1Q1/nnQQ4/Q4Q1Q/2Q4Q/4Q3/1Q4Q1/3Q4/Q4QK1 w - - 0 1"), 0)
+    done = g.play().finished
+    legal = [*done.legal, *(r[1] for r in g.games[0].rows)]  # the game ended, or goes on
+    assert max((row >= 0).sum() for row in legal) == 236
+
+
+def test_rows_in_flight_from_a_218_column_checkpoint_resume_at_the_cap(net):
+    s = SearchedSelfPlaySettings(n_games=2, nodes=4, temperature_plies=0)
+    g = SearchedGames(s, net, seed=1)
+    g.play()
+    state = g.state_dict()
+    for d in state["games"]:  # as written when rows held 218 columns
+        d["rows"]["legal"], d["rows"]["visits"] = d["rows"]["legal"][:, :218], d["rows"]["visits"][:, :218]
+    h = SearchedGames(s, net, seed=1)
+    h.load_state_dict(state)
+    for a, b in zip(g.games, h.games):
+        for ra, rb in zip(a.rows, b.rows, strict=True):
+            np.testing.assert_array_equal(ra[1], rb[1])
+            np.testing.assert_array_equal(ra[2], rb[2])
+    assert h._finish(h.games[0], "1-0").legal.shape == (1, MAX_MOVES)
 
 
 def _fit(tmp: Path, steps: int, *extra: str, devices: int = 1) -> subprocess.CompletedProcess:

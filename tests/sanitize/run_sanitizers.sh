@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The compiled chess core under sanitizers (issue 37): builds pdx_lightning/chesscore/pdx_core.c as a shared
+# The compiled chess core under sanitizers (issue 37): builds pdx_lightning/chesscore/*.c as a shared
 # library with AddressSanitizer + UndefinedBehaviorSanitizer (-fno-sanitize-recover=all: the first finding
 # aborts) and, separately, with ThreadSanitizer, and runs the core's tests against each build: perft and
 # move-by-move equality with python-chess, the pools on worker threads, the bad-input and error-code tests
@@ -17,7 +17,7 @@ PY=${PYTHON:-.venv/bin/python}
 CC=${CC:-gcc}
 WHICH=${1:-all}
 FUZZ=${2:-20000}
-SRC=pdx_lightning/chesscore/pdx_core.c
+SRC=(pdx_lightning/chesscore/*.c)   # the core's C files
 OUT=$(mktemp -d "${TMPDIR:-/tmp}/pdx-sanitize.XXXXXX")
 trap 'rm -rf "$OUT"' EXIT
 export OMP_NUM_THREADS=1
@@ -38,8 +38,8 @@ runtime() {   # the sanitizer's shared runtime, then libstdc++ (the runtime's C+
 }
 
 build() {   # build NAME FLAGS...: the core and its fault-injection build
-  "$CC" -std=c99 -O1 -g -fno-omit-frame-pointer -fPIC -shared "${@:2}" "$SRC" -o "$OUT/$1.so"
-  "$CC" -std=c99 -O1 -g -fno-omit-frame-pointer -fPIC -shared -DPDX_FAULTS "${@:2}" "$SRC" -o "$OUT/$1_faults.so"
+  "$CC" -std=c99 -O1 -g -fno-omit-frame-pointer -fPIC -shared "${@:2}" "${SRC[@]}" -o "$OUT/$1.so"
+  "$CC" -std=c99 -O1 -g -fno-omit-frame-pointer -fPIC -shared -DPDX_FAULTS "${@:2}" "${SRC[@]}" -o "$OUT/$1_faults.so"
 }
 
 run() {   # run NAME PRELOAD TESTS...: the tests and the fuzzer CLI against build NAME

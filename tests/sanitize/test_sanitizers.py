@@ -1,6 +1,6 @@
 """The compiled core under AddressSanitizer + UndefinedBehaviorSanitizer and ThreadSanitizer (issue 37): the slow
-run builds ``pdx_core.c`` with each and runs the core's tests and the fuzzer against the builds
-(``run_sanitizers.sh``); each build first has to catch a planted bug. Skipped where the compiler has no
+run builds the core's C files (``chesscore/*.c``) with each and runs the core's tests and the fuzzer against the
+builds (``run_sanitizers.sh``); each build first has to catch a planted bug. Skipped where the compiler has no
 sanitizer runtimes."""
 
 from __future__ import annotations
