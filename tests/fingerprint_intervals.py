@@ -8,7 +8,9 @@ frozen networks' weights at steps ``every``, ``2·every``, ...; the first step w
 says where a change began. Bit-identity holds for one torch build and kernel setting (``$PDX_KERNELS``,
 default ``avx2``); the JSON records both.
 
-    .venv/bin/python tests/fingerprint_intervals.py OUT.json [--steps 30] [--every 10]
+    .venv/bin/python tests/fingerprint_intervals.py OUT.json [--steps 30] [--every 10] [--mkl-cbwr BRANCH]
+
+``--mkl-cbwr`` is the measurement of ``fingerprint_steps.py``'s: the hold with another MKL branch.
 """
 
 from __future__ import annotations
@@ -29,16 +31,14 @@ from pdx_lightning.runtime import kernels
 from pdx_lightning.runtime.checkpoint_read import read_checkpoint
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fingerprint_steps import _digest, recorded_kernels
+from fingerprint_steps import _digest, pdx_command, recorded_kernels
 from tiny_fit import CONF, tiny_fit_args
 
 
-def fingerprint(steps: int, every: int, work: Path) -> dict:
+def fingerprint(steps: int, every: int, work: Path, mkl_cbwr: str | None = None) -> dict:
     """Run the tiny forward-KL fit for ``steps`` steps in ``work``; its metrics and weights at intervals."""
     cmd = [
-        sys.executable,
-        "-m",
-        "pdx_lightning.cli",
+        *pdx_command(mkl_cbwr),
         "fit",
         "--config",
         CONF,
@@ -86,9 +86,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out", type=Path, help="where the fingerprint JSON goes")
     parser.add_argument("--steps", type=int, default=30, help="steps (default 30)")
     parser.add_argument("--every", type=int, default=10, help="weights every this many steps (default 10)")
+    parser.add_argument("--mkl-cbwr", metavar="BRANCH", help="a measurement: the hold with MKL_CBWR=BRANCH")
     args = parser.parse_args(argv)
+    if args.mkl_cbwr is not None and recorded_kernels() != "avx2":
+        parser.error("--mkl-cbwr changes the hold's MKL branch: it needs the hold (PDX_KERNELS unset or avx2)")
     with tempfile.TemporaryDirectory() as tmp:
-        fp = fingerprint(args.steps, args.every, Path(tmp))
+        fp = fingerprint(args.steps, args.every, Path(tmp), args.mkl_cbwr)
     result = {
         "torch": torch.__version__,
         "platform": platform.platform(),
@@ -98,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         "cpu_offers": kernels.cpu_offers(),
         "steps": args.steps,
         "every": args.every,
+        **({"mkl_cbwr": args.mkl_cbwr} if args.mkl_cbwr is not None else {}),
         **fp,
     }
     args.out.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")

@@ -4,7 +4,7 @@ A refactor that claims to change no behaviour runs this before and after and com
 files: every logged metric (exact float text), every game's moves, every tensor of the online, EMA
 and frozen networks and of AdamW's state, and the self-play generators' states must be identical.
 
-    .venv/bin/python tests/fingerprint_steps.py OUT.json [--steps 3]
+    .venv/bin/python tests/fingerprint_steps.py OUT.json [--steps 3] [--against RECORD.json ...]
 
 Each arm is the tiny default fit (``tests/tiny_fit.py``: the random tiny network, 4 games) run for
 ``--steps`` steps in a fresh directory on one thread, under the kernel setting of the environment
@@ -12,6 +12,14 @@ Each arm is the tiny default fit (``tests/tiny_fit.py``: the random tiny network
 thread count, kernel setting and CPU vendor (held to AVX2: any x86-64 CPU with AVX2 of one vendor;
 ``native``: one kind of CPU); the JSON records the torch version, the platform, the kernel setting, the
 CPU's vendor and the widest ISA it offers.
+
+``--mkl-cbwr BRANCH`` (a measurement, never a vendor's record) runs the arms under the hold with MKL's
+conditional-numerical-reproducibility branch set to ``BRANCH`` instead of the hold's ``AVX2`` (e.g.
+``COMPATIBLE``, to see whether that branch gives one CPU vendor the other's numbers); ``pdx`` itself has no
+such switch (the hold always sets ``MKL_CBWR=AVX2``), so the fit runs through a small wrapper that
+changes the hold's table before ``pdx`` applies it. The JSON then names the branch (``mkl_cbwr``).
+``--against`` prints, per arm, how many of the networks' tensors equal those of each record named (and
+whether the games, generators and AdamW state do), the count docs/reliability.md gives.
 """
 
 from __future__ import annotations
@@ -83,12 +91,25 @@ def _optimizer_digest(states: list[dict]) -> str:
     return h.hexdigest()[:16]
 
 
-def fingerprint_arm(flags: list[str], steps: int, work: Path) -> dict:
+# ``pdx`` with the hold's MKL branch replaced (argv[1]) before it is applied: for --mkl-cbwr only
+_CBWR_WRAPPER = (
+    "import sys; from pdx_lightning.runtime import kernels; kernels.HOLD['MKL_CBWR'] = sys.argv[1]; "
+    "from pdx_lightning.cli import main; sys.exit(main(sys.argv[2:]))"
+)
+
+
+def pdx_command(mkl_cbwr: str | None = None) -> list[str]:
+    """The command that runs ``pdx`` in a fresh interpreter: as is, or (``mkl_cbwr``) under the hold with
+    ``MKL_CBWR`` set to that branch instead of ``AVX2`` (a measurement: ``pdx`` has no such flag)."""
+    if mkl_cbwr is None:
+        return [sys.executable, "-m", "pdx_lightning.cli"]
+    return [sys.executable, "-c", _CBWR_WRAPPER, mkl_cbwr]
+
+
+def fingerprint_arm(flags: list[str], steps: int, work: Path, mkl_cbwr: str | None = None) -> dict:
     """Run the tiny fit with ``flags`` for ``steps`` steps in ``work``; fingerprint what it left."""
     cmd = [
-        sys.executable,
-        "-m",
-        "pdx_lightning.cli",
+        *pdx_command(mkl_cbwr),
         "fit",
         "--config",
         CONF,
@@ -136,12 +157,35 @@ def recorded_kernels() -> str:
     return setting if kernels.can_hold() else "native"
 
 
+def equal_counts(new: dict, record: dict) -> list[str]:
+    """Per arm of ``record``: how many of its tensors ``new`` has equal, and whether its games, generators and
+    optimizer state are equal; then the total."""
+    lines, equal, total = [], 0, 0
+    for arm, fp in record["arms"].items():
+        mine = new["arms"].get(arm)
+        if mine is None:
+            continue
+        n = sum(mine["weights"].get(k) == v for k, v in fp["weights"].items())
+        equal, total = equal + n, total + len(fp["weights"])
+        same = [part for part in ("games", "rng", "optimizer") if mine[part] == fp[part]]
+        lines.append(f"{arm}: {n} of {len(fp['weights'])} tensors equal; equal: {', '.join(same) or 'nothing else'}")
+    return [*lines, f"{equal} of {total} tensors equal"]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out", type=Path, help="where the fingerprint JSON goes")
     parser.add_argument("--steps", type=int, default=3, help="steps per arm (default 3)")
     parser.add_argument("--arms", nargs="*", default=list(ARMS), choices=list(ARMS), help="arms (default all)")
+    parser.add_argument(
+        "--mkl-cbwr",
+        metavar="BRANCH",
+        help="a measurement: the hold with MKL_CBWR=BRANCH instead of AVX2 (e.g. COMPATIBLE); not a record",
+    )
+    parser.add_argument("--against", nargs="*", type=Path, default=[], help="records to count equal tensors with")
     args = parser.parse_args(argv)
+    if args.mkl_cbwr is not None and recorded_kernels() != "avx2":
+        parser.error("--mkl-cbwr changes the hold's MKL branch: it needs the hold (PDX_KERNELS unset or avx2)")
     result = {
         "torch": torch.__version__,
         "platform": platform.platform(),
@@ -152,11 +196,15 @@ def main(argv: list[str] | None = None) -> int:
         "steps": args.steps,
         "arms": {},
     }
+    if args.mkl_cbwr is not None:
+        result["mkl_cbwr"] = args.mkl_cbwr
     for arm in args.arms:
         with tempfile.TemporaryDirectory() as tmp:
-            result["arms"][arm] = fingerprint_arm(ARMS[arm], args.steps, Path(tmp))
+            result["arms"][arm] = fingerprint_arm(ARMS[arm], args.steps, Path(tmp), args.mkl_cbwr)
         print(f"{arm}: weights {result['arms'][arm]['weights_all']}", flush=True)
     args.out.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    for path in args.against:
+        print(f"against {path}:", *equal_counts(result, json.loads(path.read_text())), sep="\n  ")
     return 0
 
 

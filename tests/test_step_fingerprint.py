@@ -14,6 +14,8 @@ Xeon: the same games, other weights), and another torch version, an architecture
 not apply, a vendor with no record or ``PDX_KERNELS=native`` on a CPU of another kind skips with the reason.
 ``intervals*.json`` (``tests/fingerprint_intervals.py``) holds 30 steps of the forward-KL arm, every step's
 metrics and the weights at steps 10, 20, 30, made under the hold: a change that moves a run only later.
+``*_mkl_compatible_amd.json`` are measurements, not records to reproduce: the AMD EPYC under the hold with
+MKL's COMPATIBLE branch (``--mkl-cbwr COMPATIBLE``), which matches neither vendor's record.
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ def held_record(prefix: str) -> Path:
     vendor = cpu_vendor()
     for path in sorted(RECORD.parent.glob(f"{prefix}*.json")):
         record = json.loads(path.read_text())
-        if record["kernels"] == "avx2" and record.get("cpu_vendor") == vendor:
+        # a measurement under another MKL branch (``mkl_cbwr``, fingerprint_steps.py --mkl-cbwr) is no hold's record
+        if record["kernels"] == "avx2" and record.get("cpu_vendor") == vendor and "mkl_cbwr" not in record:
             return path
     pytest.skip(f"no held fingerprint recorded on a {vendor} CPU: record one with tests/fingerprint_{prefix}.py")
 
@@ -54,6 +57,28 @@ def test_a_held_fingerprint_per_vendor_same_games_other_weights():
     for arm, fp in amd["arms"].items():
         assert (fp["games"], fp["rng"]) == (intel["arms"][arm]["games"], intel["arms"][arm]["rng"])
         assert fp["weights_all"] != intel["arms"][arm]["weights_all"]
+
+
+def test_mkl_compatible_on_amd_matches_neither_vendors_record():
+    """MKL's COMPATIBLE branch measured on the AMD EPYC (``fingerprint_steps.py --mkl-cbwr COMPATIBLE``,
+    docs/reliability.md): the same games and generators, but the weights of neither held record, so the
+    hold keeps ``MKL_CBWR=AVX2``; the 30-step record parts from both at step 0. Kept to compare an Intel
+    CPU's run under the same branch with."""
+    fixtures = RECORD.parent
+    compat, amd, intel = (
+        json.loads((fixtures / f).read_text())
+        for f in ("steps_mkl_compatible_amd.json", "steps.json", "steps_intel.json")
+    )
+    assert (compat["mkl_cbwr"], compat["cpu_vendor"], compat["kernels"]) == ("COMPATIBLE", "AuthenticAMD", "avx2")
+    for arm, fp in compat["arms"].items():
+        for held in (amd, intel):
+            assert (fp["games"], fp["rng"]) == (held["arms"][arm]["games"], held["arms"][arm]["rng"])
+            assert fp["weights_all"] != held["arms"][arm]["weights_all"]
+    intervals = [
+        json.loads((fixtures / f).read_text())["metrics"][0]["kl/forward_to_base"]
+        for f in ("intervals_mkl_compatible_amd.json", "intervals.json", "intervals_intel.json")
+    ]
+    assert len(set(intervals)) == 3  # step 0, online = base: three roundings of a zero KL
 
 
 def test_the_recorded_fingerprints_agree():

@@ -19,7 +19,8 @@
 #
 # 1. cells: the checkpoints of the committed cells were not kept, so each is retrained from its sweep
 #    config (train + score, `pdx sweep --only CELL --no-stages`) and compared with its committed records
-#    (same_cell.py: every suite's per-puzzle outcome and the final metrics, exactly); the verdict is kept
+#    (same_cell.py: the final training metrics exactly, every suite's per-puzzle outcome exactly or within
+#    float noise: SAME, SAME_TRAINING_EVAL_FLOAT_NOISE or DIFFERS); the verdict is kept
 #    beside the match records. Seeds 3-7 retrain bit-identically only on CPU kernels like those that made
 #    them (docs/reliability.md, "The same numbers on another CPU"); seed 0-2 cells predate the current
 #    sampler and retrain as a new draw. Every cell's single-pass strength is therefore measured again here.

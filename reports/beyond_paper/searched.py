@@ -131,6 +131,11 @@ def _same_text(same: dict | None) -> str:
         return NOT_RUN
     if same["identical"]:
         return "yes"
+    if same.get("verdict") == "SAME_TRAINING_EVAL_FLOAT_NOISE":  # same_cell.py's verdicts since issue 64
+        return (
+            f"yes: trained bit-identically; {len(same['suites_differing'])} suites scored within float noise "
+            "(every puzzle's outcome equal)"
+        )
     return (
         f"no: {len(same['suites_differing'])} suites and {len(same['metrics_differing'])} final metrics "
         "differ (a new draw; its single pass is measured again in the next two columns)"

@@ -53,23 +53,33 @@ def test_same_cell_tells_a_retrained_cell_from_the_committed_one(tmp_path):
         tar.extractall(tmp_path / "runs", filter="data")
     verdict = tmp_path / "v.json"
     assert mod.main([str(archive), cell, str(tmp_path / "runs"), str(verdict)]) == 0
-    assert json.loads(verdict.read_text()) == {
+    same = json.loads(verdict.read_text())
+    assert {k: same[k] for k in ("cell", "archive", "runs", "identical", "suites_differing", "metrics_differing")} == {
         "cell": cell,
         "archive": str(archive),
         "runs": str(tmp_path / "runs"),
         "identical": True,
         "suites_differing": [],
         "metrics_differing": [],
-        "made_with_differing": {},
     }
+    assert same["made_with_differing"] == {} and same["verdict"] == "SAME"
+    assert same["training"] == {"identical": True, "metrics_differing": []}
+    assert (same["evaluation"]["verdict"], same["evaluation"]["suites"]) == ("identical", {})
     # one puzzle solved differently and one final metric changed: both named
     old = mod.archived(archive, cell)
     new = copy.deepcopy(old)
     solved = new["eval"]["suites"]["real"]["per_puzzle"]["solved"]
-    solved[0] = 1 - solved[0]
+    solved[0] = not solved[0]
     key = sorted(new["result"]["metrics"])[0]
     new["result"]["metrics"][key] += 1
-    assert mod.compare(old, new) == {"identical": False, "suites_differing": ["real"], "metrics_differing": [key]}
+    got = mod.compare(old, new)
+    assert {k: got[k] for k in ("identical", "suites_differing", "metrics_differing", "verdict")} == {
+        "identical": False,
+        "suites_differing": ["real"],
+        "metrics_differing": [key],
+        "verdict": "DIFFERS",
+    }
+    assert got["evaluation"]["suites"] == {"real": "differs"}
     # what made them: a field that differs is named with both values, one the record predates as unrecorded
     new["result"]["environment"] = {**old["result"]["environment"], "torch": "9.9", "cpu_capability": "AVX2"}
     assert mod.made_with(old["result"], new["result"]) == {
@@ -80,6 +90,103 @@ def test_same_cell_tells_a_retrained_cell_from_the_committed_one(tmp_path):
     verdict.unlink()
     assert mod.main([str(archive), "forward_kl-adaptive-b0.01-s3", str(tmp_path / "runs"), str(verdict)]) == 2
     assert not verdict.exists()
+
+
+def _cell_records(log_p: list[float], solved: list[bool], loss: float = 0.5) -> dict[str, dict]:
+    """A hand-made cell: one suite of three puzzles (eval.json's per-puzzle arrays, as the sweep writes them)
+    and result.json's final metrics, training's and the suite's."""
+    per_puzzle = {
+        "solved": solved,
+        "first_fail": [-1 if s else 0 for s in solved],
+        "log_p_star": log_p,
+        "ply_correct": [[s] for s in solved],
+        "ply_log_p": [[x] for x in log_p],
+        "ply_value": [[0.25], [-1.5e-7], [0.0]],
+        "ply_move": [["e2e4"], ["d7d5"], ["g1f3"]],
+    }
+    acc = sum(solved) / len(solved)
+    p_star = math.exp(sum(log_p) / len(log_p))
+    train = {"loss/total": loss, "selfplay/draw": 0.25, "step": 1999.0, "perf/transitions_per_s": 190.0}
+    metrics = {"final/real/acc": acc, "final/real/p_star_geo": p_star, "final/loss/total": loss}
+    return {
+        "eval": {"schema": "pdx_cell_eval/1", "suites": {"real": {"ids": ["a", "b", "c"], "per_puzzle": per_puzzle}}},
+        "result": {"train": train, "metrics": metrics, "environment": {"cpu": "AMD EPYC", "threads": 1}},
+    }
+
+
+def test_same_cell_tells_float_noise_in_the_evaluation_from_a_training_difference(tmp_path, capsys):
+    """The verdicts on hand-made records: SAME (exactly equal), SAME_TRAINING_EVAL_FLOAT_NOISE (training
+    bit-identical, every outcome equal, log-probabilities in their last digits: another CPU's kernels),
+    DIFFERS (a training metric, a solved puzzle, an accuracy or a log-probability beyond the tolerance)."""
+    mod = _module("same_cell")
+    log_p, solved = [-0.7947932, -2.5e-06, -3.125], [True, True, False]
+    committed = _cell_records(log_p, solved)
+
+    def verdict(new: dict) -> dict:
+        return mod.compare(committed, new)
+
+    same = verdict(_cell_records(list(log_p), list(solved)))
+    assert (same["verdict"], same["identical"], same["evaluation"]["verdict"]) == ("SAME", True, "identical")
+    # the 7th digit of a log p* (and its mean's), a value's sign near zero, a timing: the same network
+    noisy = _cell_records([-0.7947933, -2.6e-06, -3.125001], solved)
+    noisy["eval"]["suites"]["real"]["per_puzzle"]["ply_value"][1] = [1.2e-7]
+    noisy["result"]["train"]["perf/transitions_per_s"] = 150.0
+    v = verdict(noisy)
+    assert v["verdict"] == "SAME_TRAINING_EVAL_FLOAT_NOISE" and not v["identical"]
+    assert (v["suites_differing"], v["metrics_differing"]) == (["real"], ["final/real/p_star_geo"])
+    assert v["training"] == {"identical": True, "metrics_differing": []}
+    assert v["evaluation"]["verdict"] == "float_noise"
+    assert v["evaluation"]["suites"] == {"real": "float_noise"}
+    assert v["evaluation"]["metrics"] == {"final/real/p_star_geo": "float_noise"}
+    # training moved (one final training metric): DIFFERS, whatever the evaluation
+    v = verdict(_cell_records(log_p, solved, loss=0.5000001))
+    assert v["verdict"] == "DIFFERS" and v["training"]["metrics_differing"] == ["final/loss/total", "train/loss/total"]
+    assert v["evaluation"]["verdict"] == "identical"
+    # a discrete outcome moved (a puzzle solved, so the accuracy too): DIFFERS, though training is the same
+    v = verdict(_cell_records(log_p, [True, True, True]))
+    assert v["verdict"] == "DIFFERS" and v["training"]["identical"]
+    assert (
+        v["evaluation"]["suites"] == {"real": "differs"} and v["evaluation"]["metrics"]["final/real/acc"] == "differs"
+    )
+    # a move text, a log-probability beyond the tolerance (1e-3 relative), an id: DIFFERS
+    other_move = _cell_records(log_p, solved)
+    other_move["eval"]["suites"]["real"]["per_puzzle"]["ply_move"][2] = ["b1c3"]
+    far = _cell_records([-0.7955880, *log_p[1:]], solved)
+    other_ids = _cell_records(log_p, solved)
+    other_ids["eval"]["suites"]["real"]["ids"] = ["a", "b", "d"]
+    for new in (other_move, far, other_ids):
+        v = verdict(new)
+        assert (v["verdict"], v["evaluation"]["verdict"], v["training"]["identical"]) == ("DIFFERS", "differs", True)
+    # a suite the committed cell has and the retrain lacks differs; one scored only now is not compared
+    more = _cell_records(log_p, solved)
+    more["eval"]["suites"]["real_hard"] = more["eval"]["suites"]["real"]
+    assert mod.compare(more, committed)["evaluation"]["suites"] == {"real_hard": "differs"}
+    assert mod.compare(more, committed)["verdict"] == "DIFFERS"
+    assert verdict(more)["verdict"] == "SAME"
+
+    # main(): the JSON verdict beside the fields run.sh's readers know, and the printed verdict
+    archive = tmp_path / "committed.tar"
+    with tarfile.open(archive, "w") as tar:
+        for kind, doc in committed.items():
+            path = tmp_path / "c" / f"{kind}.json"
+            path.parent.mkdir(exist_ok=True)
+            path.write_text(json.dumps(doc))
+            tar.add(path, arcname=f"./cells/x/{kind}.json")
+    runs = tmp_path / "runs"
+    (runs / "cells" / "x").mkdir(parents=True)
+    for kind, doc in noisy.items():
+        (runs / "cells" / "x" / f"{kind}.json").write_text(json.dumps(doc))
+    out = tmp_path / "v.json"
+    assert mod.main([str(archive), "x", str(runs), str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["verdict"] == "SAME_TRAINING_EVAL_FLOAT_NOISE" and doc["identical"] is False
+    assert doc["evaluation"]["float_noise"] == {"rtol": mod.RTOL, "atol": mod.ATOL}
+    printed = capsys.readouterr().out
+    assert "x: SAME_TRAINING_EVAL_FLOAT_NOISE: trained bit-identically to, evaluated within float noise of" in printed
+    assert "training bit-identical" in printed and "evaluation float noise" in printed
+    # the searched table reads the verdict: the same network, not a new draw
+    assert _module("searched")._same_text(doc).startswith("yes: trained bit-identically")
+    assert _module("searched")._same_text({**doc, "verdict": "DIFFERS"}).startswith("no: 1 suites")
 
 
 def test_the_held_retrain_of_seed_3_is_recorded_with_what_made_it(tmp_path):
