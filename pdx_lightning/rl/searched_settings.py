@@ -164,8 +164,7 @@ def __getattr__(name: str) -> type:
     """``SearchedSettings``: the old name of SearchedSelfPlaySettings (removed in 0.2.0, with the migrations)."""
     if name == "SearchedSettings":
         warnings.warn(
-            "pdx_lightning.rl.searched_settings.SearchedSettings is now SearchedSelfPlaySettings "
-            "(the old name goes in 0.2.0)",
+            "SearchedSettings is now SearchedSelfPlaySettings (the old name goes in 0.2.0)",
             DeprecationWarning,
             stacklevel=2,
         )

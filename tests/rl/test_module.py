@@ -216,7 +216,7 @@ def test_every_arm_trains_and_logs(kind, tmp_path):
 
 
 def test_bad_hyperparameters_are_named_errors():
-    with pytest.raises(SettingsError, match=r"model\.algorithm\.exploration .*forward_kl"):
+    with pytest.raises(SettingsError, match=r"model\.algorithm\.exploration: .*forward_kl"):
         module(exploration="forward")
     with pytest.raises(ValueError, match=r"model\.algorithm\.beta"):
         module(beta=-1.0)
