@@ -40,6 +40,10 @@ TOOLS: dict[str, tuple[str, str]] = {
     "eval diagnostics": ("pdx_lightning.evaluation.diagnostics", "entropy, KLs to base, cov5 over self-play positions"),
     "eval humans": ("pdx_lightning.evaluation.humans", "move matching with human games (top-1/3/5, NLL) from PGN"),
     "eval recovery": ("pdx_lightning.evaluation.recovery", "what fine-tuning recovers vs. the base"),
+    "eval value": (
+        "pdx_lightning.evaluation.value_calibration",
+        "value heads' W/D/L against Stockfish's on positions games reached (CE, KL, Brier, calibration)",
+    ),
     "arena": ("pdx_lightning.evaluation.arena", "batched searchless matches and Elo ladder"),
     "matches": (
         "pdx_lightning.evaluation.match_list",

@@ -1,13 +1,15 @@
 """Reading human games from PGN (plain, or compressed with zstd, gzip or bzip2), streamed one game
 at a time, and the move filters of move-matching evaluations (``pdx eval humans``) and human-game
-shards (``pdx data pgn``).
+shards (``pdx data pgn``). ``pdx eval value`` reads the same way, games from a set-up position too
+(``setup=True``: pdx's own match records, whose games start from their opening's FEN).
 
 :func:`read_games` yields :class:`HumanGame` records: the mainline moves from the standard start,
 each move's ``[%clk]`` comment (the mover's clock after the move, in seconds), the players' ratings,
-the ``TimeControl`` header and the result. Memory is bounded: one game is held at a time, a line
+the ``TimeControl`` header and the result (with ``setup=True``, a ``FEN`` game's moves from its FEN,
+and the comment before its first move). Memory is bounded: one game is held at a time, a line
 longer than ``$PDX_MAX_LINE_BYTES`` or a game longer than ``$PDX_MAX_PGN_GAME_BYTES`` is refused
-(``safeio``), and compressed files are decompressed as they are read (:func:`open_pgn`: the
-compression is known by the file's first bytes; size, ratio and truncation bounds; a corrupt stream
+(``safeio``), and compressed files are decompressed as they are read (:func:`open_pgn`: zstd, gzip, bzip2 or xz, the
+compression known by the file's first bytes; size, ratio and truncation bounds; a corrupt stream
 is one line). A UTF-8 byte-order mark is skipped.
 
 Refused (one :class:`PgnGameError` line naming ``file:line``, the game's number in the file and,
@@ -20,7 +22,8 @@ for a bad move or clock, its ply), or with ``skip_bad=True`` skipped and counted
 * ``variant``: a ``Variant`` header other than ``Standard`` (Chess960, Crazyhouse, ...: another
   game's rules);
 * ``setup``: a ``SetUp``/``FEN`` header (a game not from the standard start: its history planes
-  and the players' opening choices are not the game's);
+  and the players' opening choices are not the game's), unless ``setup=True``; then a FEN
+  python-chess cannot set up is ``malformed``;
 * ``bad_header``: a ``TimeControl``, ``WhiteElo`` or ``BlackElo`` value that cannot be right
   (infinite, negative, huge, not a number: the rules are in :mod:`pgn_values`; an impossible
   rating is never binned);
@@ -286,7 +289,7 @@ def _headers_only_message(next_headers: tuple[int, str]) -> str:
 
 @dataclass(frozen=True)
 class HumanGame:
-    """One game's mainline as played from the standard start, with what the filters read."""
+    """One game's mainline as played from the standard start (or from ``fen``), with what the filters read."""
 
     number: int  # 1-based position of the game in the file
     line: int  # file line where the game starts
@@ -299,6 +302,8 @@ class HumanGame:
     increment: float | None
     result: int | None  # +1 White won, -1 Black won, 0 draw, None ("*")
     headers: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+    fen: str | None = None  # the FEN the moves start from (read with setup=True); None: the standard start
+    comment: str = field(default="", repr=False, compare=False)  # the comment before the first move
 
     @property
     def speed(self) -> str:
@@ -310,8 +315,10 @@ class HumanGame:
         return any(c is not None for c in self.clocks)
 
     def rating(self, ply: int) -> int | None:
-        """The rating of the player who makes move ``ply`` (0-based: even plies are White's)."""
-        return self.white_elo if ply % 2 == 0 else self.black_elo
+        """The rating of the player who makes move ``ply`` (0-based: even plies are the first mover's,
+        White's from the standard start)."""
+        black_first = self.fen is not None and self.fen.split()[1:2] == ["b"]
+        return self.white_elo if (ply % 2 == 0) != black_first else self.black_elo
 
     def clock_before(self, ply: int) -> float | None:
         """The mover's clock before move ``ply`` (seconds): their clock after their previous move,
@@ -363,19 +370,21 @@ def _ply_text(ply: int) -> str:
     return f"ply {ply} (move {(ply + 1) // 2}{'.' if ply % 2 else '...'})"
 
 
-def _check(game: chess.pgn.Game, where: str, number: int) -> None:
-    """Raise :class:`_Refused` if the game is not standard chess from the start or python-chess
-    found an error in it."""
+def _check(game: chess.pgn.Game, where: str, number: int, setup: bool = False) -> None:
+    """Raise :class:`_Refused` if the game is not standard chess, not from the start (unless
+    ``setup``), or python-chess found an error in it."""
     h = game.headers
     variant = h.get("Variant", "Standard")
     if variant.strip().lower() not in ("standard", "chess", "", "from position"):  # Lichess: "From Position" + FEN
         raise _Refused("variant", f"{where}: game {number}: Variant {variant!r} (only standard chess is read)")
-    if "FEN" in h or h.get("SetUp", "0").strip() == "1":
+    if not setup and ("FEN" in h or h.get("SetUp", "0").strip() == "1"):
         raise _Refused(
             "setup",
             f"{where}: game {number}: a SetUp/FEN header (only games from the standard "
             f"start are read: their history and openings are the players')",
         )
+    if setup and "FEN" in h and not game.board().is_valid():  # no king, pawns on the back rank, ...
+        raise _Refused("malformed", f"{where}: game {number}: FEN {h['FEN']!r} is not a legal position")
     if game.errors:
         ply = getattr(game, "error_ply", None)
         at = f", {_ply_text(ply)}" if ply is not None else ""
@@ -455,10 +464,12 @@ def _clocks(nodes: list, where: str, number: int) -> tuple[float | None, ...]:
     return tuple(clocks)
 
 
-def _human_game(game: _PgnGame, watch: _HeaderWatch, line: int, where: str, number: int) -> HumanGame | None:
+def _human_game(
+    game: _PgnGame, watch: _HeaderWatch, line: int, where: str, number: int, setup: bool = False
+) -> HumanGame | None:
     """The game as a :class:`HumanGame` (None if it has no moves), or :class:`_Refused`."""
     _check_headers_only(game, watch, where, number)
-    _check(game, where, number)
+    _check(game, where, number, setup)
     _check_ending(game, watch, where, number)
     _check_moves(game, where, number)
     values = _header_values(game.headers, where, number)
@@ -473,17 +484,20 @@ def _human_game(game: _PgnGame, watch: _HeaderWatch, line: int, where: str, numb
         clocks=_clocks(nodes, where, number),
         result=RESULTS.get(h.get("Result", "*")),
         headers=dict(h),
+        fen=game.board().fen() if "FEN" in h else None,
+        comment=game.comment,
         **values,
     )
 
 
-SUFFIXES = {".zst": "zstd", ".gz": "gzip", ".bz2": "bzip2"}  # what a name promises; the content decides
+# what a name promises; the content decides (.xz: pdx's own match records, ``pdx matches``' NAME.pgn.xz)
+SUFFIXES = {".zst": "zstd", ".gz": "gzip", ".bz2": "bzip2", ".xz": "xz"}
 
 
 def open_pgn(path: str | os.PathLike) -> io.TextIOWrapper:
-    """A text stream of a PGN file, plain or compressed with zstd, gzip or bzip2 (known by its first
+    """A text stream of a PGN file, plain or compressed with zstd, gzip, bzip2 or xz (known by its first
     bytes; decompressed as read under ``safeio``'s bounds: size, ratio, truncation, a corrupt
-    stream is one line). A name that promises another compression, or an xz/zip file, is refused."""
+    stream is one line). A name that promises another compression, or a zip file, is refused."""
     path = Path(path)
     if not path.is_file():
         raise PgnFileError(f"PGN file {path} not found")
@@ -495,8 +509,8 @@ def open_pgn(path: str | os.PathLike) -> io.TextIOWrapper:
             raise PgnFileError(f"{path}: named {path.suffix} but its content is {content}, not {named}")
         if kind is not None and kind not in SUFFIXES.values():
             raise PgnFileError(
-                f"{path}: a {kind} file; PGN is read as plain text or compressed with zstd, gzip or bzip2 "
-                f"(.pgn, .pgn.zst, .pgn.gz, .pgn.bz2)"
+                f"{path}: a {kind} file; PGN is read as plain text or compressed with zstd, gzip, bzip2 or xz "
+                f"(.pgn, .pgn.zst, .pgn.gz, .pgn.bz2, .pgn.xz)"
             )
         binary = open(path, "rb") if kind is None else open_decompressed(path, kind, error=PgnLimitError)  # noqa: SIM115
     except OSError as e:
@@ -509,9 +523,15 @@ class _UnreadableGame(PgnGameError):
 
 
 def read_games(
-    path: str | os.PathLike, skip_bad: bool = False, stats: ReadStats | None = None, max_games: int | None = None
+    path: str | os.PathLike,
+    skip_bad: bool = False,
+    stats: ReadStats | None = None,
+    max_games: int | None = None,
+    *,
+    setup: bool = False,
 ) -> Iterator[HumanGame]:
-    """Every usable game of a PGN file, in file order (see the module docstring for what is refused).
+    """Every usable game of a PGN file, in file order (see the module docstring for what is refused;
+    ``setup``: games from a ``FEN`` header are read too, their ``fen`` set).
 
     ``stats`` (optional) is filled as the games are read; ``max_games`` stops after that many games
     of the file (counting skipped ones). Games swallowed by another (:class:`_HeaderWatch`) count
@@ -544,7 +564,7 @@ def read_games(
             try:
                 if swallowed is not None:
                     raise _Refused("merged", f"{where}: game {number}: {swallowed.message()}")
-                human = _human_game(game, watch, lines.game_line, where, number)
+                human = _human_game(game, watch, lines.game_line, where, number, setup)
             except _Refused as r:
                 if not skip_bad:
                     raise PgnGameError(f"{r.message} {SKIP_HINT}") from None

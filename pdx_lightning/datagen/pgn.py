@@ -264,7 +264,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         dest="pgn_files",
         action="append",
         required=True,
-        help="PGN file of human games (.pgn, or compressed: .pgn.zst, .pgn.gz, .pgn.bz2); repeatable",
+        help="PGN file of human games (.pgn, or compressed: .pgn.zst, .pgn.gz, .pgn.bz2, .pgn.xz); repeatable",
     )
     parser.add_argument(
         "--out", required=True, help="output directory of shards (rerun the same command to resume or do nothing)"

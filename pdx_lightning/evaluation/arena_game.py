@@ -14,6 +14,7 @@ adjudication) come from it, and its text (the specific rule) is the last move's 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import chess
@@ -27,6 +28,7 @@ from pdx_lightning.chesscore.rules import GameResult, Reason, game_end
 from pdx_lightning.errors import UserError
 
 MAX_PLIES = 512
+UCI_MOVE = re.compile(r"[a-h][1-8][a-h][1-8][qrbn]?")  # a move of an opening comment's line
 # the notes of the three adjudications (the last move's comment in the PGN)
 ADJUDICATED = {
     None: "adjudication: value heads agree on a draw",
@@ -138,10 +140,26 @@ class Game:
         return self.end.score_for(chess.WHITE if self.white == player else chess.BLACK)
 
 
+def opening_comment(opening: Opening) -> str | None:
+    """The game comment that records ``opening``'s line (``opening ID: e2e4 e7e5 ...``), None without one."""
+    return f"opening {opening.id}: {' '.join(opening.line)}" if opening.line else None
+
+
+def opening_line(comment: str) -> tuple[str, ...]:
+    """The UCI moves from the standard start that :func:`opening_comment` wrote into ``comment``
+    (empty when the comment is not such a line). Whether they reach the game's FEN is the reader's check."""
+    head, sep, moves = comment.strip().rpartition(": ")
+    ucis = tuple(moves.split())
+    if not sep or not head.startswith("opening ") or not ucis:
+        return ()
+    return ucis if all(UCI_MOVE.fullmatch(u) for u in ucis) else ()
+
+
 def to_pgn(g: Game, labels: list[str], event: str = "pdx arena") -> chess.pgn.Game:
-    """The game as PGN: FEN/SetUp from the opening position, the opening line in the game comment."""
+    """The game as PGN: FEN/SetUp from the opening position, the opening line in the game comment
+    (:func:`opening_comment`)."""
     assert g.end is not None  # written once the game has finished
-    line = f"opening {g.opening.id}: {' '.join(g.opening.line)}" if g.opening.line else None
+    line = opening_comment(g.opening)
     return game_pgn(
         g.opening.board,
         g.moves,

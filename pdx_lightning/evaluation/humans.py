@@ -557,7 +557,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--pgn",
         action="append",
         required=True,
-        help="PGN file (.pgn, or compressed: .pgn.zst as Lichess's monthly dumps, .pgn.gz, .pgn.bz2); repeatable",
+        help="PGN file (.pgn, or compressed: .pgn.zst as Lichess's monthly dumps, .pgn.gz, .pgn.bz2, .pgn.xz); "
+        "repeatable",
     )
     add_filter_arguments(
         parser,

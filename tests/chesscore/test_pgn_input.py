@@ -166,6 +166,7 @@ def _expected():
         ("g.pgn.gz", gzip.compress),
         ("g.pgn.bz2", bz2.compress),
         ("g.pgn.zst", lambda b: zstandard.ZstdCompressor().compress(b)),
+        ("g.pgn.xz", lzma.compress),  # pdx's own match records (pdx matches: NAME.pgn.xz)
         ("g.pgn", gzip.compress),  # the content decides: a gzip file named .pgn is read as gzip
     ],
 )
@@ -212,9 +213,10 @@ def test_misnamed_and_unsupported_compressions_are_one_line(tmp_path):
         "a.pgn.gz": (raw, r"named \.gz but its content is plain text, not gzip"),
         "b.pgn.zst": (bz2.compress(raw), r"named \.zst but its content is bzip2-compressed, not zstd"),
         "c.pgn.bz2": (b"", r"named \.bz2 but its content is plain text, not bzip2"),
-        "d.pgn.xz": (
-            lzma.compress(raw),
-            r"a xz file; PGN is read as plain text or compressed with zstd, gzip or bzip2",
+        "d.pgn.xz": (bz2.compress(raw), r"named \.xz but its content is bzip2-compressed, not xz"),
+        "e.pgn": (
+            b"PK\x03\x04" + raw,
+            r"a zip file; PGN is read as plain text or compressed with zstd, gzip, bzip2 or xz",
         ),
     }
     for name, (data, why) in cases.items():
