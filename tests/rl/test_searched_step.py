@@ -20,6 +20,7 @@ from pdx_lightning.rl.searched_settings import SearchedSelfPlaySettings, Searche
 from pdx_lightning.rl.settings import PDXSettings, SettingsError
 from pdx_lightning.rl.step_metrics import combine_columns
 from pdx_lightning.runtime.checkpoint_read import read_checkpoint
+from tests.rl.test_numerics import InjectAt, trainer  # the Trainer and injection of PDX's NaN tests
 
 ROOT = Path(__file__).resolve().parents[2]
 PDX = [sys.executable, "-m", "pdx_lightning.cli", "--threads", "1"]
@@ -28,28 +29,6 @@ PDX = [sys.executable, "-m", "pdx_lightning.cli", "--threads", "1"]
 def module(**algorithm) -> SearchedModule:
     settings = {"n_games": 4, "nodes": 4, "batch_size": 16, "min_buffer": 32, "max_plies": 30, "micro_batch": 8}
     return SearchedModule(base="random:tiny", algorithm=SearchedSelfPlaySettings(**{**settings, **algorithm}), seed=1)
-
-
-def trainer(steps: int, callbacks=(), **kw) -> L.Trainer:
-    return L.Trainer(
-        max_steps=steps,
-        accelerator="cpu",
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        callbacks=list(callbacks),
-        **kw,
-    )
-
-
-class At(L.Callback):
-    def __init__(self, step, fn):
-        self.step, self.fn = step, fn
-
-    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
-        if trainer.global_step == self.step:
-            self.fn(pl_module)
 
 
 class Record(L.Callback):
@@ -75,8 +54,8 @@ class Record(L.Callback):
 def test_a_nan_in_a_searched_step_stops_training_in_one_line_before_the_optimizer_step(inject, expect):
     m = module(beta=0.1)
     snapshot = {}
-    t = trainer(5, [At(2, lambda mod: snapshot.update({k: v.clone() for k, v in mod.online.state_dict().items()})),
-                    At(2, inject)])  # fmt: skip
+    keep = InjectAt(2, lambda mod: snapshot.update({k: v.clone() for k, v in mod.online.state_dict().items()}))
+    t = trainer(5, [keep, InjectAt(2, inject)])
     with pytest.raises(FloatingPointError, match=expect) as e:
         t.fit(m)
     assert "\n" not in str(e.value) and "training stopped before the optimizer step" in str(e.value)
