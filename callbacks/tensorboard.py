@@ -119,6 +119,7 @@ SEARCHED_HPARAM_METRICS = (
 SEARCHED_LAYOUT: dict[str, dict[str, list]] = {
     "searched · 1 losses": {
         "loss terms (total, policy CE to visits, value CE, KL to the base)": ["Multiline", [r"loss/.*"]],
+        "β, the weight of the KL to the base (a BetaSchedule may vary it)": ["Multiline", [r"selfplay/beta"]],
     },
     "searched · 2 search targets": {
         "entropy of the visit targets (played plies, trained batch)": [
