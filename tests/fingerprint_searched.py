@@ -67,7 +67,6 @@ def fingerprint(steps: int, work: Path) -> dict:
         "weights": weights,
         "weights_all": _digest("".join(weights.values())),
         "optimizer": _optimizer_digest(ckpt["optimizer_states"]),
-        "rank_state": _digest(repr(ckpt["pdx_searched"][0]["buffer"].keys())),
     }
 
 
