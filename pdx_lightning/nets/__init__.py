@@ -13,6 +13,7 @@
 * ``lc0/``: Lc0 ``.pb.gz`` import and export (``export_cli.py``: ``pdx export lc0``);
   ``lc0_policy.py``: Lc0's 1,858-move policy and castling convention in our 4,288 layout;
 * ``export_onnx.py``: ``pdx export onnx``, any network as ONNX with Lc0's ``leela2onnx`` interface.
+* ``temper.py``: a policy softmax temperature baked into a network (``pdx export ... --policy-temperature``).
 """
 
 from __future__ import annotations

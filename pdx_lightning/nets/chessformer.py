@@ -409,6 +409,11 @@ class Chessformer(nn.Module):
             raise ValueError("this network has no moves-left head (ModelConfig.moves_left_dim = 0)")
         return self.moves_left_head(self.body(x))
 
+    def policy_logit_layers(self) -> list[nn.Linear | nn.Conv2d]:
+        """The layer whose weight and bias, scaled by c, scale every policy logit by c (``temper.py``):
+        the attention policy's key projection (the q·k logits and the promotion offsets are linear in k)."""
+        return [self.policy_head.wk]
+
     def param_groups(self) -> dict[str, list[nn.Parameter]]:
         """Parameters by learning-rate group (paper Appendix G): backbone, final block, heads."""
         final = set(map(id, self.layers[-1].parameters()))

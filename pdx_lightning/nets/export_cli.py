@@ -2,7 +2,8 @@
 
 It sits beside ``lc0/`` rather than inside it: it loads models by name (``files.py``), and
 ``files.py`` reads ``.pb.gz`` files through ``lc0/``. ``--blend B --alpha α`` writes
-(1 − α)·A + α·B instead of A (``blend.py``); ``pdx export network`` (``export_network.py``) writes
+(1 − α)·A + α·B instead of A (``blend.py``); ``--policy-temperature T`` divides its policy logits by T
+(``temper.py``); ``pdx export network`` (``export_network.py``) writes
 the same to a pdx ``.pt`` network file, for networks Lc0 cannot express.
 """
 
@@ -19,6 +20,7 @@ from pdx_lightning.nets.blend import NetworkBlendError, blend_networks
 from pdx_lightning.nets.files import ModelLoadError, load_model
 from pdx_lightning.nets.lc0 import Lc0ExportError, export_lc0
 from pdx_lightning.nets.lc0 import schema as P
+from pdx_lightning.nets.temper import PolicyTemperatureError, bake_policy_temperature
 
 
 def add_source_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,18 +47,42 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
         help="blend weight of B with --blend: 0 = A, 1 = B, 0.5 = the midpoint; values "
         "outside [0, 1] extrapolate (2 = B + (B - A), -1 = A - (B - A); at most 10 either way)",
     )
+    parser.add_argument(
+        "--policy-temperature",
+        metavar="T",
+        type=argtypes.finite_float(0.05, 20),
+        default=None,
+        help="bake a policy softmax temperature into the file: its policy logits divided by T (value and "
+        "argmax move unchanged). A search at PolicyTemperature P then searches as the unbaked network at "
+        "P*T: for Lc0 at its default 1.359 to search as at S, give S/1.359 (e.g. 2.6/1.359 = 1.913)",
+    )
 
 
 def load_source(args: argparse.Namespace) -> tuple[torch.nn.Module, str]:
-    """The network ``add_source_arguments`` names, and how to name it in messages."""
+    """The network ``add_source_arguments`` names (its temperature baked in with ``--policy-temperature``),
+    and how to name it in messages."""
     if (args.blend is None) != (args.alpha is None):
         raise NetworkBlendError("--blend B and --alpha go together: give both (or neither)")
-    a = load_model(args.model, weights=args.weights)
-    if args.blend is None:
-        return a, args.model
-    b = load_model(args.blend, weights=args.weights)
-    what = f"(1 - α)·A + α·B, A = {args.model}, B = {args.blend}, α = {args.alpha:g}"
-    return blend_networks(a, b, args.alpha), what
+    model = load_model(args.model, weights=args.weights)
+    what = args.model
+    if args.blend is not None:
+        b = load_model(args.blend, weights=args.weights)
+        what = f"(1 - α)·A + α·B, A = {args.model}, B = {args.blend}, α = {args.alpha:g}"
+        model = blend_networks(model, b, args.alpha)
+    if args.policy_temperature is not None:
+        model = bake_policy_temperature(model, args.policy_temperature)
+        what += f", policy logits / {args.policy_temperature:g}"
+    return model, what
+
+
+def source_meta(args: argparse.Namespace) -> dict:
+    """What a written file records of its source: the model, its weights, a blend, a baked temperature."""
+    meta = {"source": args.model, "weights": args.weights}
+    if args.blend is not None:
+        meta.update(blend=args.blend, alpha=args.alpha)
+    if args.policy_temperature is not None:
+        meta.update(policy_temperature=args.policy_temperature)
+    return meta
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -90,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
             moves_left=not args.no_moves_left,
             allow_castling_mismatch=args.allow_castling_mismatch,
         )
-    except (ModelLoadError, Lc0ExportError, NetworkBlendError) as e:
+    except (ModelLoadError, Lc0ExportError, NetworkBlendError, PolicyTemperatureError) as e:
         print(f"pdx export lc0: {what}: {e}", file=sys.stderr)
         return 2
     print(

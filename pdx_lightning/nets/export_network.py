@@ -14,8 +14,9 @@ from pathlib import Path
 
 from pdx_lightning.nets.blend import NetworkBlendError
 from pdx_lightning.nets.bundled import DATA_DIR
-from pdx_lightning.nets.export_cli import add_source_arguments, load_source
+from pdx_lightning.nets.export_cli import add_source_arguments, load_source, source_meta
 from pdx_lightning.nets.files import ModelLoadError, save_network
+from pdx_lightning.nets.temper import PolicyTemperatureError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,11 +30,8 @@ def run(args: argparse.Namespace) -> int:
         if Path(args.out).resolve().parent == DATA_DIR.resolve() and Path(args.out).name.startswith("base_"):
             raise NetworkBlendError(f"--out {args.out} would overwrite a bundled network; choose another path")
         model, what = load_source(args)
-        meta = {"source": args.model, "weights": args.weights}
-        if args.blend is not None:
-            meta.update(blend=args.blend, alpha=args.alpha)
-        save_network(model, args.out, meta=meta)
-    except (ModelLoadError, NetworkBlendError) as e:
+        save_network(model, args.out, meta=source_meta(args))
+    except (ModelLoadError, NetworkBlendError, PolicyTemperatureError) as e:
         print(f"pdx export network: {what}: {e}", file=sys.stderr)
         return 2
     out = Path(args.out)

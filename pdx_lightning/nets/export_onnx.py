@@ -65,7 +65,7 @@ from pdx_lightning.chesscore.moves import legal_mask
 from pdx_lightning.errors import UserError
 from pdx_lightning.files.atomicfile import atomic_write
 from pdx_lightning.nets.blend import NetworkBlendError
-from pdx_lightning.nets.export_cli import add_source_arguments, load_source
+from pdx_lightning.nets.export_cli import add_source_arguments, load_source, source_meta
 from pdx_lightning.nets.lc0_policy import castling_to_ours, policy_from_1858, policy_to_1858
 
 __all__ = [
@@ -382,9 +382,7 @@ def run(args: argparse.Namespace) -> int:
         model, what = load_source(args)
     except NetworkBlendError as e:  # name both networks (a load error names its model itself)
         raise NetworkBlendError(f"{what}: {e}") from e
-    meta = {"source": args.model, "weights": args.weights}
-    if args.blend is not None:
-        meta.update(blend=args.blend, alpha=args.alpha)
+    meta = source_meta(args)
     try:
         path, parity = export_onnx(
             model,

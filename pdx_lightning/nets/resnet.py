@@ -435,6 +435,12 @@ class ClassicResNet(nn.Module):
             raise ValueError("this network has no moves-left head (ClassicConfig.moves_left_channels = 0)")
         return self.moves_left_head(self.body(x))
 
+    def policy_logit_layers(self) -> list[nn.Linear | nn.Conv2d]:
+        """The layer whose weight and bias, scaled by c, scale every policy logit by c (``temper.py``):
+        the last convolution of a convolutional policy head, the fully connected layer of a classical one."""
+        head = self.policy_head
+        return [head.conv2 if isinstance(head, ConvPolicyHead) else head.fc]
+
     def param_groups(self) -> dict[str, list[nn.Parameter]]:
         """Parameters by learning-rate group (paper Appendix G): the input convolution and every
         block but the last (backbone), the last residual block, the policy head, the value head

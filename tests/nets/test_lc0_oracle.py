@@ -331,6 +331,23 @@ def test_attention_body_export_matches_lc0(positions, tmp_path):
     assert diff["policy"] < TOL and diff["wdl"] < TOL, diff
 
 
+@pytest.mark.parametrize("name", ["se-conv-wdl-mlh-relu", "plain-fc-classical-mish"])
+def test_lc0_reads_a_baked_policy_temperature_as_the_logits_divided_by_t(positions, name, tmp_path):
+    """``pdx export lc0 --policy-temperature T`` (``nets/temper.py``): Lc0's raw policy of the baked file
+    is the source network's divided by T (float32, lossless), its W/D/L the source's; so Lc0 at its
+    default PolicyTemperature searches as the source at 1.359 * T."""
+    from pdx_lightning.nets.temper import bake_policy_temperature
+
+    evaluate = attention_oracle()  # float32 layers: an Lc0 >= 0.33
+    source = _random_classic(EXPORTS[name], seed=5)
+    path = lc0.export_lc0(bake_policy_temperature(source, 1.913), tmp_path / "baked.pb.gz", encoding="float32")
+    ps, boards = positions
+    theirs = evaluate(path, ps[:200])
+    diff = compare(source, boards[:200], [{**o, "p_raw": [p * 1.913 for p in o["p_raw"]]} for o in theirs])
+    print(f"{name} baked at 1.913, Lc0's logits * 1.913 against the source: {diff}")
+    assert diff["policy"] < TOL * 1.913 and diff["wdl"] < TOL and diff["moves_left"] < TOL, diff
+
+
 def test_the_positions_cover_what_the_encoding_must_get_right(positions):
     """The position set itself (no oracle needed): both colours, castling, en passant and
     promotions legal for both, repetitions, high rule-50 counts, FEN roots with short history."""
