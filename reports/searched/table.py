@@ -30,6 +30,7 @@ class Cell:
     matches: dict[str, str | None]  # "pass" / "n16" / "n64" -> record path under reports/ (no .json)
     player: str  # the cell's player label in those records
     model: str | None  # its name in real_puzzles.json and humans.json (None: not scored)
+    scores: str = "searched"  # the folder under reports/ holding those two records for this cell
 
 
 CELLS = (
@@ -91,8 +92,13 @@ def humans(doc: dict | None, cell: Cell | None) -> str:
     return f"{100 * o['top1']:.1f} / {o['nll']:.3f} / {o['value_nll']:.3f}"
 
 
+def _scores(folder: str) -> tuple[dict | None, dict | None]:
+    """A folder's ``real_puzzles.json`` and ``humans.json`` (None where absent)."""
+    return _load(REPORTS / folder / "real_puzzles.json"), _load(REPORTS / folder / "humans.json")
+
+
 def table() -> str:
-    real, games = _load(HERE / "real_puzzles.json"), _load(HERE / "humans.json")
+    real, games = _scores("searched")
     base = _by_name(real, BASE_MODEL)
     head = (
         "| cell | one forward pass | pdx's search, 16 nodes | pdx's search, 64 nodes "
@@ -103,7 +109,8 @@ def table() -> str:
     lines.append(f"| Maia-1900 (the base) | 0 | 0 | 0 | {base_acc} | {humans(games, None)} |")
     for c in CELLS:
         elo = [match_elo(c.matches[k], c.player) for k in ("pass", "n16", "n64")]
-        lines.append(f"| {c.label} | {' | '.join(elo)} | {puzzles(real, c)} | {humans(games, c)} |")
+        c_real, c_games = _scores(c.scores)
+        lines.append(f"| {c.label} | {' | '.join(elo)} | {puzzles(c_real, c)} | {humans(c_games, c)} |")
     cells = "\n".join(f"- {c.label}: {c.what}." for c in CELLS)
     return (
         "Elo against Maia-1900 (1,000 games each, the 500 paired openings of `data/openings_uho_600.epd`, "
