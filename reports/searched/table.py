@@ -49,6 +49,16 @@ CELLS = (
     Cell("forward KL, β 1", "fwd_s3 with a 100× heavier anchor",
          {"pass": "searched/pass_fwd_b1", "n16": "searched/n16_fwd_b1", "n64": "searched/n64_fwd_b1"},
          "fwd_b1", "runs/exp58/fwd_b1.ckpt"),
+    Cell("β 0.01, value held", "fwd_s3 with its value head held to the base's W/D/L (issue 63's recipe: "
+         "value_anchor 10, conf/sweep/maia_value_hold.yaml; AMD EPYC)",
+         {"pass": "search_strength/pass_vh_b001", "n16": "search_strength/n16_vh_b001",
+          "n64": "search_strength/n64_vh_b001"}, "vh_b001", "runs/exp63/vh_b001.ckpt", "search_strength"),
+    Cell("β 0.1, value held", "the β 0.1 cell with its value head held the same way",
+         {"pass": "search_strength/pass_vh_b01", "n16": "search_strength/n16_vh_b01",
+          "n64": "search_strength/n64_vh_b01"}, "vh_b01", "runs/exp63/vh_b01.ckpt", "search_strength"),
+    Cell("β 0.1, value held, second draw", "the same at seed 4",
+         {"pass": None, "n16": None, "n64": "search_strength/n64_vh_b01_s4"}, "vh_b01_s4", "runs/exp63/vh_b01_s4.ckpt",
+         "search_strength"),
 )  # fmt: skip
 BASE_MODEL = "base:maia-1900"
 
