@@ -41,12 +41,14 @@ def test_the_table_moves_every_old_file_to_a_shipped_one_and_no_old_file_is_left
     # every moved config is shipped, each once; configs made after the move (no flat name) are the rest
     assert set(MOVED.values()) <= set(shipped) and len(set(MOVED.values())) == len(MOVED)
     assert sorted(set(shipped) - set(MOVED.values())) == [
+        "conf/fit/maia_search.yaml",
         "conf/fit/searched.yaml",
         "conf/sweep/maia_anchor.yaml",
         "conf/sweep/maia_batch1024.yaml",
         "conf/sweep/maia_paper_recipe.yaml",
         "conf/sweep/maia_paper_recipe_ref_lr.yaml",
         "conf/sweep/maia_seeds8.yaml",
+        "conf/sweep/maia_value_hold.yaml",
     ]
     assert len(MOVED) == 20 and {Path(p).parts[1] for p in shipped} == {"fit", "pretrain", "sweep"}
     assert not any((ROOT / old).exists() for old in MOVED)
