@@ -74,7 +74,7 @@ def match_elo(record: str | None, player: str) -> str:
     if m is None:
         return PENDING if record else "not played"
     sign = 1.0 if m["a"] == player else -1.0
-    return f"{sign * m['elo']:+.1f} ± {m['elo_error']:.1f}"
+    return f"{sign * m['elo'] + 0.0:+.1f} ± {m['elo_error']:.1f}"  # + 0.0: an even score reads +0.0, not -0.0
 
 
 def _by_name(doc: dict | None, name: str | None) -> dict | None:
