@@ -27,9 +27,7 @@ from torch import nn
 
 from pdx_lightning.errors import UserError
 
-__all__ = ["PolicyTemperatureError", "bake_policy_temperature", "LC0_DEFAULT_POLICY_TEMP"]
-
-LC0_DEFAULT_POLICY_TEMP = 1.359  # Lc0's --policy-softmax-temp default (pdx's search uses the same)
+__all__ = ["PolicyTemperatureError", "bake_policy_temperature"]
 
 
 @runtime_checkable
