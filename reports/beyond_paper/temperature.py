@@ -4,13 +4,15 @@ Lc0 divides the policy logits by its ``--policy-softmax-temp`` (default 1.359) b
 gives its search priors. Over real-game positions (every 7th ply from ply 10 of the games of
 ``data/lichess/games_2021-10_999.pgn.zst``, about 6,000), this finds the temperature T at which a
 cell's mean prior entropy equals the base's at Lc0's default (``scipy.optimize.brentq``), for the
-pilot match of ``run.sh pilot`` (the cell played at T, the base at the default).
+pilot match of ``run.sh pilot`` (the cell played at T, the base at the default). ``--base-t`` matches
+the base at another temperature instead (its best inside pdx's search, for a best-against-best match).
 
-    python reports/beyond_paper/temperature.py BASE.pb.gz OUT.json CELL.pb.gz [CELL.pb.gz ...]
+    python reports/beyond_paper/temperature.py [--base-t T] BASE.pb.gz OUT.json CELL.pb.gz [CELL.pb.gz ...]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -64,18 +66,32 @@ def legal_logits(name: str, boards: list) -> torch.Tensor:
 
 
 def main(argv: list[str]) -> int:
-    base, out, *cells = argv
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("base")
+    ap.add_argument("out")
+    ap.add_argument("cells", nargs="+")
+    ap.add_argument("--base-t", type=float, default=LC0_DEFAULT_T, help="the base's temperature to match")
+    args = ap.parse_args(argv)
+    if not 0.1 <= args.base_t <= 10.0:
+        ap.error(f"--base-t: {args.base_t} is outside Lc0's range [0.1, 10]")
+    base, out, cells = args.base, args.out, args.cells
     torch.set_num_threads(1)
     boards = positions()
     ref = legal_logits(base, boards)
-    target = mean_entropy(ref, LC0_DEFAULT_T)
+    target = mean_entropy(ref, args.base_t)
     rec = {
         "positions": len(boards),
         "games": GAMES,
         "lc0_default_t": LC0_DEFAULT_T,
-        "base": {"model": base, "entropy_t1": mean_entropy(ref, 1.0), "entropy_default": target},
+        "base": {
+            "model": base,
+            "entropy_t1": mean_entropy(ref, 1.0),
+            "entropy_default": mean_entropy(ref, LC0_DEFAULT_T),
+        },
         "cells": [],
     }
+    if args.base_t != LC0_DEFAULT_T:
+        rec["base"].update(t=args.base_t, entropy_t=target)
     for cell in cells:
         lg = legal_logits(cell, boards)
         t = matching_temperature(lg, target)

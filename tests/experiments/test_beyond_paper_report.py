@@ -466,6 +466,14 @@ def test_the_matching_temperature_by_hand():
     assert mod.matching_temperature(torch.tensor([[0.0, 2 * math.log(3), inf]]), h) == pytest.approx(2.0, abs=1e-5)
 
 
+def test_the_matching_temperature_refuses_a_base_temperature_outside_lc0s_range(capsys):
+    mod = _module("temperature")
+    with pytest.raises(SystemExit) as e:
+        mod.main(["--base-t", "12", "base:maia-1900", "out.json", "cell.ckpt"])
+    assert e.value.code == 2
+    assert "--base-t: 12.0 is outside Lc0's range [0.1, 10]" in capsys.readouterr().err
+
+
 def test_the_pilot_is_compared_with_the_same_openings_at_the_default_temperature(tmp_path):
     mod = _module("searched")
     assert mod.pilot_rows(tmp_path)[1] == []
