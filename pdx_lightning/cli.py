@@ -44,6 +44,10 @@ TOOLS: dict[str, tuple[str, str]] = {
         "pdx_lightning.evaluation.value_calibration",
         "value heads' W/D/L against Stockfish's on positions games reached (CE, KL, Brier, calibration)",
     ),
+    "eval temperature": (
+        "pdx_lightning.evaluation.temperature_match",
+        "the policy softmax temperature that spreads a network's search priors as another's (to bake on export)",
+    ),
     "arena": ("pdx_lightning.evaluation.arena", "batched searchless matches and Elo ladder"),
     "matches": (
         "pdx_lightning.evaluation.match_list",

@@ -1,4 +1,6 @@
-"""The policy softmax temperature at which a fine-tuned cell's prior is as spread as the base's in Lc0.
+"""The policy softmax temperature at which a fine-tuned cell's prior is as spread as the base's in Lc0
+(the records of this folder and of ``reports/search_strength``; ``pdx eval temperature`` is the command
+users run, on the same math from ``pdx_lightning.evaluation.temperature_match``).
 
 Lc0 divides the policy logits by its ``--policy-softmax-temp`` (default 1.359) before the softmax that
 gives its search priors. Over real-game positions (every 7th ply from ply 10 of the games of
@@ -19,38 +21,15 @@ from pathlib import Path
 
 import torch
 
-LC0_DEFAULT_T = 1.359  # Lc0 v0.31's --policy-softmax-temp default
+from pdx_lightning.evaluation.temperature_match import LC0_DEFAULT_T, matching_temperature, mean_entropy, sample_boards
+
 GAMES = "data/lichess/games_2021-10_999.pgn.zst"
 
 
-def mean_entropy(logits: torch.Tensor, t: float) -> float:
-    """Mean entropy (nats) of softmax(logits / t) per row; -inf logits (illegal moves) carry no mass."""
-    lp = torch.log_softmax(logits.double() / t, dim=1)
-    return float(-torch.where(torch.isfinite(lp), lp.exp() * lp, 0.0).sum(1).mean())
-
-
-def matching_temperature(logits: torch.Tensor, target: float, lo: float = 0.1, hi: float = 10.0) -> float:
-    """The temperature in [lo, hi] (Lc0's range) at which ``mean_entropy(logits, t)`` equals ``target``."""
-    from scipy.optimize import brentq
-
-    return float(brentq(lambda t: mean_entropy(logits, t) - target, lo, hi, xtol=1e-6))
-
-
 def positions(path: str = GAMES, every: int = 7, skip: int = 10, limit: int = 6000) -> list:
-    import chess
-
     from pdx_lightning.chesscore.pgn_games import read_games
 
-    boards: list[chess.Board] = []
-    for g in read_games(path):
-        b = chess.Board()
-        for ply, move in enumerate(g.moves):
-            if ply >= skip and ply % every == 0:
-                boards.append(b.copy())
-            b.push(move)
-        if len(boards) >= limit:
-            break
-    return boards
+    return sample_boards(read_games(path), every, skip, limit)
 
 
 def legal_logits(name: str, boards: list) -> torch.Tensor:

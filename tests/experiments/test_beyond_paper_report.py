@@ -452,20 +452,6 @@ def test_the_value_table_reads_the_humans_record(tmp_path):
     assert rows[1][2] == "+0.0500 [+0.0400, +0.0600]"
 
 
-def test_the_matching_temperature_by_hand():
-    import torch
-
-    mod = _module("temperature")
-    inf = float("-inf")
-    uniform = torch.tensor([[0.0, 0.0, 0.0, 0.0, inf]])  # 4 legal moves: ln 4 at every temperature
-    assert mod.mean_entropy(uniform, 1.0) == pytest.approx(math.log(4))
-    assert mod.mean_entropy(uniform, 3.0) == pytest.approx(math.log(4))
-    # (0, ln 3): p = (1/4, 3/4) at t = 1; (0, 2 ln 3) reaches the same spread at t = 2
-    h = -(0.25 * math.log(0.25) + 0.75 * math.log(0.75))
-    assert mod.mean_entropy(torch.tensor([[0.0, math.log(3), inf]]), 1.0) == pytest.approx(h)
-    assert mod.matching_temperature(torch.tensor([[0.0, 2 * math.log(3), inf]]), h) == pytest.approx(2.0, abs=1e-5)
-
-
 def test_the_matching_temperature_refuses_a_base_temperature_outside_lc0s_range(capsys):
     mod = _module("temperature")
     with pytest.raises(SystemExit) as e:
