@@ -27,10 +27,13 @@ BASE = "base"
 class Cell:
     label: str  # the table's row name
     what: str  # how it was trained
-    matches: dict[str, str | None]  # "pass" / "n16" / "n64" -> record path under reports/ (no .json)
+    # "pass" / "n16" / "n64" / "best" (64 nodes, each side at its best PolicyTemperature; absent: not
+    # played) -> record path under reports/ (no .json)
+    matches: dict[str, str | None]
     player: str  # the cell's player label in those records
     model: str | None  # its name in real_puzzles.json and humans.json (None: not scored)
     scores: str = "searched"  # the folder under reports/ holding those two records for this cell
+    best_player: str | None = None  # its label in the "best" record (the cell at its matched temperature)
 
 
 CELLS = (
@@ -52,25 +55,31 @@ CELLS = (
     Cell("β 0.01, value held", "fwd_s3 with its value head held to the base's W/D/L (issue 63's recipe: "
          "value_anchor 10, conf/sweep/maia_value_hold.yaml; AMD EPYC)",
          {"pass": "search_strength/pass_vh_b001", "n16": "search_strength/n16_vh_b001",
-          "n64": "search_strength/n64_vh_b001"}, "vh_b001", "runs/exp63/vh_b001.ckpt", "search_strength"),
+          "n64": "search_strength/n64_vh_b001", "best": "search_strength/n64best_vh_b001"}, "vh_b001",
+         "runs/exp63/vh_b001.ckpt", "search_strength", "vh_b001_t3.138"),
     Cell("β 0.1, value held", "the β 0.1 cell with its value head held the same way",
          {"pass": "search_strength/pass_vh_b01", "n16": "search_strength/n16_vh_b01",
           "n64": "search_strength/n64_vh_b01"}, "vh_b01", "runs/exp63/vh_b01.ckpt", "search_strength"),
+    Cell("β 0.01, value held, second draw", "the same at seed 4",
+         {"pass": "search_strength/pass_vh_b001_s4", "n16": None, "n64": None,
+          "best": "search_strength/n64best_vh_b001_s4"}, "vh_b001_s4", "runs/exp63/vh_b001_s4.ckpt",
+         "search_strength", "vh_b001_s4_t3.157"),
     Cell("β 0.1, value held, second draw", "the same at seed 4",
          {"pass": None, "n16": None, "n64": "search_strength/n64_vh_b01_s4"}, "vh_b01_s4", "runs/exp63/vh_b01_s4.ckpt",
          "search_strength"),
 )  # fmt: skip
 BASE_MODEL = "base:maia-1900"
+BEST_BASE = "base_t2.6"  # the base's label in the best-against-best records
 
 
 def _load(path: Path) -> dict | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def match_elo(record: str | None, player: str) -> str:
-    """``player``'s score Elo against the base (± its 95 % half-width) in one match record."""
+def match_elo(record: str | None, player: str, base: str = BASE) -> str:
+    """``player``'s score Elo against ``base`` (± its 95 % half-width) in one match record."""
     doc = _load(REPORTS / f"{record}.json") if record else None
-    m = oriented_match(doc, player, BASE) if doc else None
+    m = oriented_match(doc, player, base) if doc else None
     if m is None:
         return PENDING if record else "not played"
     sign = 1.0 if m["a"] == player else -1.0
@@ -112,19 +121,22 @@ def table() -> str:
     base = _by_name(real, BASE_MODEL)
     head = (
         "| cell | one forward pass | pdx's search, 16 nodes | pdx's search, 64 nodes "
-        "| real puzzles: acc. % (Δ, p) | human games: top-1 % / NLL / value NLL |"
+        "| 64 nodes, best against best | real puzzles: acc. % (Δ, p) | human games: top-1 % / NLL / value NLL |"
     )
-    lines = [head, "|---|---:|---:|---:|---:|---:|"]
+    lines = [head, "|---|---:|---:|---:|---:|---:|---:|"]
     base_acc = f"{100 * base['summary']['acc']:.1f}" if base else PENDING
-    lines.append(f"| Maia-1900 (the base) | 0 | 0 | 0 | {base_acc} | {humans(games, None)} |")
+    lines.append(f"| Maia-1900 (the base) | 0 | 0 | 0 | 0 | {base_acc} | {humans(games, None)} |")
     for c in CELLS:
         elo = [match_elo(c.matches[k], c.player) for k in ("pass", "n16", "n64")]
+        elo.append(match_elo(c.matches.get("best"), c.best_player or c.player, BEST_BASE))
         c_real, c_games = _scores(c.scores)
         lines.append(f"| {c.label} | {' | '.join(elo)} | {puzzles(c_real, c)} | {humans(c_games, c)} |")
     cells = "\n".join(f"- {c.label}: {c.what}." for c in CELLS)
     return (
         "Elo against Maia-1900 (1,000 games each, the 500 paired openings of `data/openings_uho_600.epd`, "
-        "both sides at the same setting; ± the 95 % half-width). Real puzzles: the 4,956 of "
+        "both sides at the same setting; ± the 95 % half-width; best against best: the base at its best "
+        "PolicyTemperature 2.6, the cell at the one that spreads its priors as the base's there, "
+        "`reports/search_strength`). Real puzzles: the 4,956 of "
         "`data/lichess/` (the paired difference with the base and McNemar's p). Human games: the 999 real "
         "games of `data/lichess/games_2021-10_999.pgn.zst` (45,963 positions).\n\n"
         + "\n".join(lines)
