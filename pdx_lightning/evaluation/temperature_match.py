@@ -28,7 +28,7 @@ import chess
 import torch
 
 from pdx_lightning import argtypes
-from pdx_lightning.chesscore.pgn_games import HumanGame, ReadStats, read_games
+from pdx_lightning.chesscore.pgn_games import HumanGame, read_games
 from pdx_lightning.errors import UserError
 from pdx_lightning.files.resources import resolve_path
 from pdx_lightning.nets.arguments import add_network_arguments
@@ -144,10 +144,7 @@ def run(args: argparse.Namespace) -> int:
 
     labels = check_args(args)
     pgns = [str(resolve_path(p)) for p in args.pgn or [GAMES]]
-    read = ReadStats()
-    boards = sample_boards(
-        (g for p in pgns for g in read_games(p, stats=read)), args.every, args.skip_plies, args.positions
-    )
+    boards = sample_boards((g for p in pgns for g in read_games(p)), args.every, args.skip_plies, args.positions)
     if not boards:
         raise TemperatureMatchError(f"no position at ply {args.skip_plies} or later in {', '.join(pgns)}")
     device = device_of(args.device)
