@@ -558,15 +558,15 @@ def test_the_shipped_maia_sweep_plans_the_issue_cells():
 
 def test_the_maia_search_preset_is_the_value_held_sweep_cell_it_quotes():
     """conf/fit/maia_search.yaml quotes the strength of conf/sweep/maia_value_hold.yaml's cell
-    forward_kl-adaptive-b0.1-s3: it must train that cell (its seed, steps and every model setting)."""
+    forward_kl-adaptive-b0.01-s3: it must train that cell (its seed, steps and every model setting)."""
     conf = Path(__file__).parents[2] / "conf"
     cfg = load_config(conf / "sweep" / "maia_value_hold.yaml")
-    cell = next(c for c in plan(cfg) if c.name == "forward_kl-adaptive-b0.1-s3")
+    cell = next(c for c in plan(cfg) if c.name == "forward_kl-adaptive-b0.01-s3")
     made = train.fit_config(cfg, cell, Path("cell"))
     preset = yaml.safe_load((conf / "fit" / "maia_search.yaml").read_text())
     assert preset["model"] == made["model"]
     assert (preset["seed_everything"], preset["trainer"]["max_steps"]) == (made["seed_everything"], 2000)
-    assert preset["model"]["algorithm"]["value_anchor"] == 10.0 and preset["model"]["algorithm"]["beta"] == 0.1
+    assert preset["model"]["algorithm"]["value_anchor"] == 10.0 and preset["model"]["algorithm"]["beta"] == 0.01
 
 
 def test_the_distilled_maia_sweep_plans_the_four_arms_on_the_recipe_output():
