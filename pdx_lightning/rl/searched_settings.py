@@ -66,6 +66,9 @@ class SearchedSelfPlaySettings:
             whenever the buffer holds fewer live positions than a batch).
         c_v: weight of the WDL cross-entropy beside the policy cross-entropy.
         beta: weight of the forward KL(π_base ‖ π_θ) to the frozen base (0 = pure searched self-play).
+        value_anchor: w of the base-WDL value anchor c_v·w·KL(p_base(s) ‖ p_θ(s)) on the replayed
+            positions (PDX's ``value_anchor``; 0 = off). w = 10 holds the value head near the base's
+            W/D/L (its fixed point about 91 % the base's): issue 63's "value held".
         ema_decay: α of the EMA, θ̄ ← αθ̄ + (1−α)θ; the EMA is the network that searches (the
             published weights) and the one validated and exported.
         grad_clip_norm: clip the gradients' total L2 norm (None = no clipping).
@@ -99,6 +102,7 @@ class SearchedSelfPlaySettings:
     plies_per_step: int = 1
     c_v: float = 1.0
     beta: float = 0.0
+    value_anchor: float = 0.0
     ema_decay: float = 0.99
     grad_clip_norm: float | None = None
     micro_batch: int = 256
@@ -124,7 +128,7 @@ class SearchedSelfPlaySettings:
             check(key, 0.0, 1.0)
         for key in ("noise_alpha", "surprise_cap"):
             check(key, 0.0, lo_open=True)
-        for key in ("temperature", "c_v", "beta"):
+        for key in ("temperature", "c_v", "beta", "value_anchor"):
             check(key, 0.0)
         if self.sampling not in SAMPLINGS:
             raise SearchedSettingsError(

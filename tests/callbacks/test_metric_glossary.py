@@ -154,6 +154,7 @@ def test_a_searched_fit_has_its_own_layout_and_every_tag_in_the_glossary(tmp_pat
             "--model.algorithm.batch_size", "16", "--model.algorithm.min_buffer", "32",
             "--model.algorithm.max_plies", "30", "--model.algorithm.micro_batch", "8",
             "--model.algorithm.beta", "0.1", "--model.algorithm.grad_clip_norm", "1.0",
+            "--model.algorithm.value_anchor", "1.0",
             "--trainer.enable_progress_bar", "false", "--trainer.max_steps", "3"]  # fmt: skip
     cbs = [
         {"class_path": "lightning.pytorch.callbacks.LearningRateMonitor"},
@@ -167,7 +168,14 @@ def test_a_searched_fit_has_its_own_layout_and_every_tag_in_the_glossary(tmp_pat
     scalars = set(ea.Tags()["scalars"])
     names = glossary_names()
     assert sorted(t for t in scalars if not named(t, names)) == []
-    assert {"loss/kl_base", "optim/grad_norm", "replay/fill", "selfplay/target_entropy", "puzzles/acc"} <= scalars
+    assert {
+        "loss/kl_base",
+        "loss/anchor",
+        "optim/grad_norm",
+        "replay/fill",
+        "selfplay/target_entropy",
+        "puzzles/acc",
+    } <= scalars
     assert "epoch" not in scalars
     layout = layout_pb2.Layout.FromString(ea.Tensors("custom_scalars__config__")[0].tensor_proto.string_val[0])
     patterns = [re.compile(p) for cat in layout.category for c in cat.chart for p in c.multiline.tag]

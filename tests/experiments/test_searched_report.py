@@ -2,6 +2,7 @@
 
 import importlib
 import json
+from pathlib import Path
 
 import pytest
 
@@ -36,3 +37,20 @@ def test_the_results_page_shows_the_committed_table():
     mod = _table()
     page = mod.PAGE.read_text()
     assert mod.on_page(page, (mod.HERE / "table.md").read_text()) == page
+
+
+def test_the_held_value_searched_recipe_is_draw_b_with_the_anchor_only():
+    """reports/search_strength/fit_config_searched_vh.yaml is draw B's config with value_anchor 10 and its
+    own run name, and its settings are valid searched self-play settings."""
+    import yaml
+
+    from pdx_lightning.rl.searched_settings import SearchedSelfPlaySettings
+
+    root = Path(__file__).resolve().parents[2] / "reports"
+    b = yaml.safe_load((root / "searched" / "fit_config_b.yaml").read_text())
+    vh = yaml.safe_load((root / "search_strength" / "fit_config_searched_vh.yaml").read_text())
+    assert vh["model"]["algorithm"].pop("value_anchor") == 10.0
+    assert vh["trainer"]["logger"]["init_args"].pop("name") == "searched_vh"
+    b["trainer"]["logger"]["init_args"].pop("name")
+    assert vh == b
+    SearchedSelfPlaySettings(**{**vh["model"]["algorithm"], "value_anchor": 10.0})

@@ -43,6 +43,7 @@ TINY = [
         ("batch_size", 10**6, "batch_size: must be at most buffer_capacity"),
         ("search", "reuse=1", "no 'reuse' here"),
         ("search", "cpuct=-1", "model.algorithm.search"),
+        ("value_anchor", -1.0, "value_anchor: must be a finite number >= 0"),
     ],
 )
 def test_a_bad_setting_is_one_line_naming_its_key(key, value, message):
@@ -76,6 +77,31 @@ def test_the_loss_by_hand():
     assert torch.allclose(parts["loss/kl_base"], torch.stack(kl).mean(), atol=1e-6)
     total0, parts0 = searched_loss(logits, wdl_logits, batch, c_v=0.5, beta=0.0)
     assert "loss/kl_base" not in parts0 and torch.allclose(total0, want - 0.1 * torch.stack(kl).mean(), atol=1e-6)
+
+
+def test_the_value_anchor_by_hand():
+    """c_v·w·KL(p_base ‖ p_θ) over the three outcomes, on top of the loss without it."""
+    torch.manual_seed(1)
+    B = 4
+    mask = torch.zeros(B, POLICY_SIZE, dtype=torch.bool)
+    mask[:, :5] = True
+    target = torch.zeros(B, POLICY_SIZE)
+    target[:, 0] = 1.0
+    batch = Batch(torch.zeros(B, 112, 8, 8), mask, target, torch.full((B, 3), 1 / 3), np.arange(B))
+    logits, wdl_logits, base_wdl = torch.randn(B, POLICY_SIZE), torch.randn(B, 3), torch.randn(B, 3)
+    plain, _ = searched_loss(logits, wdl_logits, batch, c_v=0.2, beta=0.0)
+    total, parts = searched_loss(logits, wdl_logits, batch, 0.2, 0.0, None, 10.0, base_wdl)
+    kl = []
+    for r in range(B):
+        pb, lt = torch.softmax(base_wdl[r], 0), torch.log_softmax(wdl_logits[r], 0)
+        kl.append(sum(pb[o] * (pb[o].log() - lt[o]) for o in range(3)))
+    assert torch.allclose(parts["loss/anchor"], torch.stack(kl).mean(), atol=1e-6)
+    assert torch.allclose(total, plain + 0.2 * 10.0 * torch.stack(kl).mean(), atol=1e-6)
+    # the base's own W/D/L costs nothing
+    _, parts = searched_loss(logits, base_wdl, batch, 0.2, 0.0, None, 10.0, base_wdl)
+    assert float(parts["loss/anchor"]) == pytest.approx(0.0, abs=1e-6)
+    with pytest.raises(ValueError, match="value_anchor > 0 needs base_wdl_logits"):
+        searched_loss(logits, wdl_logits, batch, 0.2, 0.0, None, 10.0)
 
 
 @pytest.fixture(scope="module")

@@ -9,11 +9,13 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import chess
 import lightning as L
 import pytest
 import torch
 
 from callbacks import BetaSchedule
+from pdx_lightning.chesscore.encoding import encode_boards
 from pdx_lightning.rl.module import PDXModule
 from pdx_lightning.rl.searched_module import SearchedModule
 from pdx_lightning.rl.searched_settings import SearchedSelfPlaySettings, SearchedSettingsError
@@ -49,10 +51,11 @@ class Record(L.Callback):
         (lambda m: m.online.value_head.out.bias.data.fill_(float("inf")), r"^step 2: non-finite online WDL logits"),
         (lambda m: m.base.policy_head.wq.weight.data.fill_(float("nan")), r"^step 2: non-finite π_base policy logits"),
         (lambda m: m.buffer.rows.visits.fill(float("nan")), r"^step 2: non-finite visit-share target"),
+        (lambda m: m.base.value_head.out.bias.data.fill_(float("inf")), r"^step 2: non-finite p_base WDL logits"),
     ],
 )
 def test_a_nan_in_a_searched_step_stops_training_in_one_line_before_the_optimizer_step(inject, expect):
-    m = module(beta=0.1)
+    m = module(beta=0.1, value_anchor=1.0)
     snapshot = {}
     keep = InjectAt(2, lambda mod: snapshot.update({k: v.clone() for k, v in mod.online.state_dict().items()}))
     t = trainer(5, [keep, InjectAt(2, inject)])
@@ -83,6 +86,40 @@ def test_a_beta_schedule_changes_the_searched_steps_beta():
     trainer(4, [BetaSchedule(kind="linear", start=0.4, end=0.0, steps=2), rec]).fit(module(beta=0.0))
     assert [r["selfplay/beta"] for r in rec.rows] == pytest.approx([0.4, 0.2, 0.0, 0.0])
     assert "loss/kl_base" in rec.rows[0]  # the base's KL entered the loss while β > 0
+
+
+def _wdl_drift(m: SearchedModule) -> float:
+    """Mean KL(p_base ‖ p_online) over a few positions of a real game."""
+    board, boards = chess.Board(), []
+    for uci in ("e2e4", "c7c5", "g1f3", "d7d6", "d2d4", "c5d4", "f3d4", "g8f6", "b1c3", "a7a6"):
+        board.push_uci(uci)
+        boards.append(board.copy())
+    x = torch.as_tensor(encode_boards(boards)).float()
+    with torch.no_grad():
+        base, online = torch.softmax(m.base(x).wdl, -1), torch.log_softmax(m.online(x).wdl, -1)
+    return float((base * (base.log() - online)).sum(-1).mean())
+
+
+def test_the_value_anchor_holds_the_value_head_to_the_base(monkeypatch):
+    """The online network starts as the base, so the anchor is 0 at the first step and grows as the value
+    head moves; with a large w the value head ends nearer the base's W/D/L than without. The base is
+    evaluated for the anchor only: with β 0 and no anchor the step never calls it."""
+
+    def run(w):
+        m = module(value_anchor=w)
+        calls = []
+        forward = m.base.forward
+        monkeypatch.setattr(m.base, "forward", lambda x: calls.append(len(x)) or forward(x))
+        rec = Record("loss/anchor", "loss/value")
+        trainer(8, [rec]).fit(m)
+        return m, rec.rows, calls
+
+    held, rows, calls = run(100.0)
+    assert rows[0]["loss/anchor"] == pytest.approx(0.0, abs=1e-7) and rows[-1]["loss/anchor"] > 0
+    assert sum(calls) == 8 * 16  # one base call per trained position
+    free, rows, calls = run(0.0)
+    assert "loss/anchor" not in rows[-1] and calls == []
+    assert _wdl_drift(held) < 0.5 * _wdl_drift(free)
 
 
 def test_the_settings_and_seed_are_in_the_logged_hyperparameters(tmp_path):
