@@ -6,7 +6,8 @@ per simulation wave, Dirichlet noise at each fresh root), a move drawn ∝ visit
 and the best move after, the searched positions of every game that ended (their targets: the visit
 shares, the result, the root's W/D/L), ready for the replay buffer. Games start from the opening suite
 plus a few random plies, or from an archive of earlier positions whose search left an alternative
-unresolved (Efficient Self-Play's targeted restarts). The network that searches is the one it is given
+unresolved (Efficient Self-Play's targeted restarts) or, with ``archive_value_gap``, whose searched Q
+differs from the network's own one-node Q (value-repair restarts). The network that searches is the one it is given
 (the module's EMA: the published weights). Its whole state (games, pending positions, archive, random
 state, counters) is :meth:`SearchedGames.state_dict`: a resumed run plays on exactly.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import cast
 
 import chess
 import numpy as np
@@ -85,7 +87,7 @@ class SearchedGames(IterableDataset):
         self.archive: list[chess.Board] = []
         self.stats = {"plies": 0, "games_finished": 0, "length_sum": 0, "white_win": 0, "draw": 0,
                       "black_win": 0, "cut": 0, "resigned": 0, "positions": 0, "evaluations": 0,
-                      "restarts_archive": 0}  # fmt: skip
+                      "restarts_archive": 0, "archived": 0, "archived_value": 0}  # fmt: skip
         self._search: BatchedSearch | None = None
         self.started = False
 
@@ -139,7 +141,9 @@ class SearchedGames(IterableDataset):
         boards = [g.board for g in self.games]
         noise = RootNoise(s.noise_alpha, s.noise_eps, self.rng) if s.noise_eps > 0 else None
         results = search.search(boards, noise=noise)  # the settings' node count (built once per run)
-        packed = pack_planes(encode_boards(boards))
+        planes = encode_boards(boards)
+        packed = pack_planes(planes)
+        net_q = self._one_node_q(planes) if s.archive_value_gap is not None else None
         finished: list[Positions] = []
         entropies, qs, tops = [], [], []
         n_finished = 0
@@ -160,7 +164,10 @@ class SearchedGames(IterableDataset):
             entropies.append(float(-np.sum(share[pos] * np.log(share[pos]))))
             qs.append(q)
             tops.append(float(share.max()))
-            if share.max() < s.archive_top_share and s.archive_size > 0:
+            value_gap = net_q is not None and abs(q - net_q[i]) > cast(float, s.archive_value_gap)
+            if (share.max() < s.archive_top_share or value_gap) and s.archive_size > 0:
+                self.stats["archived"] = self.stats.get("archived", 0) + 1
+                self.stats["archived_value"] = self.stats.get("archived_value", 0) + int(value_gap)
                 self.archive.append(g.board.copy())
                 if len(self.archive) > s.archive_size:
                     self.archive.pop(0)
@@ -224,6 +231,16 @@ class SearchedGames(IterableDataset):
         return Positions(
             np.stack(packed), np.stack(legal), np.stack(vis), codes, wdl_arr, np.asarray(surprise, np.float32)
         )
+
+    @torch.inference_mode()
+    def _one_node_q(self, planes: np.ndarray) -> np.ndarray:
+        """The network's own W − L at each board (what a one-node search would return), (B,)."""
+        device = next(self.network.parameters()).device
+        mb, out = self.settings.micro_batch, []
+        for i in range(0, len(planes), mb):
+            wdl = torch.softmax(self.network(torch.from_numpy(planes[i : i + mb]).to(device)).wdl.float(), dim=-1)
+            out.append((wdl[:, 0] - wdl[:, 2]).cpu())
+        return torch.cat(out).numpy()
 
     def __iter__(self) -> Iterator[PlyResult]:
         while True:

@@ -53,6 +53,10 @@ class SearchedSelfPlaySettings:
         archive_size: positions the archive keeps (the oldest leave first).
         archive_top_share: a searched position enters the archive when its most visited move holds less
             than this share of the visits (an unresolved alternative worth replaying).
+        archive_value_gap: a searched position also enters the archive when its searched Q and the
+            network's own one-node Q (both W − L for the side to move, in [−1, 1]) differ by more than
+            this: value-repair restarts, replaying positions whose value the search corrected. It costs
+            one extra network pass over the games in flight per ply; None (the default) = off.
         buffer_capacity: replay rows per rank (about 3.3 KB each).
         reuse: presentations per admitted position (Efficient Self-Play: 4).
         sampling: ``uniform`` or ``surprise`` (a ``surprise_share`` of each batch weighted by the policy
@@ -91,6 +95,7 @@ class SearchedSelfPlaySettings:
     archive_share: float = 0.5
     archive_size: int = 4096
     archive_top_share: float = 0.8
+    archive_value_gap: float | None = None
     buffer_capacity: int = 65536
     reuse: int = 4
     sampling: Sampling = "uniform"
@@ -135,6 +140,7 @@ class SearchedSelfPlaySettings:
                 f"model.algorithm.sampling: must be one of {', '.join(SAMPLINGS)}, got {self.sampling!r}"
             )
         check("grad_clip_norm", 0.0, lo_open=True, optional=True)
+        check("archive_value_gap", 0.0, 2.0, optional=True)
         check("resign_threshold", 0.0, 1.0, optional=True)
         # the search's settings, built once: every ply of the run searches with this object
         object.__setattr__(self, "_search_settings", self._read_search())

@@ -44,6 +44,7 @@ TINY = [
         ("search", "reuse=1", "no 'reuse' here"),
         ("search", "cpuct=-1", "model.algorithm.search"),
         ("value_anchor", -1.0, "value_anchor: must be a finite number >= 0"),
+        ("archive_value_gap", 2.5, "archive_value_gap: must be a finite number >= 0 and <= 2"),
     ],
 )
 def test_a_bad_setting_is_one_line_naming_its_key(key, value, message):
@@ -122,6 +123,42 @@ def test_finished_games_carry_targets_from_each_side(net):
     # cut: the last search's W/D/L from each row's side: rows 0 and 2 of a game as its last, row 1 flipped
     np.testing.assert_allclose(rows.search_wdl[1], rows.search_wdl[2][::-1])
     np.testing.assert_allclose(rows.search_wdl[0], rows.search_wdl[2])
+
+
+def test_the_one_node_q_is_what_a_one_node_search_returns(net):
+    """The value-repair rule compares the search's root Q with the network's own W − L; at one node the
+    search's root Q is that evaluation, so the two must agree (sign and side to move included)."""
+    from pdx_lightning.chesscore.encoding import encode_boards
+    from pdx_lightning.search import BatchedSearch, SearchSettings
+
+    boards = [chess.Board()]
+    for uci in ("e2e4", "e7e5", "g1f3", "b8c6", "f1b5"):
+        boards.append(boards[-1].copy())
+        boards[-1].push_uci(uci)
+    g = SearchedGames(SearchedSelfPlaySettings(n_games=1, nodes=4), net, seed=0)
+    mine = g._one_node_q(encode_boards(boards))
+    roots = BatchedSearch(net, SearchSettings(nodes=1), slots=len(boards), reuse=False).search(boards)
+    np.testing.assert_allclose(mine, [r.root.root_q for r in roots], atol=1e-5)
+    assert np.ptp(mine) > 1e-3  # the boards are told apart
+
+
+def test_value_repair_archives_the_positions_the_search_corrected(net):
+    """With the top-share rule off (archive_top_share 0), a gap of 2 archives nothing and a gap of 0 every
+    searched position whose Q moved at all; the counters say why each entered."""
+
+    def play(gap):
+        s = SearchedSelfPlaySettings(n_games=2, nodes=8, max_plies=6, archive_top_share=0.0,
+                                     archive_value_gap=gap, archive_share=0.0)  # fmt: skip
+        g = SearchedGames(s, net, seed=3)
+        for _ in range(6):
+            g.play()
+        return g
+
+    assert play(None).archive == [] and play(2.0).archive == []
+    g = play(0.0)
+    assert g.stats["archived"] == g.stats["archived_value"] == len(g.archive) and 9 <= len(g.archive) <= 12
+    g = play(1e-3)  # a gap between: fewer
+    assert 0 < g.stats["archived_value"] <= 12
 
 
 def test_a_decided_game_scores_each_row_from_its_side(net):
