@@ -7,8 +7,8 @@ and the best move after, the searched positions of every game that ended (their 
 shares, the result, the root's W/D/L), ready for the replay buffer. Games start from the opening suite
 plus a few random plies, or from an archive of earlier positions whose search left an alternative
 unresolved (Efficient Self-Play's targeted restarts) or, with ``archive_value_gap``, whose searched Q
-differs from the network's own one-node Q (value-repair restarts). The network that searches is the one it is given
-(the module's EMA: the published weights). Its whole state (games, pending positions, archive, random
+differs from the network's own one-node Q (value-repair restarts). The network that searches is the one
+it is given (the module's EMA: the published weights). Its whole state (games, pending positions, archive, random
 state, counters) is :meth:`SearchedGames.state_dict`: a resumed run plays on exactly.
 """
 
@@ -64,6 +64,10 @@ def _uniform_line(board: chess.Board, k: int, rng: np.random.Generator) -> None:
         board.push(moves[int(rng.integers(len(moves)))])
 
 
+STATS = ("plies", "games_finished", "length_sum", "white_win", "draw", "black_win", "cut", "resigned",
+         "positions", "evaluations", "restarts_archive", "archived", "archived_value")  # fmt: skip
+
+
 class SearchedGames(IterableDataset):
     """This rank's n_games / world_size searched games (see the module's text).
 
@@ -85,9 +89,7 @@ class SearchedGames(IterableDataset):
         self.rng: np.random.Generator | None = None
         self.games: list[_Game] = []
         self.archive: list[chess.Board] = []
-        self.stats = {"plies": 0, "games_finished": 0, "length_sum": 0, "white_win": 0, "draw": 0,
-                      "black_win": 0, "cut": 0, "resigned": 0, "positions": 0, "evaluations": 0,
-                      "restarts_archive": 0, "archived": 0, "archived_value": 0}  # fmt: skip
+        self.stats = dict.fromkeys(STATS, 0)
         self._search: BatchedSearch | None = None
         self.started = False
 
@@ -166,8 +168,8 @@ class SearchedGames(IterableDataset):
             tops.append(float(share.max()))
             value_gap = net_q is not None and abs(q - net_q[i]) > cast(float, s.archive_value_gap)
             if (share.max() < s.archive_top_share or value_gap) and s.archive_size > 0:
-                self.stats["archived"] = self.stats.get("archived", 0) + 1
-                self.stats["archived_value"] = self.stats.get("archived_value", 0) + int(value_gap)
+                self.stats["archived"] += 1
+                self.stats["archived_value"] += int(value_gap)
                 self.archive.append(g.board.copy())
                 if len(self.archive) > s.archive_size:
                     self.archive.pop(0)
@@ -304,5 +306,5 @@ class SearchedGames(IterableDataset):
                 ]  # fmt: skip
             self.games.append(g)
         self.archive = [board(d) for d in state["archive"]]
-        self.stats = dict(state["stats"])
+        self.stats = {**dict.fromkeys(STATS, 0), **state["stats"]}  # a checkpoint from before a counter: 0
         self.started = True
